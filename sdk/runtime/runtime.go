@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Backend is one runtime family member, e.g. "opencode-acp". A plugin process
+// may serve several.
+type Backend interface {
+	// Info describes the backend: name, capabilities, thinking levels, events.
+	Info() BackendInfo
+	// Check says whether the runtime is usable here without starting a turn.
+	Check(ctx context.Context, req CheckRequest) Readiness
+	// Open starts (or resumes) a session. The Host stays valid until the
+	// session is closed. Open returns an *Error to say whose fault a failure is.
+	Open(ctx context.Context, req OpenRequest, host Host) (Session, error)
+}
+
+// Session is one conversation with a runtime.
+type Session interface {
+	// ID is the runtime's session id (what --resume takes).
+	ID() string
+	// Process names the runtime process; zero when there is none.
+	Process() ProcessInfo
+	// Prompt runs one turn and returns when it ends. Events are emitted
+	// through the Host while it runs. Prompt must return promptly after
+	// Cancel (with StopReason "cancelled") or when ctx is done.
+	Prompt(ctx context.Context, turn Turn) (TurnResult, error)
+	// Cancel asks the turn in flight to stop. It does not wait for it.
+	Cancel(ctx context.Context) error
+	// Close ends the session and stops every process it started.
+	Close(ctx context.Context) error
+}
+
+// Host is what a session may call back into.
+type Host interface {
+	// Emit records one event. Events keep the order of Emit calls.
+	Emit(ev Event)
+	// AskPermission raises a permission request and blocks until the host's
+	// broker decides or ctx is done. The request is recorded in event order
+	// before it blocks, so it never overtakes the tool call it belongs to.
+	AskPermission(ctx context.Context, req PermissionRequest) (PermissionDecision, error)
+	// Logger is the plugin's logger; on the host side it is named after the
+	// plugin.
+	Logger() hclog.Logger
+}
+
+// PermissionRecorder is an optional Host extension that the avenor host
+// implements: RecordPermission registers and announces a request
+// synchronously, in stream order, and returns a function that waits for the
+// decision. sdk/plugin uses it so that later events never overtake a
+// permission request while its answer is pending.
+type PermissionRecorder interface {
+	RecordPermission(ctx context.Context, req PermissionRequest) (wait func(ctx context.Context) (PermissionDecision, error))
+}
+
+// ProcessRecorder is an optional Host extension: sessions whose runtime
+// process changes after Open (a restart, a resume in a new process) report it
+// so the host can kill the right process group if the plugin dies.
+type ProcessRecorder interface {
+	RecordProcess(p ProcessInfo)
+}
+
+// OpenRequest is everything a backend needs to open a session.
+type OpenRequest struct {
+	Backend         string
+	Dir             string // absolute working directory
+	Model           string
+	Agent           string
+	Thinking        string // one of BackendInfo.ThinkingLevels, or empty
+	ResumeSessionID string // empty: new session
+	ServerURL       string
+	Env             map[string]string // extra runtime environment; may hold secrets
+	Options         map[string]any    // [backends.<name>].options
+	StateDir        string            // plugin state directory kept across processes
+	RunID           string
+}
+
+// Turn is one prompt.
+type Turn struct {
+	ID   string
+	Text string
+}
+
+// Usage is token accounting in the contract's snake_case vocabulary.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+	CachedReadTokens int64 `json:"cached_read_tokens"`
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	StopReason string // see the StopReason constants
+	Usage      *Usage
+	// FinalOutput is the turn's answer. When HasFinalOutput is false the host
+	// synthesises it from the message chunks since the last tool call.
+	FinalOutput    string
+	HasFinalOutput bool
+	// Extra fields for the session.end event (e.g. pi's error_message).
+	Extra map[string]any
+	// SessionID when the turn changed the session id; usually empty.
+	SessionID string
+}
+
+// ProcessInfo names a runtime process.
+type ProcessInfo struct {
+	PID     int
+	PGID    int
+	Binary  string
+	Version string
+}
+
+// CheckRequest asks whether a backend is usable.
+type CheckRequest struct {
+	Backend string
+	Env     map[string]string
+	Options map[string]any
+}
+
+// Readiness is the answer to Check.
+type Readiness struct {
+	Ready   bool
+	Binary  string
+	Version string
+	Auth    string // "ok", "missing", "unknown" or empty
+	Message string // what is wrong and how to fix it
+}
+
+// Stop reasons of the contract (§2.3).
+const (
+	StopEndTurn         = "end_turn"
+	StopMaxTokens       = "max_tokens"
+	StopMaxTurnRequests = "max_turn_requests"
+	StopRefusal         = "refusal"
+	StopCancelled       = "cancelled"
+	StopCancelledForced = "cancelled_forced"
+	StopTimeout         = "timeout"
+	StopProgressTimeout = "progress_timeout"
+	StopError           = "error"
+	StopSessionConflict = "session_id_conflict"
+)
