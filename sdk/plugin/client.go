@@ -1,0 +1,320 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// LaunchConfig says how to start a plugin binary. The zero value of every
+// field but Path is usable.
+type LaunchConfig struct {
+	// Path of the plugin binary. Required.
+	Path string
+	// Env is added to the host's environment for the plugin process.
+	Env []string
+	// Logger receives the plugin's logs, named after the plugin. Default: none.
+	Logger hclog.Logger
+	// SecureConfig, when set, is checked against Path before it runs: a
+	// pinned plugin whose checksum differs never executes.
+	SecureConfig *goplugin.SecureConfig
+	// StartTimeout bounds the handshake. Default 30s.
+	StartTimeout time.Duration
+	// StderrTail is how many bytes of the plugin's raw stderr are kept for
+	// crash reports. Default 16 KiB.
+	StderrTail int
+}
+
+// Client is a running plugin as the host sees it.
+type Client struct {
+	info     Info
+	path     string
+	backends map[string]*remoteBackend
+	order    []string
+	logger   hclog.Logger
+	gp       *goplugin.Client // nil when served in process
+	stderr   *tailBuffer
+	closeFn  func()
+
+	exited  chan struct{}
+	mu      sync.Mutex
+	exitErr error
+	pid     int
+}
+
+// Errors of launching.
+var (
+	ErrChecksumMismatch = errors.New("plugin checksum does not match its pin")
+	ErrIncompatible     = errors.New("plugin speaks no protocol version this avenor speaks")
+)
+
+// Launch starts a plugin binary, completes the handshake and asks it to
+// Describe itself. The caller must Kill the client.
+func Launch(ctx context.Context, cfg LaunchConfig) (*Client, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("launch plugin: no path given")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.StderrTail <= 0 {
+		cfg.StderrTail = 16 << 10
+	}
+	name := filepath.Base(cfg.Path)
+	if cfg.SecureConfig != nil {
+		ok, err := cfg.SecureConfig.Check(cfg.Path)
+		if err != nil {
+			return nil, fmt.Errorf("verify plugin %s: %w", cfg.Path, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrChecksumMismatch, cfg.Path)
+		}
+	}
+	c := &Client{path: cfg.Path, logger: cfg.Logger.Named(name), stderr: newTailBuffer(cfg.StderrTail), exited: make(chan struct{})}
+	gp := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  handshake,
+		VersionedPlugins: pluginSets(&grpcPlugin{}),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Logger:           c.logger,
+		StartTimeout:     cfg.StartTimeout,
+		Stderr:           c.stderr,
+		RunnerFunc: func(l hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd := exec.Command(cfg.Path)
+			cmd.Env = append(append([]string{}, spec.Env...), cfg.Env...)
+			// The plugin dies with the host even when the host is SIGKILLed;
+			// the plugin then stops its runtimes (sdk/plugin.Serve).
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+			return newProcRunner(cmd, c)
+		},
+	})
+	c.gp = gp
+	rpc, err := gp.Client()
+	if err != nil {
+		gp.Kill()
+		return nil, c.launchErr(err)
+	}
+	raw, err := rpc.Dispense(pluginSetKey)
+	if err != nil {
+		gp.Kill()
+		return nil, c.launchErr(err)
+	}
+	if v := gp.NegotiatedVersion(); v != ProtocolVersion {
+		gp.Kill()
+		return nil, fmt.Errorf("%w: plugin %s negotiated protocol %d", ErrIncompatible, cfg.Path, v)
+	}
+	c.closeFn = gp.Kill
+	if err := c.describe(ctx, raw.(pb.RuntimeClient)); err != nil {
+		gp.Kill()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) launchErr(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "Incompatible API version") {
+		return fmt.Errorf("%w: %s: %s; install a plugin built for avenor plugin protocol %d, or an avenor that speaks the plugin's version",
+			ErrIncompatible, c.path, msg, ProtocolVersion)
+	}
+	if tail := c.stderr.String(); tail != "" {
+		return fmt.Errorf("start plugin %s: %v (plugin stderr: %s)", c.path, err, lastLines(tail, 5))
+	}
+	return fmt.Errorf("start plugin %s: %w", c.path, err)
+}
+
+func (c *Client) describe(ctx context.Context, rc pb.RuntimeClient) error {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := rc.Describe(dctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{ProtocolVersion}})
+	if err != nil {
+		return c.describeErr("describe", err)
+	}
+	c.info = Info{Name: resp.GetPluginName(), Version: resp.GetPluginVersion()}
+	c.backends = map[string]*remoteBackend{}
+	for _, b := range resp.GetBackends() {
+		info := backendInfoFromProto(b)
+		c.backends[info.Name] = &remoteBackend{info: info, client: rc, owner: c}
+		c.order = append(c.order, info.Name)
+	}
+	return nil
+}
+
+// Info is the plugin's name and version from Describe.
+func (c *Client) Info() Info { return c.info }
+
+// Path is the binary the plugin runs from ("in-process" when served in process).
+func (c *Client) Path() string { return c.path }
+
+// Backends lists the backends the plugin serves, in its order.
+func (c *Client) Backends() []runtime.BackendInfo {
+	out := make([]runtime.BackendInfo, 0, len(c.order))
+	for _, n := range c.order {
+		out = append(out, c.backends[n].info)
+	}
+	return out
+}
+
+// Backend returns the named backend, false when the plugin does not serve it.
+func (c *Client) Backend(name string) (runtime.Backend, bool) {
+	b, ok := c.backends[name]
+	return b, ok
+}
+
+// PID is the plugin process id (0 in process).
+func (c *Client) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
+// Exited is closed when the plugin process has exited.
+func (c *Client) Exited() <-chan struct{} { return c.exited }
+
+// ExitErr is how the plugin process ended (nil for a clean exit); valid
+// after Exited is closed.
+func (c *Client) ExitErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitErr
+}
+
+// Kill stops the plugin: gracefully (the plugin closes its sessions) with a
+// short wait, then forcibly. Safe to call more than once.
+func (c *Client) Kill() {
+	if c.closeFn != nil {
+		c.closeFn()
+	}
+}
+
+// CrashReport is a short report for the user when the plugin panicked: the
+// plugin, its version and the panic line. Empty when stderr shows no panic.
+func (c *Client) CrashReport() string {
+	tail := c.stderr.String()
+	i := strings.Index(tail, "panic: ")
+	if i < 0 {
+		i = strings.Index(tail, "fatal error: ")
+	}
+	if i < 0 {
+		return ""
+	}
+	line := tail[i:]
+	if j := strings.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return fmt.Sprintf("plugin %s %s crashed: %s", c.info.Name, c.info.Version, line)
+}
+
+// StderrTail is the last bytes the plugin wrote to stderr.
+func (c *Client) StderrTail() string { return c.stderr.String() }
+
+// goneErr describes a plugin that vanished mid-session, naming it and how
+// it died.
+func (c *Client) goneErr(doing string, cause error) error {
+	select {
+	case <-c.exited:
+	case <-time.After(2 * time.Second):
+		// The connection broke but the process has not been reaped yet.
+	}
+	how := "its connection closed"
+	select {
+	case <-c.exited:
+		how = "it exited"
+		if err := c.ExitErr(); err != nil {
+			how = "it died (" + err.Error() + ")"
+		}
+	default:
+		if cause != nil {
+			how = "its connection failed (" + status.Convert(cause).Message() + ")"
+		}
+	}
+	msg := fmt.Sprintf("plugin %s %s (%s) stopped during %s: %s", c.displayName(), c.info.Version, c.path, doing, how)
+	if r := c.CrashReport(); r != "" {
+		msg += "; " + r
+	}
+	return &runtime.Error{Fault: runtime.FaultPlugin, Message: msg + " [" + ErrPluginGone.Error() + "]"}
+}
+
+// describeErr translates a gRPC error at the one boundary where transport
+// errors become user text.
+func (c *Client) describeErr(doing string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("plugin %s: %s: %w", c.displayName(), doing, err)
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.Canceled:
+		return c.goneErr(doing, err)
+	case codes.Unimplemented:
+		return fmt.Errorf("plugin %s does not implement %s; it may be older than this avenor", c.displayName(), doing)
+	}
+	return fmt.Errorf("plugin %s: %s: %s", c.displayName(), doing, st.Message())
+}
+
+func (c *Client) displayName() string {
+	if c.info.Name != "" {
+		return "avenor-plugin-" + c.info.Name
+	}
+	return filepath.Base(c.path)
+}
+
+// SortedBackendNames is a convenience for listings.
+func (c *Client) SortedBackendNames() []string {
+	out := append([]string(nil), c.order...)
+	sort.Strings(out)
+	return out
+}
+
+// tailBuffer keeps the last n bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTailBuffer(n int) *tailBuffer { return &tailBuffer{n: n} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.n; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+var _ io.Writer = (*tailBuffer)(nil)

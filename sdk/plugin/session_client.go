@@ -1,0 +1,282 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// ErrPluginGone is wrapped by every error that comes from the plugin
+// process or its connection disappearing mid-session.
+var ErrPluginGone = errors.New("plugin connection lost")
+
+// remoteBackend is a runtime.Backend whose work happens in a plugin.
+type remoteBackend struct {
+	info   runtime.BackendInfo
+	client pb.RuntimeClient
+	owner  *Client
+}
+
+func (b *remoteBackend) Info() runtime.BackendInfo { return b.info }
+
+func (b *remoteBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
+	opts, err := marshalObject(req.Options)
+	if err != nil {
+		return runtime.Readiness{Message: "options: " + err.Error()}
+	}
+	resp, err := b.client.Check(ctx, &pb.CheckRequest{Backend: b.info.Name, Env: req.Env, OptionsJson: opts})
+	if err != nil {
+		return runtime.Readiness{Message: b.owner.describeErr("check", err).Error()}
+	}
+	return readinessFromProto(resp)
+}
+
+// Open starts a session stream, sends Open and waits for Opened (or the
+// plugin's refusal). Events the plugin emits while opening are delivered.
+func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+	open, err := openToProto(req)
+	if err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err)
+	}
+	streamCtx, cancel := context.WithCancel(context.Background())
+	stream, err := b.client.Session(streamCtx)
+	if err != nil {
+		cancel()
+		return nil, b.owner.describeErr("open session", err)
+	}
+	s := &remoteSession{
+		owner: b.owner, stream: stream, cancel: cancel, host: host,
+		turnEnded: make(chan *pb.TurnEnded, 1), closed: make(chan *pb.Closed, 1),
+		opened: make(chan *pb.Opened, 1), done: make(chan struct{}),
+		waits: map[string]context.CancelFunc{},
+	}
+	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Open{Open: open}}); err != nil {
+		cancel()
+		return nil, b.owner.describeErr("open session", err)
+	}
+	go s.recvLoop()
+	select {
+	case o := <-s.opened:
+		s.id = o.GetSessionId()
+		s.setProcess(processFromProto(o.GetProcess()))
+		return s, nil
+	case c := <-s.closed:
+		cancel()
+		<-s.done
+		if err := errorFromProto(c.GetError()); err != nil {
+			return nil, err
+		}
+		return nil, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session while opening it")
+	case <-s.done:
+		cancel()
+		return nil, s.goneErr("open session")
+	case <-ctx.Done():
+		cancel()
+		<-s.done
+		return nil, ctx.Err()
+	}
+}
+
+// remoteSession is the host side of one Session stream.
+type remoteSession struct {
+	owner  *Client
+	stream pb.Runtime_SessionClient
+	cancel context.CancelFunc
+	host   runtime.Host
+	id     string
+
+	sendMu sync.Mutex
+
+	opened    chan *pb.Opened
+	turnEnded chan *pb.TurnEnded
+	closed    chan *pb.Closed
+	done      chan struct{} // recvLoop returned
+	recvErr   error         // set before done is closed
+
+	mu    sync.Mutex
+	proc  runtime.ProcessInfo
+	waits map[string]context.CancelFunc // pending permission waits
+}
+
+func (s *remoteSession) ID() string { return s.id }
+
+func (s *remoteSession) Process() runtime.ProcessInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+func (s *remoteSession) setProcess(p runtime.ProcessInfo) {
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	if r, ok := s.host.(runtime.ProcessRecorder); ok {
+		r.RecordProcess(p)
+	}
+}
+
+func (s *remoteSession) send(m *pb.HostMessage) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return s.stream.Send(m)
+}
+
+// Prompt sends the turn and waits for its end. It returns early with
+// ctx.Err() when ctx is done — the caller then decides to Cancel or to kill
+// the plugin — and with an error wrapping ErrPluginGone when the plugin dies.
+func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnResult, error) {
+	// A turn end left over from an earlier, abandoned turn is stale.
+	select {
+	case <-s.turnEnded:
+	default:
+	}
+	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: turn.ID, Text: turn.Text}}}); err != nil {
+		return runtime.TurnResult{StopReason: runtime.StopError}, s.goneErr("prompt")
+	}
+	for {
+		select {
+		case te := <-s.turnEnded:
+			if te.GetTurnId() != turn.ID {
+				continue
+			}
+			res, err := turnEndedFromProto(te)
+			if res.SessionID != "" {
+				s.id = res.SessionID
+			}
+			return res, err
+		case <-s.done:
+			return runtime.TurnResult{StopReason: runtime.StopError}, s.goneErr("turn")
+		case <-ctx.Done():
+			return runtime.TurnResult{}, ctx.Err()
+		}
+	}
+}
+
+func (s *remoteSession) Cancel(ctx context.Context) error {
+	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{}}}); err != nil {
+		return s.goneErr("cancel")
+	}
+	return nil
+}
+
+// Close asks the plugin to close the session and waits for it, bounded by ctx.
+func (s *remoteSession) Close(ctx context.Context) error {
+	defer s.cancel()
+	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Close{Close: &pb.Close{}}}); err != nil {
+		return nil // the stream is gone: nothing left to close on this side
+	}
+	select {
+	case c := <-s.closed:
+		return errorFromProto(c.GetError())
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("closing session %s: %w", s.id, ctx.Err())
+	}
+}
+
+func (s *remoteSession) goneErr(doing string) error {
+	<-s.done
+	return s.owner.goneErr(doing, s.recvErr)
+}
+
+func (s *remoteSession) recvLoop() {
+	defer func() {
+		s.mu.Lock()
+		for _, c := range s.waits {
+			c()
+		}
+		s.mu.Unlock()
+		close(s.done)
+	}()
+	for {
+		msg, err := s.stream.Recv()
+		if err != nil {
+			s.recvErr = err
+			return
+		}
+		switch m := msg.Msg.(type) {
+		case *pb.PluginMessage_Opened:
+			s.opened <- m.Opened
+		case *pb.PluginMessage_Events:
+			for _, pe := range m.Events.GetEvents() {
+				ev, err := eventFromProto(pe)
+				if err != nil {
+					s.logger().Error("dropping a malformed event from the plugin", "error", err)
+					continue
+				}
+				s.host.Emit(ev)
+			}
+		case *pb.PluginMessage_PermissionRequest:
+			s.permission(m.PermissionRequest)
+		case *pb.PluginMessage_TurnEnded:
+			// A turn ended: any permission still pending for it is moot.
+			s.mu.Lock()
+			for id, c := range s.waits {
+				c()
+				delete(s.waits, id)
+			}
+			s.mu.Unlock()
+			select {
+			case s.turnEnded <- m.TurnEnded:
+			default:
+				<-s.turnEnded // drop a stale one nobody read
+				s.turnEnded <- m.TurnEnded
+			}
+		case *pb.PluginMessage_Process:
+			s.setProcess(processFromProto(m.Process))
+		case *pb.PluginMessage_Closed:
+			select {
+			case s.closed <- m.Closed:
+			default:
+			}
+		}
+	}
+}
+
+// permission records the request in stream order (when the host can), then
+// waits for the decision without holding up the stream.
+func (s *remoteSession) permission(p *pb.PermissionRequest) {
+	req, err := permissionRequestFromProto(p)
+	if err != nil {
+		s.logger().Error("malformed permission request; answering cancelled", "error", err)
+		_ = s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(p.GetRequestId(), runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled})}})
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.waits[req.ID] = cancel
+	s.mu.Unlock()
+	var wait func(context.Context) (runtime.PermissionDecision, error)
+	if r, ok := s.host.(runtime.PermissionRecorder); ok {
+		wait = r.RecordPermission(ctx, req)
+	} else {
+		wait = func(ctx context.Context) (runtime.PermissionDecision, error) { return s.host.AskPermission(ctx, req) }
+	}
+	go func() {
+		defer cancel()
+		d, err := wait(ctx)
+		s.mu.Lock()
+		delete(s.waits, req.ID)
+		s.mu.Unlock()
+		if err != nil && d.Outcome == "" {
+			d = runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}
+		}
+		_ = s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(req.ID, d)}})
+	}()
+}
+
+func (s *remoteSession) logger() hclog.Logger {
+	if s.host != nil {
+		if l := s.host.Logger(); l != nil {
+			return l
+		}
+	}
+	return hclog.NewNullLogger()
+}
