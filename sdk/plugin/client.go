@@ -251,8 +251,14 @@ func (c *Client) goneErr(doing string, cause error) error {
 	if r := c.CrashReport(); r != "" {
 		msg += "; " + r
 	}
-	return &runtime.Error{Fault: runtime.FaultPlugin, Message: msg + " [" + ErrPluginGone.Error() + "]"}
+	return &goneError{err: &runtime.Error{Fault: runtime.FaultPlugin, Message: msg}}
 }
+
+// goneError is a plugin-fault *runtime.Error that also matches ErrPluginGone.
+type goneError struct{ err *runtime.Error }
+
+func (e *goneError) Error() string   { return e.err.Message }
+func (e *goneError) Unwrap() []error { return []error{e.err, ErrPluginGone} }
 
 // describeErr translates a gRPC error at the one boundary where transport
 // errors become user text.

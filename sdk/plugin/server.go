@@ -153,8 +153,14 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 		delete(s.sessions, ss)
 		s.mu.Unlock()
 	}()
+	var startFields []byte
+	if sf, ok := sess.(runtime.StartFielder); ok {
+		if startFields, err = marshalObject(sf.StartFields()); err != nil {
+			ss.Logger().Error("session.start fields do not encode; leaving them out", "error", err)
+		}
+	}
 	ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
-		SessionId: sess.ID(), Process: processToProto(sess.Process()),
+		SessionId: sess.ID(), Process: processToProto(sess.Process()), StartFieldsJson: startFields,
 	}}})
 	return ss.serve()
 }

@@ -65,6 +65,9 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	case o := <-s.opened:
 		s.id = o.GetSessionId()
 		s.setProcess(processFromProto(o.GetProcess()))
+		if s.startFields, err = unmarshalObject(o.GetStartFieldsJson()); err != nil {
+			s.logger().Error("ignoring malformed session.start fields from the plugin", "error", err)
+		}
 		return s, nil
 	case c := <-s.closed:
 		cancel()
@@ -91,6 +94,8 @@ type remoteSession struct {
 	host   runtime.Host
 	id     string
 
+	startFields map[string]any
+
 	sendMu sync.Mutex
 
 	opened    chan *pb.Opened
@@ -105,6 +110,9 @@ type remoteSession struct {
 }
 
 func (s *remoteSession) ID() string { return s.id }
+
+// StartFields implements runtime.StartFielder.
+func (s *remoteSession) StartFields() map[string]any { return s.startFields }
 
 func (s *remoteSession) Process() runtime.ProcessInfo {
 	s.mu.Lock()

@@ -63,6 +63,12 @@ type ProcessRecorder interface {
 	RecordProcess(p ProcessInfo)
 }
 
+// StartFielder is an optional Session extension: extra fields the host adds
+// to the session.start event (e.g. claude's dangerously_load).
+type StartFielder interface {
+	StartFields() map[string]any
+}
+
 // OpenRequest is everything a backend needs to open a session.
 type OpenRequest struct {
 	Backend         string

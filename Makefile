@@ -1,0 +1,75 @@
+# avenor — build, run, test.
+#   make run    builds everything and runs a prompt through avenor and the echo plugin
+#   make test   every module's tests with -race
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+TOOLS := $(CURDIR)/.tools
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.Version=$(VERSION)
+PREFIX ?= /usr/local
+
+# Plugin modules join the workspace as they appear: plugins/<name>/go.mod.
+PLUGIN_MODULES := $(patsubst %/go.mod,%,$(wildcard plugins/*/go.mod))
+MODULES := . sdk $(PLUGIN_MODULES)
+
+# Pinned code generators for `make proto`.
+BUF_VERSION            := v1.74.0
+PROTOC_GEN_GO_VERSION  := v1.36.11
+PROTOC_GEN_GRPC_VERSION := v1.6.1
+
+.PHONY: all build install run test test-short e2e bench proto lint clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/avenor ./cmd/avenor
+	cd sdk && $(GO) build -o $(BIN)/avenor-plugin-echo ./examples/echo/cmd/avenor-plugin-echo
+	cd sdk && $(GO) build -o $(BIN)/avenor-plugin-scripted ./plugintest/scripted/cmd/avenor-plugin-scripted
+	@for m in $(PLUGIN_MODULES); do n=$$(basename $$m); \
+		echo "cd $$m && $(GO) build -o $(BIN)/avenor-plugin-$$n ."; \
+		(cd $$m && $(GO) build -o $(BIN)/avenor-plugin-$$n .) || exit 1; done
+
+# Installs avenor and its plugins side by side (avenor finds plugins next to itself).
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/avenor $(BIN)/avenor-plugin-* $(DESTDIR)$(PREFIX)/bin/
+
+# The main job on the bundled example backend: a real prompt through avenor and
+# the echo plugin, printing the event stream and the sentinel.
+run: build
+	@out=$$(mktemp -d); \
+	$(BIN)/avenor --backend echo --dir "$$out" --prompt "hello from make run" \
+		--on-event "$$out/events.ndjson" --sentinel-file "$$out/run.done"; code=$$?; \
+	echo "--- events ($$out/events.ndjson)"; cat "$$out/events.ndjson"; \
+	echo "--- sentinel ($$out/run.done)"; cat "$$out/run.done"; \
+	echo "--- exit code $$code"; exit $$code
+
+# Every module's tests with the race detector; the host tests build and drive
+# the real binaries.
+test: build
+	$(GO) vet ./... && (cd sdk && $(GO) vet ./...)
+	AVENOR_TEST_BIN=$(BIN) $(GO) test -race -count=1 ./...
+	cd sdk && $(GO) test -race -count=1 ./...
+	@for m in $(PLUGIN_MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+test-short:
+	$(GO) test -short ./... && (cd sdk && $(GO) test -short ./...)
+
+bench: build
+	AVENOR_TEST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/ | tee bench/out.txt
+
+proto:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+	cd sdk && $(TOOLS)/buf generate
+
+lint:
+	$(GO) vet ./... && (cd sdk && $(GO) vet ./...)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v /internal/runtimepb/))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Env is the process environment Main runs in; tests fill it.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	Environ        []string
+}
+
+// Exit codes of the command line itself (run's codes follow its stop reason).
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// usageError is a command line the parser could not take: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitError carries an exit code chosen by a command.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Main runs avenor with args (without the program name) and returns the exit code.
+func Main(args []string, env Env) int {
+	root := newRoot(env)
+	args = defaultToRun(root, args)
+	if cmd, _, err := root.Find(args); err == nil && cmd != nil {
+		args = rewriteSingleDash(cmd, args)
+	}
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		if len(args) > 0 && args[0] == "run" {
+			writeUsageSentinel(args[1:], env.Stderr)
+		}
+		fmt.Fprintf(env.Stderr, "avenor: %v\n", ue.err)
+		fmt.Fprintln(env.Stderr, "Run 'avenor --help' for usage.")
+		return exitUsage
+	default:
+		fmt.Fprintf(env.Stderr, "avenor: %v\n", err)
+		return exitFail
+	}
+}
+
+func newRoot(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "avenor",
+		Short: "Drive AI coding-agent runtimes and turn what they say into one NDJSON event stream",
+		Long: `avenor launches an AI coding-agent runtime (OpenCode, Codex, Gemini CLI, Claude Code,
+Cursor agent, pi…) through its backend plugin, sends it a prompt, and writes everything the
+runtime does as NDJSON events, a completion sentinel and an exit code a harness can rely on.
+
+Without a sub-command, the arguments are those of 'avenor run':
+  avenor --backend echo --prompt "hello" --on-event events.ndjson --sentinel-file run.done`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		Version:           Version,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetVersionTemplate("avenor v{{.Version}}\n")
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.Flags().BoolP("version", "v", false, "print the version and exit")
+	root.AddCommand(newRunCmd(env), newBackendsCmd(env))
+	return root
+}
+
+// defaultToRun keeps the original's dispatch: anything that is not a
+// sub-command (or --version / --help alone) is parsed as `run` flags.
+func defaultToRun(root *cobra.Command, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	switch args[0] {
+	case "--version", "-version", "-v", "--help", "-help", "-h", "help":
+		if len(args) == 1 {
+			return args
+		}
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == args[0] || c.HasAlias(args[0]) {
+			return args
+		}
+	}
+	return append([]string{"run"}, args...)
+}
+
+// rewriteSingleDash turns the original's single-dash long flags (-prompt x,
+// -backend=pi) into cobra's --prompt, only where a flag of cmd is meant, and
+// never touches flag values (a prompt may well start with "-").
+func rewriteSingleDash(cmd *cobra.Command, args []string) []string {
+	flags := cmd.Flags()
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, hasValue := "", false
+		switch {
+		case strings.HasPrefix(a, "--"):
+			name = a[2:]
+		case strings.HasPrefix(a, "-") && len(a) > 2:
+			name = a[1:]
+		default:
+			out = append(out, a)
+			continue
+		}
+		if j := strings.IndexByte(name, '='); j >= 0 {
+			name, hasValue = name[:j], true
+		}
+		f := flags.Lookup(name)
+		if f == nil {
+			out = append(out, a)
+			continue
+		}
+		if !strings.HasPrefix(a, "--") {
+			a = "-" + a
+		}
+		out = append(out, a)
+		if !hasValue && takesValue(f) && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+func takesValue(f *pflag.Flag) bool { return f.NoOptDefVal == "" }

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/plugins"
+	hostrt "github.com/avenor-go/avenor/host/runtime"
+	"github.com/avenor-go/avenor/host/sentinel"
+)
+
+// runFlags are the flags of `avenor run` (contract §1.2).
+type runFlags struct {
+	agent, prompt, promptFile, loopFile, teamFile, rosterFile, rosterEntry string
+	label, dir, resume, serverURL, backend, model, thinking                string
+	onEvent, sentinelFile, permissionHandler, controlSocket, httpDebug     string
+	runID, ponyConfig                                                      string
+	autoApprove                                                            bool
+	timeout, progressTimeout, permissionClaimTimeout                       time.Duration
+	maxRetries                                                             int
+}
+
+func newRunCmd(env Env) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [flags]",
+		Short: "Run one prompt through a backend (the default command)",
+		Long: `Run one prompt through a backend plugin and exit with the turn's outcome.
+
+Events go to --on-event as NDJSON (one flat JSON object per line, session.end last); the
+sentinel file gets a status line, SESSION=, STOP_REASON= and RUN= once the run ends.
+
+Exit codes: 0 end_turn, 1 error, 2 refusal (or a command line avenor cannot parse),
+3 max_tokens, 4 max_turn_requests, 5 blocked, 124 timeout, 130 cancelled.
+
+Examples:
+  avenor --backend echo --prompt "hello" --on-event ev.ndjson --sentinel-file run.done
+  avenor run --backend codex-app-server --prompt-file task.md --timeout 30m --max-retries 2
+  avenor --backend echo --resume <session-id> --prompt "and then?"`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unexpected argument %q (flags take a value: --prompt %q)", args[0], args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exitError{runMain(cmd, f, env)}
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&f.backend, "backend", "opencode-acp", "backend: opencode-acp, opencode-http, codex-app-server, gemini-acp, cursor-acp, pi, claude, claude-channel, echo, or any installed plugin's")
+	fl.StringVar(&f.prompt, "prompt", "", "inline prompt (exclusive with --prompt-file)")
+	fl.StringVar(&f.promptFile, "prompt-file", "", "file holding the prompt (exclusive with --prompt)")
+	fl.StringVar(&f.dir, "dir", ".", "working directory of the agent")
+	fl.StringVar(&f.model, "model", "", "backend-specific model id")
+	fl.StringVar(&f.agent, "agent", "", "agent name")
+	fl.StringVar(&f.thinking, "thinking", "", "thinking level: off|minimal|low|medium|high|xhigh|max, as the backend accepts")
+	fl.StringVar(&f.resume, "resume", "", "resume an existing session by id")
+	fl.StringVar(&f.label, "label", "", "free-form label, stamped as run_label on every event")
+	fl.StringVar(&f.runID, "run-id", "", "correlation id stamped on every event (default: 16 random hex chars)")
+	fl.StringVar(&f.onEvent, "on-event", "", "NDJSON event log, created or truncated at start")
+	fl.StringVar(&f.sentinelFile, "sentinel-file", "", "completion sentinel, written once when the run ends")
+	fl.DurationVar(&f.timeout, "timeout", 0, "overall wall clock, e.g. 30m (0: none); ends with exit 124")
+	fl.DurationVar(&f.progressTimeout, "progress-timeout", 0, "end the turn after this long without an event (0: none); exit 124")
+	fl.IntVar(&f.maxRetries, "max-retries", 0, "extra attempts after an attempt that exits 1, resuming its session")
+	fl.BoolVar(&f.autoApprove, "auto-approve", false, "approve ordinary permission requests with their first allow option")
+	fl.StringVar(&f.permissionHandler, "permission-handler", "", "file:<base> permission file protocol (default: derived from --sentinel-file)")
+	fl.DurationVar(&f.permissionClaimTimeout, "permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
+	fl.StringVar(&f.serverURL, "server-url", "", "external runtime server (opencode-http)")
+	fl.StringVar(&f.controlSocket, "control-socket", "", "Unix socket for the control plane")
+	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address for the HTTP/SSE debug adapter")
+	fl.StringVar(&f.loopFile, "loop-file", "", "phase loop config (exclusive with --resume and --team-file)")
+	fl.StringVar(&f.teamFile, "team-file", "", "team config (exclusive with --resume and --loop-file)")
+	fl.StringVar(&f.rosterFile, "roster-file", "", "roster of named backend/agent/model loadouts")
+	fl.StringVar(&f.rosterEntry, "roster-entry", "", "entry of --roster-file to run")
+	fl.StringVar(&f.ponyConfig, "pony-config", "", "config of the pony backend")
+	_ = fl.MarkHidden("pony-config")
+	return cmd
+}
+
+// writeUsageSentinel writes FAILED with EXIT_CODE=2 when a run's command line
+// could not be parsed but a sentinel path is recognisable in it (decision 10).
+func writeUsageSentinel(args []string, stderr io.Writer) {
+	path := rawFlagValue(args, "sentinel-file")
+	if path == "" {
+		return
+	}
+	if err := sentinel.Write(path, sentinel.Record{ExitCode: exitUsage, StopReason: "error", RunID: rawFlagValue(args, "run-id")}); err != nil {
+		fmt.Fprintf(stderr, "avenor: writing sentinel: %v\n", err)
+	}
+}
+
+// rawFlagValue finds --name v, --name=v, -name v or -name=v in unparsed args.
+func rawFlagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, p := range []string{"--" + name, "-" + name} {
+			if a == p && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, p+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// runFailure is a validation or setup failure: exit 1 and a FAILED sentinel.
+type runFailure struct{ msg string }
+
+func (e runFailure) Error() string { return e.msg }
+
+// runMain validates, wires the host and runs. It returns the exit code.
+func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
+	if f.runID == "" {
+		f.runID = newRunID()
+	}
+	opts, err := buildRun(cmd, f, env)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "avenor: %v\n", err)
+		if f.sentinelFile != "" {
+			if werr := sentinel.Write(f.sentinelFile, sentinel.Record{ExitCode: exitFail, StopReason: "error", RunID: f.runID}); werr != nil {
+				fmt.Fprintf(env.Stderr, "avenor: writing sentinel: %v\n", werr)
+			}
+		}
+		return exitFail
+	}
+	hostrt.CleanFiles(opts.SentinelPath, opts.PermBase, opts.Logger.Warn)
+
+	if f.onEvent != "" {
+		file, err := os.Create(f.onEvent)
+		if err != nil {
+			return failSetup(env, f, fmt.Errorf("--on-event: %w", err))
+		}
+		defer file.Close()
+		opts.Events = file
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel(hostrt.ErrInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+
+	res := hostrt.New(opts, nil).Run(ctx)
+	return res.ExitCode
+}
+
+func failSetup(env Env, f *runFlags, err error) int {
+	fmt.Fprintf(env.Stderr, "avenor: %v\n", err)
+	if f.sentinelFile != "" {
+		_ = sentinel.Write(f.sentinelFile, sentinel.Record{ExitCode: exitFail, StopReason: "error", RunID: f.runID})
+	}
+	return exitFail
+}
+
+// buildRun turns flags and config into the host's options, in the
+// contract's validation order (§1.2).
+func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, error) {
+	var o hostrt.Options
+	dirs, err := config.DefaultDirs(env.Getenv)
+	if err != nil {
+		return o, err
+	}
+	start := f.dir
+	if !cmd.Flags().Changed("dir") {
+		start = "."
+	}
+	absStart, err := filepath.Abs(start)
+	if err != nil {
+		return o, fmt.Errorf("--dir %q: %w", f.dir, err)
+	}
+	project, _ := config.FindProject(absStart)
+	settings, _, err := config.Load(config.Sources{
+		Environ: env.Environ, Dirs: dirs, ProjectDir: project, Flags: changedSettings(cmd, f),
+	})
+	if err != nil {
+		return o, err
+	}
+
+	backendCfg := settings.Backends[settings.Backend]
+	families := map[string]string{}
+	for name, b := range settings.Backends {
+		if b.Plugin != "" {
+			families[name] = b.Plugin
+		}
+	}
+	finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), families)
+	found, err := finder.Find(settings.Backend)
+	if err != nil {
+		return o, fmt.Errorf("unknown backend %q\n%v", settings.Backend, err)
+	}
+
+	switch {
+	case settings.Backend == "pony" && f.ponyConfig == "":
+		return o, errors.New("--pony-config is required for backend pony")
+	case f.prompt != "" && f.promptFile != "":
+		return o, errors.New("--prompt and --prompt-file are mutually exclusive")
+	case f.loopFile != "" && f.teamFile != "":
+		return o, errors.New("--loop-file and --team-file are mutually exclusive")
+	case f.loopFile != "" && f.resume != "":
+		return o, errors.New("--loop-file and --resume are mutually exclusive")
+	case f.teamFile != "" && f.resume != "":
+		return o, errors.New("--team-file and --resume are mutually exclusive")
+	case f.prompt == "" && f.promptFile == "" && f.loopFile == "" && f.teamFile == "":
+		return o, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
+	}
+	for _, later := range []struct{ flag, val string }{
+		{"--loop-file", f.loopFile}, {"--team-file", f.teamFile}, {"--roster-file", f.rosterFile},
+		{"--roster-entry", f.rosterEntry}, {"--control-socket", f.controlSocket}, {"--http-debug", f.httpDebug},
+		{"--permission-handler", f.permissionHandler},
+	} {
+		if later.val != "" {
+			return o, fmt.Errorf("%s is not available yet in this avenor build", later.flag)
+		}
+	}
+
+	prompt := f.prompt
+	if f.promptFile != "" {
+		data, err := os.ReadFile(f.promptFile)
+		if err != nil {
+			return o, fmt.Errorf("--prompt-file: %w", err)
+		}
+		prompt = string(data)
+	}
+	dir, err := filepath.Abs(settings.Dir)
+	if err != nil {
+		return o, fmt.Errorf("--dir %q: %w", settings.Dir, err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return o, fmt.Errorf("--dir %q is not a directory", settings.Dir)
+	}
+
+	permBase := ""
+	if f.sentinelFile != "" && !settings.AutoApprove {
+		permBase = DerivePermBase(f.sentinelFile)
+	}
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn")),
+	})
+	o = hostrt.Options{
+		Backend: settings.Backend, Dir: dir, Prompt: prompt,
+		Model: settings.Model, Agent: settings.Agent, Thinking: settings.Thinking,
+		Resume: f.resume, ServerURL: settings.ServerURL, RunID: f.runID, Label: settings.Label,
+		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
+		AutoApprove: settings.AutoApprove, SentinelPath: f.sentinelFile, PermBase: permBase,
+		Env: backendCfg.Env, PluginOptions: backendCfg.Options, StateDir: dirs.PluginStateDir(found.Family),
+		Logger: logger, Stderr: env.Stderr,
+		Launch: func(ctx context.Context) (*plugins.Launched, error) {
+			return plugins.Launch(ctx, found, settings.Backend, logger)
+		},
+	}
+	return o, nil
+}
+
+// changedSettings collects the flags the user set that are config keys.
+func changedSettings(cmd *cobra.Command, f *runFlags) map[string]any {
+	out := map[string]any{}
+	fl := cmd.Flags()
+	set := func(flag, key string, v any) {
+		if fl.Changed(flag) {
+			out[key] = v
+		}
+	}
+	set("backend", "backend", f.backend)
+	set("model", "model", f.model)
+	set("agent", "agent", f.agent)
+	set("thinking", "thinking", f.thinking)
+	set("dir", "dir", f.dir)
+	set("timeout", "timeout", f.timeout)
+	set("progress-timeout", "progress_timeout", f.progressTimeout)
+	set("max-retries", "max_retries", f.maxRetries)
+	set("permission-claim-timeout", "permission_claim_timeout", f.permissionClaimTimeout)
+	set("auto-approve", "auto_approve", f.autoApprove)
+	set("server-url", "server_url", f.serverURL)
+	set("label", "label", f.label)
+	return out
+}
+
+// DerivePermBase is the permission file base of a sentinel path: one
+// trailing ".done" becomes ".perm", anything else gets ".perm" appended.
+func DerivePermBase(sentinelPath string) string {
+	if s, ok := strings.CutSuffix(sentinelPath, ".done"); ok {
+		return s + ".perm"
+	}
+	return sentinelPath + ".perm"
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,112 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KeyDoc documents one setting, for --help and generated docs.
+type KeyDoc struct {
+	Key     string // as written in config files, e.g. "max_retries"
+	Type    string // "string", "duration", "int", "bool" or "table"
+	Default string // as it would be written in a config file
+	Env     string // the environment variable read for it; "" when none
+	Flag    string // the run flag that sets it; "" when none
+	Meaning string
+}
+
+// kind is how a setting's values parse.
+type kind int
+
+const (
+	kindString kind = iota
+	kindDuration
+	kindInt
+	kindBool
+	kindBackends
+)
+
+var kindNames = [...]string{
+	kindString:   "string",
+	kindDuration: "duration",
+	kindInt:      "int",
+	kindBool:     "bool",
+	kindBackends: "table",
+}
+
+type keySpec struct {
+	key     string
+	kind    kind
+	def     any // the default, typed as Settings holds it; nil for backends
+	meaning string
+}
+
+// keySpecs is the single list of settings: Load's allow-lists for files, env
+// and flags, the defaults and [Keys] all derive from it. A test checks it
+// against the koanf tags of Settings.
+var keySpecs = []keySpec{
+	{"backend", kindString, "opencode-acp", "runtime backend, e.g. opencode-acp, opencode-http, codex-app-server, gemini-acp, cursor-acp, pi, claude, claude-channel"},
+	{"model", kindString, "", "backend-specific model id"},
+	{"agent", kindString, "", "agent name"},
+	{"thinking", kindString, "", "thinking level: off|minimal|low|medium|high|xhigh|max, validated per backend"},
+	{"dir", kindString, ".", "working directory for the agent"},
+	{"timeout", kindDuration, time.Duration(0), "overall wall clock (Go duration, e.g. \"90s\"); 0 means none"},
+	{"progress_timeout", kindDuration, time.Duration(0), "no-event watchdog (Go duration); 0 means none"},
+	{"max_retries", kindInt, 0, "retries after an attempt exits with code 1"},
+	{"permission_claim_timeout", kindDuration, time.Duration(0), "how long a permission request waits for a control client (Go duration); 0 means no deadline"},
+	{"auto_approve", kindBool, false, "auto-approve ordinary permission requests (not those requiring user input)"},
+	{"server_url", kindString, "", "external runtime server URL"},
+	{"label", kindString, "", "free-form label stamped on events as run_label"},
+	{"backends", kindBackends, nil, "per-backend tables [backends.<name>]: plugin (family serving it), env (extra runtime environment, never logged), options (plugin options); files only"},
+}
+
+func lookupSpec(key string) (keySpec, bool) {
+	for _, s := range keySpecs {
+		if s.key == key {
+			return s, true
+		}
+	}
+	return keySpec{}, false
+}
+
+func knownKeys() []string {
+	keys := make([]string, len(keySpecs))
+	for i, s := range keySpecs {
+		keys[i] = s.key
+	}
+	return keys
+}
+
+// envName is the environment variable read for a key: AVENOR_ plus the key
+// in upper case.
+func envName(key string) string { return "AVENOR_" + strings.ToUpper(key) }
+
+// flagName is the run flag for a key: -- plus the key with dashes.
+func flagName(key string) string { return "--" + strings.ReplaceAll(key, "_", "-") }
+
+// Keys documents every setting in the order of [Settings]. Every key but
+// backends is read from its environment variable and set by its flag. It
+// returns a fresh slice each time.
+func Keys() []KeyDoc {
+	docs := make([]KeyDoc, len(keySpecs))
+	for i, s := range keySpecs {
+		d := KeyDoc{Key: s.key, Type: kindNames[s.kind], Meaning: s.meaning}
+		switch v := s.def.(type) {
+		case string:
+			d.Default = strconv.Quote(v)
+		case time.Duration:
+			d.Default = strconv.Quote(v.String())
+		case int:
+			d.Default = strconv.Itoa(v)
+		case bool:
+			d.Default = strconv.FormatBool(v)
+		}
+		if s.kind != kindBackends {
+			d.Env = envName(s.key)
+			d.Flag = flagName(s.key)
+		}
+		docs[i] = d
+	}
+	return docs
+}

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Settings are the layered run settings. The zero value is not the default:
+// use [Defaults] or [Load].
+type Settings struct {
+	// Backend names the runtime, e.g. "opencode-acp" (the default) or "pi".
+	Backend string `koanf:"backend"`
+	// Model is the backend-specific model id; "" lets the backend choose.
+	Model string `koanf:"model"`
+	// Agent is the agent name; "" for none.
+	Agent string `koanf:"agent"`
+	// Thinking is the thinking level (off|minimal|low|medium|high|xhigh|max),
+	// validated per backend by the caller; "" for the backend's default.
+	Thinking string `koanf:"thinking"`
+	// Dir is the agent's working directory, default ".". A relative Dir is
+	// returned as written, whichever layer set it; the caller resolves it.
+	Dir string `koanf:"dir"`
+	// Timeout is the overall wall clock; 0 (the default) means none.
+	Timeout time.Duration `koanf:"timeout"`
+	// ProgressTimeout is the no-event watchdog; 0 (the default) means none.
+	ProgressTimeout time.Duration `koanf:"progress_timeout"`
+	// MaxRetries is how many times an attempt ending in exit code 1 is
+	// retried; default 0.
+	MaxRetries int `koanf:"max_retries"`
+	// PermissionClaimTimeout bounds how long a permission request waits for
+	// a control client; 0 (the default) means no deadline.
+	PermissionClaimTimeout time.Duration `koanf:"permission_claim_timeout"`
+	// AutoApprove approves ordinary permission requests; default false.
+	AutoApprove bool `koanf:"auto_approve"`
+	// ServerURL is an external runtime server; "" for none. AVENOR_OPENCODE_URL
+	// is not read here: it applies to opencode-http only, which the caller knows.
+	ServerURL string `koanf:"server_url"`
+	// Label is a free-form label stamped on events as run_label.
+	Label string `koanf:"label"`
+	// Backends holds the [backends.<name>] tables from the config files,
+	// merged key by key (project over user); nil when there are none.
+	Backends map[string]BackendConfig `koanf:"backends"`
+}
+
+// BackendConfig is one [backends.<name>] table.
+type BackendConfig struct {
+	// Plugin is the plugin family that serves the backend; "" means the
+	// family is the backend name's first word (opencode-http → opencode).
+	Plugin string `koanf:"plugin"`
+	// Env is extra environment for the runtime, such as API keys. Never log
+	// the values: String redacts them.
+	Env map[string]string `koanf:"env"`
+	// Options are plugin options, passed to the plugin as they are.
+	Options map[string]any `koanf:"options"`
+}
+
+// String shows the variable names in Env but not their values, so that
+// printing Settings or a BackendConfig with %v does not leak secrets.
+func (b BackendConfig) String() string {
+	names := make([]string, 0, len(b.Env))
+	for k := range b.Env {
+		names = append(names, k+"=<redacted>")
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("{Plugin:%s Env:[%s] Options:%v}", b.Plugin, strings.Join(names, " "), b.Options)
+}
+
+// GoString is String, so %#v redacts too.
+func (b BackendConfig) GoString() string { return b.String() }
+
+// Defaults returns the built-in defaults, the lowest layer.
+func Defaults() Settings {
+	return Settings{
+		Backend: "opencode-acp",
+		Dir:     ".",
+	}
+}
+
+// Layer names where a setting came from.
+type Layer string
+
+// The layers, lowest first.
+const (
+	LayerDefault Layer = "default"
+	LayerUser    Layer = "user"    // the user's config file
+	LayerProject Layer = "project" // the project's .avenor/config.toml
+	LayerEnv     Layer = "env"     // an AVENOR_* variable
+	LayerFlag    Layer = "flag"    // a flag the user set
+)
+
+// Provenance says which layer last set each key. Every top-level setting has
+// an entry ("timeout" → "env"). Backend tables are recorded per leaf, with
+// dotted keys: "backends.pi.plugin", "backends.pi.env.OPENAI_API_KEY",
+// "backends.pi.options.permission_gate".
+type Provenance map[string]Layer

@@ -1,0 +1,188 @@
+package event
+
+import "sync"
+
+// Subscription receives a Writer's events from the moment it was created.
+//
+// Each subscription has a bounded queue. When the queue is full, the oldest
+// queued event is dropped to make room (contract §5.7), so Write never waits
+// for a subscriber. Drops are counted and coalesced: before the first event
+// that follows a gap, the subscriber receives one subscriber.lagged event
+// with dropped_count, then the live events resume.
+//
+// subscriber.lagged is stamped with ts, run_id, run_label and runtime_id but
+// carries no seq: it is per subscriber, it is not in the log or the history,
+// and giving it a runtime seq would open a hole in every other consumer's
+// sequence. A consumer reconciling by seq simply skips it.
+type Subscription struct {
+	w      *Writer
+	out    chan Event
+	wake   chan struct{} // capacity 1: "the queue changed"
+	done   chan struct{} // closed by Close
+	exited chan struct{} // closed when the pump returns
+	once   sync.Once
+
+	mu       sync.Mutex
+	after    int64 // live events with seq <= after are not wanted
+	queue    []Event
+	head, n  int
+	dropped  int64
+	finished bool // the writer closed: deliver the queue, then close out
+}
+
+// Subscribe returns a subscription to the events written after this call;
+// queue is its capacity (<= 0: DefaultQueue). The caller must Close it.
+func (w *Writer) Subscribe(queue int) *Subscription {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.subscribeLocked(w.seq, queue)
+}
+
+// SubscribeWithReplay returns, atomically, the replay — up to limit of the
+// latest events with seq > afterSeq from the history ring, as History — and a
+// subscription that delivers every later event: nothing between the replay
+// and the first live event is lost or repeated. Live events with
+// seq <= afterSeq (a cursor ahead of this writer) are skipped too.
+func (w *Writer) SubscribeWithReplay(afterSeq int64, limit, queue int) ([]Event, *Subscription) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	replay := w.history.after(afterSeq, limit)
+	return replay, w.subscribeLocked(max(afterSeq, w.seq), queue)
+}
+
+func (w *Writer) subscribeLocked(after int64, queue int) *Subscription {
+	if queue <= 0 {
+		queue = DefaultQueue
+	}
+	s := &Subscription{
+		w:      w,
+		out:    make(chan Event),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+		after:  after,
+		queue:  make([]Event, queue),
+	}
+	if w.closed {
+		s.finished = true
+	} else {
+		w.subs[s] = struct{}{}
+	}
+	go s.pump()
+	return s
+}
+
+// C returns the channel of events. It is closed after Close, or after the
+// Writer closed and everything queued was delivered.
+func (s *Subscription) C() <-chan Event { return s.out }
+
+// Close ends the subscription and waits for its goroutine to stop; queued
+// events are discarded and C is closed. It is idempotent and safe to call
+// while another goroutine reads C.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.w.mu.Lock()
+		delete(s.w.subs, s)
+		s.w.mu.Unlock()
+		close(s.done)
+	})
+	<-s.exited
+}
+
+// push queues ev, dropping the oldest queued event when full. Called with
+// Writer.mu held, so pushes arrive in seq order; it never blocks.
+func (s *Subscription) push(seq int64, ev Event) {
+	s.mu.Lock()
+	if s.finished || seq <= s.after {
+		s.mu.Unlock()
+		return
+	}
+	size := len(s.queue)
+	if s.n == size {
+		s.queue[s.head] = nil
+		s.head = (s.head + 1) % size
+		s.n--
+		s.dropped++
+	}
+	s.queue[(s.head+s.n)%size] = ev
+	s.n++
+	s.mu.Unlock()
+	s.signal()
+}
+
+// finish marks the end of the stream; called with Writer.mu held.
+func (s *Subscription) finish() {
+	s.mu.Lock()
+	s.finished = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the item to deliver: a lag notice when events were dropped
+// since the last delivery, else the oldest queued event.
+func (s *Subscription) next() (ev Event, ok, finished bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dropped > 0 {
+		n := s.dropped
+		s.dropped = 0
+		return s.w.lagged(n), true, false
+	}
+	if s.n > 0 {
+		ev = s.queue[s.head]
+		s.queue[s.head] = nil
+		s.head = (s.head + 1) % len(s.queue)
+		s.n--
+		return ev, true, false
+	}
+	return nil, false, s.finished
+}
+
+// pump moves events from the queue to the unbuffered channel. The queue, not
+// the channel, holds the backlog, so dropping the oldest event and putting
+// the lag notice in front of the survivors are both possible.
+func (s *Subscription) pump() {
+	defer close(s.exited)
+	defer close(s.out)
+	for {
+		ev, ok, finished := s.next()
+		if finished {
+			return
+		}
+		if !ok {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		select {
+		case s.out <- ev:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// lagged builds the subscriber.lagged notice. It reads only immutable
+// Writer fields, so it needs no Writer lock (push holds it while taking the
+// subscription's lock; taking them in the other order would deadlock).
+func (w *Writer) lagged(dropped int64) Event {
+	ev := Event{
+		KeyEvent:        TypeSubscriberLagged,
+		"dropped_count": dropped,
+		KeyTS:           w.now().UnixMilli(),
+	}
+	stampIfAbsent(ev, KeyRunID, w.stamp.RunID)
+	stampIfAbsent(ev, KeyRunLabel, w.stamp.RunLabel)
+	stampIfAbsent(ev, KeyRuntimeID, w.stamp.RuntimeID)
+	return ev
+}

@@ -1,0 +1,150 @@
+package event
+
+// Event types the host emits itself. Plugin events (agent.message_chunk,
+// tool.call, avenor.native…) are not listed: they pass through unchanged.
+const (
+	TypeSessionStart       = "session.start"
+	TypeSessionEnd         = "session.end"
+	TypeTurnStart          = "avenor.turn.start"
+	TypeAgentStatus        = "agent.status"
+	TypeRetry              = "avenor.retry"
+	TypeError              = "avenor.error"
+	TypeWarning            = "avenor.warning"
+	TypePermissionRequest  = "permission.request"
+	TypePermissionResponse = "permission.response"
+	TypeSubscriberLagged   = "subscriber.lagged"
+	TypeLoopStart          = "avenor.loop.start"
+	TypePhaseStart         = "avenor.phase.start"
+	TypePhaseEnd           = "avenor.phase.end"
+	TypeLoopEnd            = "avenor.loop.end"
+	TypeTeamStart          = "avenor.team.start"
+	TypeTeamEnd            = "avenor.team.end"
+	TypeChildQuestion      = "child.question"
+)
+
+// Plugin event types the host reads (final output synthesis, §2.1).
+const (
+	TypeMessageChunk = "agent.message_chunk"
+	TypeToolCall     = "tool.call"
+)
+
+// EventType documents one event type: its name, what it means, and the
+// fields it carries beyond the envelope (event, seq, ts, run_id, run_label,
+// runtime_id, session_id).
+type EventType struct {
+	Name string
+	Doc  string
+	// Fields are always present.
+	Fields []string
+	// Optional fields are present only in the situations Doc describes.
+	Optional []string
+}
+
+// HostEventTypes lists every event type the host itself emits, in the
+// vocabulary of contract §2.3–§2.6 and §6. The docs are generated from it and
+// a test keeps IsHostEvent in step with it. Treat it as read-only.
+var HostEventTypes = []EventType{
+	{
+		Name:     TypeSessionStart,
+		Doc:      "A session opened: the first event of every attempt. Plugins may add backend-specific fields (claude: dangerously_load; claude-channel: broker_url).",
+		Fields:   []string{"backend", "dir", "plugin", "plugin_version", "protocol_version"},
+		Optional: []string{"dangerously_load", "broker_url"},
+	},
+	{
+		Name:     TypeSessionEnd,
+		Doc:      "A session ended: always the last event of a session. The log keeps the complete final_output; control views bound it to 4096 runes and set final_output_truncated.",
+		Fields:   []string{"stop_reason"},
+		Optional: []string{"usage", "final_output", "final_output_truncated", "status", "summary", "files_changed", "error", "error_message"},
+	},
+	{
+		Name:   TypeTurnStart,
+		Doc:    "A turn is about to be prompted. turn is the 1-based number of the turn within the run; prompt_length is the length of the prompt text in bytes.",
+		Fields: []string{"turn", "prompt_length"},
+	},
+	{
+		Name:     TypeAgentStatus,
+		Doc:      "The agent's coarse phase changed (thinking, working, waiting, done); emitted before the event that caused it. source is avenor for synthesized changes, agent for status markers.",
+		Fields:   []string{"phase", "source"},
+		Optional: []string{"label"},
+	},
+	{
+		Name:   TypeRetry,
+		Doc:    "A failed attempt is being retried; attempt is the number of the attempt about to run (first retry: 2).",
+		Fields: []string{"attempt", "max_retries"},
+	},
+	{
+		Name:     TypeError,
+		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics.",
+		Fields:   []string{"source", "message"},
+		Optional: []string{"kind", "stop_reason", "model", "diagnostics"},
+	},
+	{
+		Name:   TypeWarning,
+		Doc:    "Something was ignored or degraded but the run goes on (e.g. --model on a backend that cannot select models).",
+		Fields: []string{"source", "message"},
+	},
+	{
+		Name:     TypePermissionRequest,
+		Doc:      "The agent asks for permission; raw backend fields pass through beside these. requires_user_input requests are never auto-approved.",
+		Fields:   []string{"request_id", "tool", "question", "options", "resolver"},
+		Optional: []string{"requires_user_input", "kind", "input", "ui_request_id"},
+	},
+	{
+		Name:   TypePermissionResponse,
+		Doc:    "A permission request was decided; source is avenor (auto-approve), control or file.",
+		Fields: []string{"request_id", "option_id", "kind", "source"},
+	},
+	{
+		Name:   TypeSubscriberLagged,
+		Doc:    "Control-plane only, never in the log: this subscriber's queue overflowed and dropped_count of its oldest events were dropped. It carries no seq.",
+		Fields: []string{"dropped_count"},
+	},
+	{
+		Name:   TypeLoopStart,
+		Doc:    "A phase loop started.",
+		Fields: []string{"max_iterations", "pre_phase_count", "loop_phase_count"},
+	},
+	{
+		Name:   TypePhaseStart,
+		Doc:    "A loop or team phase started; kind is pre, loop, team or post (team runs use iteration 0).",
+		Fields: []string{"phase", "iteration", "kind"},
+	},
+	{
+		Name:     TypePhaseEnd,
+		Doc:      "A loop or team phase ended; marker fields only when a marker fired (abort wins over exit).",
+		Fields:   []string{"phase", "iteration", "stop_reason"},
+		Optional: []string{"kind", "exit_marker", "exit_marker_label", "abort_marker", "abort_marker_label"},
+	},
+	{
+		Name:     TypeLoopEnd,
+		Doc:      "A phase loop ended; exit_reason is marker, abort, max_iterations, phase_failure, cancelled, timeout or end_turn; exit_label only for marker and abort.",
+		Fields:   []string{"iterations_completed", "exit_reason"},
+		Optional: []string{"exit_label"},
+	},
+	{
+		Name:   TypeTeamStart,
+		Doc:    "A team run started.",
+		Fields: []string{"pre_phase_count", "team_member_count", "post_phase_count"},
+	},
+	{
+		Name:     TypeTeamEnd,
+		Doc:      "A team run ended; exit_reason is end_turn, abort, phase_failure, pre_failure, post_failure, cancelled or timeout.",
+		Fields:   []string{"exit_reason", "members_completed", "members_aborted"},
+		Optional: []string{"exit_label"},
+	},
+	{
+		Name:   TypeChildQuestion,
+		Doc:    "A stable child sent its parent a message (send_to_parent); runtime_id is the parent's.",
+		Fields: []string{"runtime_id", "session_id", "child_id", "message", "request_id"},
+	},
+}
+
+// IsHostEvent reports whether the host itself emits events of type name.
+func IsHostEvent(name string) bool {
+	for _, t := range HostEventTypes {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,51 @@
+package event
+
+import "testing"
+
+func TestHostEventTypes(t *testing.T) {
+	want := []string{
+		"session.start", "session.end", "avenor.turn.start", "agent.status", "avenor.retry",
+		"avenor.error", "avenor.warning", "permission.request", "permission.response",
+		"subscriber.lagged", "avenor.loop.start", "avenor.phase.start", "avenor.phase.end",
+		"avenor.loop.end", "avenor.team.start", "avenor.team.end", "child.question",
+	}
+	seen := map[string]bool{}
+	for _, et := range HostEventTypes {
+		if seen[et.Name] {
+			t.Errorf("%s listed twice", et.Name)
+		}
+		seen[et.Name] = true
+		if et.Doc == "" || len(et.Fields) == 0 {
+			t.Errorf("%s lacks a doc or fields", et.Name)
+		}
+		if !IsHostEvent(et.Name) {
+			t.Errorf("IsHostEvent(%q) = false", et.Name)
+		}
+	}
+	for _, name := range want {
+		if !seen[name] {
+			t.Errorf("%s missing from HostEventTypes", name)
+		}
+	}
+	if len(HostEventTypes) != len(want) {
+		t.Errorf("HostEventTypes has %d entries, want %d", len(HostEventTypes), len(want))
+	}
+	for _, name := range []string{"agent.message_chunk", "tool.call", "avenor.native", "", "session"} {
+		if IsHostEvent(name) {
+			t.Errorf("IsHostEvent(%q) = true", name)
+		}
+	}
+}
+
+// The turn.start fields are ours to choose (contract §2.3); pin them.
+func TestTurnStartFields(t *testing.T) {
+	for _, et := range HostEventTypes {
+		if et.Name == TypeTurnStart {
+			if len(et.Fields) != 2 || et.Fields[0] != "turn" || et.Fields[1] != "prompt_length" {
+				t.Fatalf("avenor.turn.start fields = %v", et.Fields)
+			}
+			return
+		}
+	}
+	t.Fatal("avenor.turn.start not listed")
+}

@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/plugins"
+)
+
+// Options configures one run. Zero values are usable defaults except where
+// a field says it is required.
+type Options struct {
+	// Backend name, e.g. "opencode-acp". Required.
+	Backend string
+	// Dir is the agent's absolute working directory. Required.
+	Dir string
+	// Prompt is the first turn's text. Required.
+	Prompt string
+
+	Model, Agent, Thinking string
+	// Resume is the session id to resume on the first attempt; retries
+	// resume the previous attempt's session.
+	Resume    string
+	ServerURL string
+
+	// RunID stamps every event; Label becomes run_label.
+	RunID, Label string
+
+	// Timeout is the whole run's wall clock (0: none); it ends the run with
+	// stop reason "timeout", exit 124.
+	Timeout time.Duration
+	// ProgressTimeout ends a turn that emits no event for this long
+	// ("progress_timeout", exit 124). 0: none.
+	ProgressTimeout time.Duration
+	// MaxRetries is how many extra attempts follow an attempt that exits 1.
+	MaxRetries int
+
+	// AutoApprove answers ordinary permission requests with their first
+	// allow option.
+	AutoApprove bool
+
+	// Events receives the NDJSON event log; nil discards it.
+	Events io.Writer
+	// SentinelPath, when set, gets the sentinel after the last attempt.
+	SentinelPath string
+	// PermBase is the permission file base cleaned before each attempt
+	// (<base>.req, <base>.req.response); empty: none.
+	PermBase string
+
+	// Env is extra runtime environment for the plugin's session; values are
+	// secrets and never logged.
+	Env map[string]string
+	// PluginOptions are [backends.<name>].options, passed in Open.
+	PluginOptions map[string]any
+	// StateDir is the plugin's own state directory.
+	StateDir string
+
+	// Launch starts a fresh plugin for an attempt. Required.
+	Launch func(ctx context.Context) (*plugins.Launched, error)
+
+	// Logger for diagnostics; default none.
+	Logger hclog.Logger
+	// Stderr receives one-line messages for the user; default discard.
+	Stderr io.Writer
+	// Sleep waits between retries; default a timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// CancelBudget is how long a cancelled turn may take to end before the
+	// plugin and its runtime are killed. Default 5s.
+	CancelBudget time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode   int
+	StopReason string
+	SessionID  string
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.CancelBudget <= 0 {
+		o.CancelBudget = DefaultCancelBudget
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Bounds of a run.
+const (
+	// DefaultCancelBudget is how long a plugin gets to end a cancelled turn.
+	DefaultCancelBudget = 5 * time.Second
+	// closeBudget bounds closing a session after its last turn.
+	closeBudget = 5 * time.Second
+	// maxBackoff caps the retry backoff (2, 4, 8, 16, 30, 30… seconds).
+	maxBackoff = 30 * time.Second
+)
+
+// Backoff is the wait before retry number n (1-based): min(2<<(n-1), 30) s.
+func Backoff(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > 5 {
+		return maxBackoff
+	}
+	return min(time.Duration(2<<(n-1))*time.Second, maxBackoff)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

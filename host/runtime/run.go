@@ -1,0 +1,404 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/host/sentinel"
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Causes a run's context may be cancelled with (context.WithCancelCause).
+var (
+	// ErrInterrupted: SIGINT/SIGTERM or a control cancel → "cancelled", 130.
+	ErrInterrupted = errors.New("interrupted")
+	// ErrTimeout: --timeout elapsed → "timeout", 124.
+	ErrTimeout = errors.New("run timeout elapsed")
+)
+
+// attemptResult is how one attempt ended.
+type attemptResult struct {
+	stopReason string
+	sessionID  string
+	// final: not worth retrying (a user error, or the run was stopped).
+	final bool
+}
+
+// Runner runs one avenor runtime.
+type Runner struct {
+	opts        Options
+	w           *event.Writer
+	permissions PermissionsFunc
+}
+
+// New prepares a run; permissions may be nil (AutoOrWait with opts.AutoApprove).
+func New(opts Options, permissions PermissionsFunc) *Runner {
+	opts.defaults()
+	w := event.NewWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now}, event.Options{})
+	if permissions == nil {
+		auto := opts.AutoApprove
+		permissions = func(string) Permissions { return AutoOrWait{Auto: auto} }
+	}
+	return &Runner{opts: opts, w: w, permissions: permissions}
+}
+
+// Events is the run's event writer (history and subscribers for the
+// control plane).
+func (r *Runner) Events() *event.Writer { return r.w }
+
+// Run runs attempts until one does not need a retry, writes the sentinel
+// and returns the exit code. ctx cancelled with ErrInterrupted as its cause
+// ends the run as "cancelled".
+func (r *Runner) Run(ctx context.Context) Result {
+	o := &r.opts
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, ErrTimeout)
+		defer cancel()
+	}
+	resume := o.Resume
+	var res attemptResult
+	for attempt := 1; ; attempt++ {
+		res = r.attempt(ctx, resume)
+		if res.sessionID != "" {
+			resume = res.sessionID
+		}
+		exit := sentinel.ExitCode(res.stopReason)
+		if res.final || attempt > o.MaxRetries || !sentinel.Retryable(exit, res.stopReason) {
+			break
+		}
+		r.emit(event.Event{"event": "avenor.retry", "attempt": attempt + 1, "max_retries": o.MaxRetries})
+		r.cleanFiles()
+		if err := o.Sleep(ctx, Backoff(attempt)); err != nil {
+			res.stopReason = stopReasonOf(ctx)
+			break
+		}
+	}
+	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID}
+	r.writeSentinel(result)
+	return result
+}
+
+// CleanFiles removes the sentinel and permission files of an earlier run;
+// the caller runs it before the first attempt, Run before each retry.
+func (r *Runner) cleanFiles() { CleanFiles(r.opts.SentinelPath, r.opts.PermBase, r.opts.Logger.Warn) }
+
+// CleanFiles removes a sentinel and its permission files, logging failures
+// other than "does not exist".
+func CleanFiles(sentinelPath, permBase string, warn func(string, ...any)) {
+	var paths []string
+	if sentinelPath != "" {
+		paths = append(paths, sentinelPath)
+	}
+	if permBase != "" {
+		paths = append(paths, permBase+".req", permBase+".req.response")
+	}
+	for _, p := range paths {
+		if err := sentinel.Remove(p); err != nil {
+			warn("could not remove a stale file", "path", p, "error", err)
+		}
+	}
+}
+
+func (r *Runner) writeSentinel(res Result) {
+	if r.opts.SentinelPath == "" {
+		return
+	}
+	err := sentinel.Write(r.opts.SentinelPath, sentinel.Record{
+		ExitCode: res.ExitCode, SessionID: res.SessionID, StopReason: res.StopReason, RunID: r.opts.RunID,
+	})
+	if err != nil {
+		fmt.Fprintf(r.opts.Stderr, "avenor: writing sentinel: %v\n", err)
+	}
+}
+
+func (r *Runner) emit(ev event.Event) {
+	if _, err := r.w.Write(ev); err != nil {
+		r.opts.Logger.Error("writing the event log failed", "error", err)
+	}
+}
+
+// fail reports an error to the user and the log.
+func (r *Runner) fail(h *sessionHost, source, msg string) {
+	fmt.Fprintf(r.opts.Stderr, "avenor: %s\n", msg)
+	ev := event.Event{"event": "avenor.error", "source": source, "message": msg}
+	if h != nil {
+		h.emit(ev)
+		return
+	}
+	r.emit(ev)
+}
+
+// stopReasonOf maps a done context to its stop reason.
+func stopReasonOf(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return sdk.StopTimeout
+	}
+	return sdk.StopCancelled
+}
+
+// attempt runs one plugin process through one session.
+func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
+	o := &r.opts
+	l, err := o.Launch(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.endEarly(nil, stopReasonOf(ctx), resume, true)
+		}
+		var nf *plugins.NotFoundError
+		r.fail(nil, "backend", err.Error())
+		return r.endEarly(nil, sdk.StopError, resume, errors.As(err, &nf))
+	}
+	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
+	h := newSessionHost(r.w, o.Logger, nil)
+	var pgid int
+	defer func() {
+		l.Client.Kill()
+		// The plugin stops its runtime; killing the group again covers a
+		// plugin that died or ignored us. No process is ever orphaned.
+		if p := h.process().PGID; p > 1 {
+			pgid = p
+		}
+		if pgid > 1 {
+			_ = agentproc.KillGroup(pgid)
+		}
+	}()
+
+	info := l.Backend.Info()
+	if err := CheckThinking(info, o.Thinking); err != nil {
+		r.fail(nil, "validation", err.Error())
+		return r.endEarly(nil, sdk.StopError, resume, true)
+	}
+
+	sessID := resume
+	h.permissions = r.permissions(sessID)
+	sess, err := l.Backend.Open(ctx, sdk.OpenRequest{
+		Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
+		ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
+		StateDir: o.StateDir, RunID: o.RunID,
+	}, h)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.endEarly(h, stopReasonOf(ctx), resume, true)
+		}
+		r.fail(h, "backend", fmt.Sprintf("backend %s: open session: %v", o.Backend, err))
+		return r.endEarly(h, sdk.StopError, resume, sdk.FaultOf(err) == sdk.FaultUser)
+	}
+	sessID = sess.ID()
+	r.w.SetSessionID(sessID)
+	if p := sess.Process(); p.PGID > 1 {
+		h.RecordProcess(p)
+	}
+
+	start := event.Event{}
+	if sf, ok := sess.(sdk.StartFielder); ok {
+		for k, v := range sf.StartFields() {
+			start[k] = v
+		}
+	}
+	for k, v := range map[string]any{
+		"event": "session.start", "backend": o.Backend, "dir": o.Dir, "plugin": pluginName,
+		"plugin_version": pluginVersion, "protocol_version": plugin.ProtocolVersion,
+	} {
+		start[k] = v
+	}
+	if o.Model != "" {
+		start["model"] = o.Model
+	}
+	h.emit(start)
+
+	h.emit(event.Event{"event": "avenor.turn.start", "turn": 1, "prompt_length": len(o.Prompt)})
+	out := r.turn(ctx, l, sess, h, sdk.Turn{ID: "1", Text: o.Prompt})
+	if out.sessionID != "" {
+		sessID = out.sessionID
+	}
+	r.endSession(h, out)
+
+	if !out.pluginGone {
+		cctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+		if err := sess.Close(cctx); err != nil {
+			o.Logger.Warn("closing the session failed", "error", err)
+		}
+		cancel()
+	}
+	return attemptResult{stopReason: out.stopReason, sessionID: sessID, final: out.final}
+}
+
+// endEarly writes the session.end of an attempt that never reached a turn,
+// so a harness always finds one.
+func (r *Runner) endEarly(h *sessionHost, stop, sessionID string, final bool) attemptResult {
+	ev := event.Event{"event": "session.end", "stop_reason": stop}
+	if h != nil {
+		h.emit(ev)
+	} else {
+		r.emit(ev)
+	}
+	return attemptResult{stopReason: stop, sessionID: sessionID, final: final}
+}
+
+// turnOutcome is how one turn ended, as the host decided it.
+type turnOutcome struct {
+	stopReason  string
+	usage       *sdk.Usage
+	finalOutput string
+	hasFinal    bool
+	extra       map[string]any
+	sessionID   string
+	pluginGone  bool
+	final       bool
+}
+
+type promptReturn struct {
+	res sdk.TurnResult
+	err error
+}
+
+// turn runs one prompt, enforcing the run clock, the progress watchdog,
+// interrupts and the plugin's life.
+func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session, h *sessionHost, t sdk.Turn) turnOutcome {
+	o := &r.opts
+	pctx, cancelPrompt := context.WithCancel(context.Background())
+	defer cancelPrompt()
+	done := make(chan promptReturn, 1)
+	go func() {
+		res, err := sess.Prompt(pctx, t)
+		done <- promptReturn{res, err}
+	}()
+
+	var progress <-chan time.Time
+	var timer *time.Timer
+	if o.ProgressTimeout > 0 {
+		timer = time.NewTimer(o.ProgressTimeout)
+		defer timer.Stop()
+		progress = timer.C
+	}
+	for {
+		select {
+		case pr := <-done:
+			return r.outcome(h, pr)
+		case <-h.activity:
+			if timer != nil {
+				timer.Reset(o.ProgressTimeout)
+			}
+		case <-ctx.Done():
+			return r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
+		case <-progress:
+			return r.stopTurn(l, sess, h, done, sdk.StopProgressTimeout, "")
+		case err := <-h.fatal:
+			return r.stopTurn(l, sess, h, done, sdk.StopError, err.Error())
+		}
+	}
+}
+
+// outcome turns what Prompt returned into the turn's outcome.
+func (r *Runner) outcome(h *sessionHost, pr promptReturn) turnOutcome {
+	res := pr.res
+	out := turnOutcome{
+		stopReason: res.StopReason, usage: res.Usage, finalOutput: res.FinalOutput,
+		hasFinal: res.HasFinalOutput, extra: res.Extra, sessionID: res.SessionID,
+	}
+	if pr.err != nil {
+		out.stopReason = sdk.StopError
+		out.pluginGone = errors.Is(pr.err, plugin.ErrPluginGone)
+		r.fail(h, "backend", pr.err.Error())
+	}
+	if out.stopReason == "" {
+		out.stopReason = sdk.StopEndTurn
+	}
+	return out
+}
+
+// stopTurn cancels the turn in flight through the plugin and waits
+// CancelBudget for it to end; a plugin that does not end it is killed
+// together with its runtime. The turn ends with reason (overriding what the
+// plugin said) and keeps the plugin's usage and output.
+func (r *Runner) stopTurn(l *plugins.Launched, sess sdk.Session, h *sessionHost, done <-chan promptReturn, reason, errMsg string) turnOutcome {
+	o := &r.opts
+	if errMsg != "" {
+		r.fail(h, "permission", errMsg)
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), o.CancelBudget)
+	defer cancel()
+	if err := sess.Cancel(cctx); err != nil {
+		o.Logger.Debug("cancel did not reach the plugin", "error", err)
+	}
+	var pr promptReturn
+	killed := false
+	select {
+	case pr = <-done:
+	case <-cctx.Done():
+		killed = true
+		r.fail(h, "cancel", fmt.Sprintf("plugin %s did not end the cancelled turn within %s; killed it and its runtime", l.Client.Info().Name, o.CancelBudget))
+		l.Client.Kill()
+		if p := h.process().PGID; p > 1 {
+			_ = agentproc.KillGroup(p)
+		}
+		select {
+		case pr = <-done:
+		case <-time.After(closeBudget):
+		}
+	}
+	return turnOutcome{
+		stopReason: reason, usage: pr.res.Usage, finalOutput: pr.res.FinalOutput, hasFinal: pr.res.HasFinalOutput,
+		extra: pr.res.Extra, sessionID: pr.res.SessionID, pluginGone: killed, final: true,
+	}
+}
+
+// endSession writes session.end, the last event of the attempt.
+func (r *Runner) endSession(h *sessionHost, out turnOutcome) {
+	ev := event.Event{}
+	for k, v := range out.extra {
+		ev[k] = v
+	}
+	ev["event"] = "session.end"
+	ev["stop_reason"] = out.stopReason
+	if out.usage != nil {
+		ev["usage"] = map[string]any{
+			"input_tokens": out.usage.InputTokens, "output_tokens": out.usage.OutputTokens,
+			"total_tokens": out.usage.TotalTokens, "cached_read_tokens": out.usage.CachedReadTokens,
+		}
+	}
+	if out.hasFinal {
+		ev["final_output"] = out.finalOutput
+	} else if text := h.final.Text(); text != "" {
+		ev["final_output"] = text
+	}
+	if out.sessionID != "" {
+		ev["session_id"] = out.sessionID
+	}
+	h.emit(ev)
+}
+
+// CheckThinking validates --thinking against the levels the backend accepts
+// (contract §7.11).
+func CheckThinking(info sdk.BackendInfo, level string) error {
+	if level == "" {
+		return nil
+	}
+	if !validLevel(level) {
+		return fmt.Errorf("invalid thinking level %q; valid levels: off, minimal, low, medium, high, xhigh, max", level)
+	}
+	if len(info.ThinkingLevels) == 0 {
+		return fmt.Errorf("backend %q does not support parameter \"thinking\"", info.Name)
+	}
+	if !info.AcceptsThinking(level) {
+		return fmt.Errorf("backend %q does not support thinking level %q; accepted: %s", info.Name, level, strings.Join(info.ThinkingLevels, ", "))
+	}
+	return nil
+}
+
+func validLevel(level string) bool {
+	for _, l := range sdk.ThinkingLevels {
+		if l == level {
+			return true
+		}
+	}
+	return false
+}

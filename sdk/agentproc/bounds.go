@@ -1,0 +1,41 @@
+package agentproc
+
+import "time"
+
+// Bounds and defaults. Each one caps memory or time that a misbehaving CLI
+// could otherwise make the plugin spend.
+const (
+	// DefaultMaxLineBytes bounds one stdout line (Spec.MaxLineBytes). Agent CLIs
+	// emit one JSON event per line and a single event can carry a whole file,
+	// so the bound is generous; beyond it the line is discarded, not buffered.
+	DefaultMaxLineBytes = 16 << 20
+
+	// DefaultStderrTailBytes is how much of the end of stderr is kept for
+	// diagnostics (Spec.StderrTailBytes): enough for a stack trace.
+	DefaultStderrTailBytes = 64 << 10
+
+	// MaxStderrLogLineBytes bounds one stderr line sent to the logger; longer
+	// lines are logged as their size only (their tail is still in StderrTail).
+	MaxStderrLogLineBytes = 64 << 10
+
+	// OutputDrainIdle is how long output is still read after the CLI exits
+	// while the pipes stay silent. A helper the CLI left behind can hold the
+	// pipes open forever; without this bound Lines and Done would wait for it.
+	OutputDrainIdle = 500 * time.Millisecond
+
+	// DefaultCancelGrace is the grace of the Stop that ctx cancellation
+	// triggers (Spec.CancelGrace).
+	DefaultCancelGrace = 2 * time.Second
+
+	// DefaultParentPollInterval is WatchParent's interval when given none.
+	DefaultParentPollInterval = time.Second
+)
+
+// lineChunkBytes is the read size of a LineReader: the granularity at which an
+// over-long line is discarded.
+const lineChunkBytes = 64 << 10
+
+// retainLineBytes: a LineReader keeps a line buffer up to this size for reuse
+// and drops larger ones, so one huge line does not pin memory for the life of
+// the process.
+const retainLineBytes = 1 << 20

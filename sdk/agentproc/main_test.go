@@ -1,0 +1,16 @@
+package agentproc
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The WatchParent test re-executes this binary as its helper.
+	if dir := os.Getenv(watchParentHelperEnv); dir != "" {
+		os.Exit(watchParentHelper(dir))
+	}
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,72 @@
+// Package scripted is a test backend whose every turn is driven by a small
+// script: host tests, the conformance kit and benchmarks use it to make a
+// plugin do exactly one thing — stream, stall, ask, fail, crash, spawn a
+// runtime process — on demand. Its binary is cmd/avenor-plugin-scripted,
+// serving the backend "scripted". It is not a template for real plugins; see
+// sdk/examples/echo for that.
+//
+// # The script
+//
+// A prompt is the script; a prompt of the form "@file:/abs/path" runs the
+// script in that file instead. One command per line; blank lines and lines
+// starting with # are ignored. Parse reads a script into Steps, and any
+// error — an unknown command, a bad argument — names its line and ends the
+// turn with a user-fault error before anything runs.
+//
+// Arguments are separated by spaces; "double quoted" parts are Go string
+// literals, so they may hold spaces and escapes. Where a command takes a
+// <text>, the text is the rest of the line as written, or, when the rest of
+// the line is one double-quoted literal, that literal unquoted (so
+// `say "[loop: exit]\n"` prints a newline).
+//
+//	say <text>                    one agent.message_chunk
+//	think <text>                  one agent.thought_chunk
+//	chunks <n> [every=<d>] [text=<t>]
+//	                              n message chunks, <d> apart (a Go duration,
+//	                              default 0); each is <t>, or "chunk <i>\n"
+//	flood <n>                     n message chunks "x", as fast as possible
+//	sleep <d>                     stay silent for <d>; Cancel ends it early
+//	tool <title> [kind=<k>]       tool.call (pending) then tool.call_update
+//	                              (completed); kind defaults to "other"
+//	permission [tool=<t>] [question=<q>] [options=<id>:<kind>,...] [user_input=true]
+//	                              ask the host; default options
+//	                              allow:allow_once,deny:reject. Then says
+//	                              "permission <option> (<kind>)", or
+//	                              "permission cancelled" and ends the turn
+//	                              cancelled
+//	usage in=<n> out=<n>          the usage reported when the turn ends
+//	stop <reason>                 end the turn now with that stop reason
+//	fail <text>                   end the turn with a runtime-fault error
+//	write <relpath> <text>        write a file under the session directory
+//	shell <command...>            run /bin/sh -c in the session directory;
+//	                              its stdout becomes one message chunk, a
+//	                              non-zero exit fails the turn
+//	child <seconds>               start `sleep <seconds>` in its own process
+//	                              group as the session's runtime process (see
+//	                              below)
+//	die                           SIGKILL this plugin process at once
+//	ignore-cancel                 from here on this turn ignores Cancel (it
+//	                              still stops when the session closes)
+//	announce                      the turn first says "turn <N>" (N counts
+//	                              the session's turns, across resumes)
+//
+// A script that runs to its end ends the turn with end_turn and the usage
+// set by `usage` (none otherwise). The backend never sets a final output:
+// the host synthesises it from the message chunks.
+//
+// # Sessions and processes
+//
+// Session ids look like scr_<hex>. Sessions and their turn counts are kept in
+// scripted-sessions.json in the OpenRequest's StateDir, so a fresh plugin
+// process resumes them (ResumeScope cross_process); an unknown resume id is a
+// user-fault "not found" error.
+//
+// `child` reports the new process through the host's optional
+// runtime.ProcessRecorder and from Session.Process; Close kills its process
+// group. If the environment (OpenRequest.Env first, then the plugin's own)
+// sets SCRIPTED_CHILD_PIDFILE, the child's pid is written to that file.
+//
+// Open's options: {"fail_open": "<message>"} makes Open fail with a
+// runtime-fault error carrying the message. --thinking accepts low, medium
+// and high.
+package scripted

@@ -1,0 +1,182 @@
+package scripted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// run executes the steps of one turn.
+type run struct {
+	s     *session
+	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
+	turn  *turnState
+	usage *runtime.Usage
+}
+
+func (r *run) result(stop string) runtime.TurnResult {
+	return runtime.TurnResult{StopReason: stop, Usage: r.usage}
+}
+
+// step runs one step. A result with a stop reason, or an error, ends the
+// turn; the zero result goes on to the next step.
+func (r *run) step(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	switch st.Cmd {
+	case "say":
+		s.say(st.Text)
+	case "think":
+		s.host.Emit(runtime.ThoughtChunk(s.id, st.Text))
+	case "chunks":
+		for i := 1; i <= st.N; i++ {
+			if i > 1 && !r.sleep(st.Duration) {
+				return r.result(runtime.StopCancelled), nil
+			}
+			text := st.Text
+			if text == "" {
+				text = fmt.Sprintf("chunk %d\n", i)
+			}
+			s.say(text)
+		}
+	case "flood":
+		for range st.N {
+			if r.ctx.Err() != nil {
+				return r.result(runtime.StopCancelled), nil
+			}
+			s.say("x")
+		}
+	case "sleep":
+		if !r.sleep(st.Duration) {
+			return r.result(runtime.StopCancelled), nil
+		}
+	case "tool":
+		id := s.nextID("call")
+		s.host.Emit(runtime.NewEvent(runtime.EventToolCall, map[string]any{
+			"session_id": s.id, "session_update": "tool_call",
+			"toolCallId": id, "title": st.Text, "kind": st.Kind, "status": "pending", "rawInput": map[string]any{},
+		}))
+		s.host.Emit(runtime.NewEvent(runtime.EventToolCallUpdate, map[string]any{
+			"session_id": s.id, "session_update": "tool_call_update",
+			"toolCallId": id, "kind": st.Kind, "status": "completed",
+		}))
+	case "permission":
+		return r.permission(st)
+	case "usage":
+		u := st.Usage
+		r.usage = &u
+	case "stop":
+		return r.result(st.Text), nil
+	case "fail":
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "%s", st.Text)
+	case "write":
+		return r.write(st)
+	case "shell":
+		return r.shell(st)
+	case "child":
+		if err := s.startChild(st.Duration); err != nil {
+			return r.result(runtime.StopError), err
+		}
+	case "ignore-cancel":
+		s.mu.Lock()
+		r.turn.ignoreCancel = true
+		s.mu.Unlock()
+	case "die":
+		if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
+			return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "die: %v", err)
+		}
+		<-r.ctx.Done() // the signal is on its way
+		return r.result(runtime.StopCancelled), nil
+	case "announce":
+		// handled before the first step
+	default:
+		// Parse accepts no other command.
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "line %d: command %q has no implementation", st.Line, st.Cmd)
+	}
+	return runtime.TurnResult{}, nil
+}
+
+// sleep waits d; false when the turn was cancelled first.
+func (r *run) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
+func (r *run) permission(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	d, err := s.host.AskPermission(r.ctx, runtime.PermissionRequest{
+		ID: s.nextID("perm"), Options: st.Options, Tool: st.Tool, Question: st.Text, RequiresUserInput: st.UserInput,
+	})
+	if r.ctx.Err() != nil || (err == nil && d.Outcome == runtime.OutcomeCancelled) {
+		s.say("permission cancelled")
+		return r.result(runtime.StopCancelled), nil
+	}
+	if err != nil {
+		return r.result(runtime.StopError), err
+	}
+	kind := d.Kind
+	if kind == "" {
+		for _, o := range st.Options {
+			if o.ID == d.OptionID {
+				kind = runtime.DecisionKind(o.Kind)
+			}
+		}
+	}
+	s.say(fmt.Sprintf("permission %s (%s)", d.OptionID, kind))
+	return runtime.TurnResult{}, nil
+}
+
+func (r *run) write(st Step) (runtime.TurnResult, error) {
+	if r.s.dir == "" {
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultUser, "line %d: write: the session has no directory", st.Line)
+	}
+	path := filepath.Join(r.s.dir, st.Path)
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = os.WriteFile(path, []byte(st.Text), 0o644)
+	}
+	if err != nil {
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: write: %v", st.Line, err)
+	}
+	return runtime.TurnResult{}, nil
+}
+
+func (r *run) shell(st Step) (runtime.TurnResult, error) {
+	cmd := exec.CommandContext(r.ctx, "/bin/sh", "-c", st.Text)
+	cmd.Dir = r.s.dir
+	cmd.Env = os.Environ()
+	for k, v := range r.s.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// Its own process group, so cancelling reaches whatever it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if r.ctx.Err() != nil {
+		return r.result(runtime.StopCancelled), nil
+	}
+	if err != nil {
+		var stderr []byte
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			stderr = ee.Stderr
+		}
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: shell %q: %v: %s", st.Line, clip(st.Text), err, clip(string(stderr)))
+	}
+	if len(out) > 0 {
+		r.s.say(string(out))
+	}
+	return runtime.TurnResult{}, nil
+}

@@ -1,0 +1,240 @@
+package scripted
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Version is the plugin's version, reported in Describe; builds may set it
+// with -ldflags "-X github.com/avenor-go/avenor/sdk/plugintest/scripted.Version=...".
+var Version = "0.1.0"
+
+// Name is the backend name.
+const Name = "scripted"
+
+// PIDFileEnv names the variable that, when set, makes `child` write its
+// child's pid to that file.
+const PIDFileEnv = "SCRIPTED_CHILD_PIDFILE"
+
+// maxScriptFile bounds an @file: script.
+const maxScriptFile = 1 << 20
+
+// New returns the scripted backend.
+func New() runtime.Backend { return backend{} }
+
+type backend struct{}
+
+func (backend) Info() runtime.BackendInfo {
+	return runtime.BackendInfo{
+		Name:        Name,
+		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
+		Capabilities: map[string]string{
+			runtime.CapNewSessions:         runtime.Supported,
+			runtime.CapResume:              runtime.Supported,
+			runtime.CapPrompt:              runtime.Supported,
+			runtime.CapCancel:              runtime.Supported,
+			runtime.CapEventStreaming:      runtime.Supported,
+			runtime.CapPermissionRelay:     runtime.Supported,
+			runtime.CapModelSelection:      runtime.Unsupported,
+			runtime.CapExternalServerURL:   runtime.Unsupported,
+			runtime.CapSubprocessDiscovery: runtime.Supported,
+		},
+		ResumeScope:    runtime.ResumeCrossProcess,
+		ThinkingLevels: []string{"low", "medium", "high"},
+		EventTypes: []string{
+			runtime.EventMessageChunk, runtime.EventThoughtChunk,
+			runtime.EventToolCall, runtime.EventToolCallUpdate,
+		},
+	}
+}
+
+func (backend) Check(context.Context, runtime.CheckRequest) runtime.Readiness {
+	return runtime.Readiness{Ready: true, Message: "scripted needs no runtime binary"}
+}
+
+func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+	if msg, ok := req.Options["fail_open"]; ok {
+		return nil, runtime.Errorf(runtime.FaultRuntime, "%v", msg)
+	}
+	if req.Thinking != "" && !b.Info().AcceptsThinking(req.Thinking) {
+		return nil, runtime.Errorf(runtime.FaultUser, "scripted accepts --thinking low, medium or high, not %q", req.Thinking)
+	}
+	st := store{dir: req.StateDir}
+	id := req.ResumeSessionID
+	var err error
+	if id == "" {
+		id = "scr_" + randomHex()
+		err = st.update(func(turns map[string]int) error { turns[id] = 0; return nil })
+	} else {
+		err = st.update(func(turns map[string]int) error {
+			if _, ok := turns[id]; !ok {
+				return runtime.Errorf(runtime.FaultUser, "scripted session %q not found (state dir %q): %v", id, req.StateDir, runtime.ErrSessionNotFound)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	pidFile := req.Env[PIDFileEnv]
+	if pidFile == "" {
+		pidFile = os.Getenv(PIDFileEnv)
+	}
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, store: st, host: host}, nil
+}
+
+type session struct {
+	id      string
+	dir     string
+	env     map[string]string
+	pidFile string
+	store   store
+	host    runtime.Host
+
+	mu       sync.Mutex
+	turn     *turnState // the turn in flight, nil between turns
+	proc     runtime.ProcessInfo
+	children []*child
+	closed   bool
+	calls    int // tool calls and permission requests so far, for unique ids
+}
+
+// turnState is what Cancel needs of the turn in flight.
+type turnState struct {
+	cancel       context.CancelFunc
+	ignoreCancel bool
+}
+
+func (s *session) ID() string { return s.id }
+
+func (s *session) Process() runtime.ProcessInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+func (s *session) Cancel(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn != nil && !s.turn.ignoreCancel {
+		s.turn.cancel()
+	}
+	return nil
+}
+
+// Close stops the turn in flight, even one that ignores Cancel, and kills
+// every child process.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.turn != nil {
+		s.turn.cancel()
+	}
+	children := s.children
+	s.children, s.closed = nil, true
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range children {
+		c.signal()
+	}
+	for _, c := range children {
+		errs = append(errs, c.wait(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *session) nextID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	return fmt.Sprintf("%s_%d", prefix, s.calls)
+}
+
+func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResult, error) {
+	failed := runtime.TurnResult{StopReason: runtime.StopError}
+	script, err := loadScript(t.Text)
+	if err != nil {
+		return failed, err
+	}
+	steps, err := Parse(script)
+	if err != nil {
+		return failed, runtime.Errorf(runtime.FaultUser, "scripted: %v", err)
+	}
+	var n int
+	if err := s.store.update(func(turns map[string]int) error { turns[s.id]++; n = turns[s.id]; return nil }); err != nil {
+		return failed, err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ts := &turnState{cancel: cancel}
+	s.mu.Lock()
+	s.turn = ts
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.turn = nil
+		s.mu.Unlock()
+	}()
+
+	r := &run{s: s, ctx: ctx, turn: ts}
+	for _, st := range steps {
+		if st.Cmd == "announce" {
+			s.say(fmt.Sprintf("turn %d", n))
+			break
+		}
+	}
+	for _, st := range steps {
+		if ctx.Err() != nil {
+			return r.result(runtime.StopCancelled), nil
+		}
+		if res, err := r.step(st); err != nil || res.StopReason != "" {
+			return res, err
+		}
+	}
+	if ctx.Err() != nil {
+		return r.result(runtime.StopCancelled), nil
+	}
+	return r.result(runtime.StopEndTurn), nil
+}
+
+// loadScript returns the prompt, or the file an "@file:/abs/path" prompt
+// names.
+func loadScript(prompt string) (string, error) {
+	path, ok := strings.CutPrefix(strings.TrimSpace(prompt), "@file:")
+	if !ok {
+		return prompt, nil
+	}
+	if !strings.HasPrefix(path, "/") {
+		return "", runtime.Errorf(runtime.FaultUser, "scripted: @file: needs an absolute path, got %q", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", runtime.Errorf(runtime.FaultUser, "scripted: reading the script: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxScriptFile+1))
+	if err != nil {
+		return "", runtime.Errorf(runtime.FaultUser, "scripted: reading the script %s: %v", path, err)
+	}
+	if len(data) > maxScriptFile {
+		return "", runtime.Errorf(runtime.FaultUser, "scripted: the script %s is larger than %d bytes", path, maxScriptFile)
+	}
+	return string(data), nil
+}
+
+func (s *session) say(text string) { s.host.Emit(runtime.MessageChunk(s.id, text)) }
+
+func randomHex() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
