@@ -127,22 +127,30 @@ func (s *Subscription) signal() {
 
 // next takes the item to deliver: a lag notice when events were dropped
 // since the last delivery, else the oldest queued event.
-func (s *Subscription) next() (ev Event, ok, finished bool) {
+func (s *Subscription) next() (ev Event, dropped int64, ok, finished bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dropped > 0 {
-		n := s.dropped
-		s.dropped = 0
-		return s.w.lagged(n), true, false
+		dropped, s.dropped = s.dropped, 0
+		return s.w.lagged(dropped), dropped, true, false
 	}
 	if s.n > 0 {
 		ev = s.queue[s.head]
 		s.queue[s.head] = nil
 		s.head = (s.head + 1) % len(s.queue)
 		s.n--
-		return ev, true, false
+		return ev, 0, true, false
 	}
-	return nil, false, s.finished
+	return nil, 0, false, s.finished
+}
+
+// takeDropped returns and clears the drop count.
+func (s *Subscription) takeDropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.dropped
+	s.dropped = 0
+	return n
 }
 
 // pump moves events from the queue to the unbuffered channel. The queue, not
@@ -152,7 +160,7 @@ func (s *Subscription) pump() {
 	defer close(s.exited)
 	defer close(s.out)
 	for {
-		ev, ok, finished := s.next()
+		ev, dropped, ok, finished := s.next()
 		if finished {
 			return
 		}
@@ -164,10 +172,31 @@ func (s *Subscription) pump() {
 				return
 			}
 		}
+		if !s.deliver(ev, dropped) {
+			return
+		}
+	}
+}
+
+// deliver hands ev to the reader, or reports false when the subscription is
+// closed first. While a lag notice (dropped > 0) waits for the reader, later
+// drops are merged into it, so one gap gives one notice; a notice is rebuilt
+// rather than changed because a sent map belongs to the reader.
+func (s *Subscription) deliver(ev Event, dropped int64) bool {
+	for {
 		select {
 		case s.out <- ev:
+			return true
+		case <-s.wake:
+			// For a real event, the queue change is seen after delivery.
+			if dropped > 0 {
+				if more := s.takeDropped(); more > 0 {
+					dropped += more
+					ev = s.w.lagged(dropped)
+				}
+			}
 		case <-s.done:
-			return
+			return false
 		}
 	}
 }
