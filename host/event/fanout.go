@@ -8,7 +8,9 @@ import "sync"
 // queued event is dropped to make room (contract §5.7), so Write never waits
 // for a subscriber. Drops are counted and coalesced: before the first event
 // that follows a gap, the subscriber receives one subscriber.lagged event
-// with dropped_count, then the live events resume.
+// with dropped_count, then the live events resume. (Drops that happen while
+// the reader is taking a notice can only be reported in a second, adjacent
+// notice; the counts add up.) Events are shared with the Writer: read-only.
 //
 // subscriber.lagged is stamped with ts, run_id, run_label and runtime_id but
 // carries no seq: it is per subscriber, it is not in the log or the history,
