@@ -5,7 +5,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := $(CURDIR)/bin
 TOOLS := $(CURDIR)/.tools
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION ?= 0.1.0-dev
 LDFLAGS := -X main.Version=$(VERSION)
 PREFIX ?= /usr/local
 
