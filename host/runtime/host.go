@@ -15,7 +15,7 @@ import (
 // watchdog, synthesises final output, and hands permission requests to the
 // broker in stream order.
 type sessionHost struct {
-	w           *event.Writer
+	write       func(event.Event) event.Event // the runner's stamped write
 	logger      hclog.Logger
 	permissions Permissions
 	final       *event.FinalOutput
@@ -29,19 +29,16 @@ type sessionHost struct {
 	proc sdk.ProcessInfo
 }
 
-func newSessionHost(w *event.Writer, logger hclog.Logger, p Permissions) *sessionHost {
+func newSessionHost(write func(event.Event) event.Event, logger hclog.Logger, p Permissions) *sessionHost {
 	return &sessionHost{
-		w: w, logger: logger, permissions: p, final: &event.FinalOutput{},
+		write: write, logger: logger, permissions: p, final: &event.FinalOutput{},
 		activity: make(chan struct{}, 1), fatal: make(chan error, 1),
 	}
 }
 
 // emit writes a host or plugin event.
 func (h *sessionHost) emit(ev event.Event) {
-	stamped, err := h.w.Write(ev)
-	if err != nil {
-		h.logger.Error("writing the event log failed", "error", err)
-	}
+	stamped := h.write(ev)
 	h.final.Observe(stamped)
 	select {
 	case h.activity <- struct{}{}:

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
@@ -36,6 +38,10 @@ type Runner struct {
 	opts        Options
 	w           *event.Writer
 	permissions PermissionsFunc
+	status      *statusTracker
+	turns       turnControl
+
+	writeMu sync.Mutex // status synthesis and the write it precedes are one step
 }
 
 // New prepares a run; permissions may be nil (AutoOrWait with opts.AutoApprove).
@@ -46,7 +52,10 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 		auto := opts.AutoApprove
 		permissions = func(string) Permissions { return AutoOrWait{Auto: auto} }
 	}
-	return &Runner{opts: opts, w: w, permissions: permissions}
+	r := &Runner{opts: opts, w: w, permissions: permissions,
+		status: newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now)}
+	r.turns.init()
+	return r
 }
 
 // Events is the run's event writer (history and subscribers for the
@@ -58,6 +67,9 @@ func (r *Runner) Events() *event.Writer { return r.w }
 // ends the run as "cancelled".
 func (r *Runner) Run(ctx context.Context) Result {
 	o := &r.opts
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	r.turns.setRunCancel(cancelRun)
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, ErrTimeout)
@@ -74,6 +86,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 		if res.final || attempt > o.MaxRetries || !sentinel.Retryable(exit, res.stopReason) {
 			break
 		}
+		r.status.update(func(s *Status) { s.RetryAttempt = attempt + 1 })
 		r.emit(event.Event{"event": "avenor.retry", "attempt": attempt + 1, "max_retries": o.MaxRetries})
 		r.cleanFiles()
 		if err := o.Sleep(ctx, Backoff(attempt)); err != nil {
@@ -82,6 +95,8 @@ func (r *Runner) Run(ctx context.Context) Result {
 		}
 	}
 	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID}
+	r.turns.finish()
+	r.status.update(func(s *Status) { s.Phase, s.TurnState = PhaseEnded, TurnEnded })
 	r.writeSentinel(result)
 	return result
 }
@@ -119,10 +134,28 @@ func (r *Runner) writeSentinel(res Result) {
 	}
 }
 
-func (r *Runner) emit(ev event.Event) {
-	if _, err := r.w.Write(ev); err != nil {
-		r.opts.Logger.Error("writing the event log failed", "error", err)
+// emit writes an event, preceded by the agent.status events it triggers.
+func (r *Runner) emit(ev event.Event) { r.write(ev) }
+
+// write stamps and writes ev (after its synthesised statuses) and returns
+// the stamped event.
+func (r *Runner) write(ev event.Event) event.Event {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	for _, st := range r.status.before(ev) {
+		r.writeOne(st)
 	}
+	return r.writeOne(ev)
+}
+
+func (r *Runner) writeOne(ev event.Event) event.Event {
+	stamped, err := r.w.Write(ev)
+	if err != nil {
+		r.opts.Logger.Error("writing the event log failed", "error", err)
+		return ev
+	}
+	r.status.after(stamped)
+	return stamped
 }
 
 // fail reports an error to the user and the log.
@@ -157,7 +190,7 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 		return r.endEarly(nil, sdk.StopError, resume, errors.As(err, &nf))
 	}
 	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
-	h := newSessionHost(r.w, o.Logger, nil)
+	h := newSessionHost(r.write, o.Logger, nil)
 	var pgid int
 	defer func() {
 		l.Client.Kill()
@@ -214,11 +247,30 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 	}
 	h.emit(start)
 
-	h.emit(event.Event{"event": "avenor.turn.start", "turn": 1, "prompt_length": len(o.Prompt)})
-	out := r.turn(ctx, l, sess, h, sdk.Turn{ID: "1", Text: o.Prompt})
-	if out.sessionID != "" {
-		sessID = out.sessionID
+	// Turns of this attempt: the prompt, then (control plane) an
+	// interrupt's text or queued prompts after a clean turn (§1.2.3).
+	text := o.Prompt
+	var out turnOutcome
+	for {
+		n := r.turns.next()
+		r.status.update(func(s *Status) { s.TurnState = TurnStarting })
+		h.emit(event.Event{"event": "avenor.turn.start", "turn": n, "prompt_length": len(text)})
+		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
+		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: strconv.Itoa(n), Text: text})
+		if out.sessionID != "" {
+			sessID = out.sessionID
+		}
+		if out.pluginGone || ctx.Err() != nil {
+			break
+		}
+		var ok bool
+		if text, ok = r.turns.following(out.interrupted, sentinel.ExitCode(out.stopReason) == 0); !ok {
+			break
+		}
+		h.final.Reset()
+		r.status.update(func(s *Status) { s.TurnState = TurnIdle })
 	}
+	r.status.update(func(s *Status) { s.TurnState = TurnEnding })
 	r.endSession(h, out)
 
 	if !out.pluginGone {
@@ -253,6 +305,8 @@ type turnOutcome struct {
 	sessionID   string
 	pluginGone  bool
 	final       bool
+	// interrupted: ended by interrupt_and_prompt, the session goes on.
+	interrupted bool
 }
 
 type promptReturn struct {
@@ -288,11 +342,17 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 				timer.Reset(o.ProgressTimeout)
 			}
 		case <-ctx.Done():
+			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
 			return r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
 		case <-progress:
 			return r.stopTurn(l, sess, h, done, sdk.StopProgressTimeout, "")
 		case err := <-h.fatal:
 			return r.stopTurn(l, sess, h, done, sdk.StopError, err.Error())
+		case <-r.turns.interrupt:
+			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+			out := r.stopTurn(l, sess, h, done, sdk.StopCancelled, "")
+			out.interrupted, out.final = !out.pluginGone, out.pluginGone
+			return out
 		}
 	}
 }

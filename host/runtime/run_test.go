@@ -235,7 +235,7 @@ func TestLaunchFailureStillEndsTheSession(t *testing.T) {
 	if res.ExitCode != 1 {
 		t.Fatalf("result %+v", res)
 	}
-	if got := strings.Join(f.types(t), ","); got != "avenor.error,session.end" {
+	if got := strings.Join(f.types(t), ","); got != "avenor.error,agent.status,session.end" {
 		t.Fatalf("events %s", got)
 	}
 }
@@ -271,4 +271,122 @@ func TestBackoff(t *testing.T) {
 			t.Errorf("Backoff(%d) = %s, want %s", n, got, want)
 		}
 	}
+}
+
+func TestStatusSynthesisPrecedesItsEvent(t *testing.T) {
+	f := newFixture(t, "think hmm\ntool \"go test ./...\" kind=bash\nsay \"[status: working | reviewing]\"\npermission tool=bash question=\"Run it?\"")
+	f.opts.AutoApprove = true
+	res := New(f.opts, nil).Run(context.Background())
+	if res.ExitCode != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	var got []string
+	for _, ev := range f.events(t) {
+		s := ev["event"].(string)
+		if s == "agent.status" {
+			s += "(" + ev["phase"].(string) + "," + ev["source"].(string)
+			if l, ok := ev["label"].(string); ok {
+				s += "," + l
+			}
+			s += ")"
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"session.start", "avenor.turn.start",
+		"agent.status(thinking,avenor)", "agent.thought_chunk",
+		"agent.status(working,avenor,go test ./...)", "tool.call", "tool.call_update",
+		"agent.status(working,agent,reviewing)", "agent.message_chunk",
+		"agent.status(waiting,avenor,Run it?)", "permission.request",
+		"agent.status(working,avenor,reviewing)", "permission.response",
+		"agent.message_chunk",
+		"agent.status(done,avenor)", "session.end",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestQueuedPromptAndInterrupt(t *testing.T) {
+	f := newFixture(t, "say one\nsleep 300ms")
+	r := New(f.opts, nil)
+	if err := r.Prompt("say two"); err != nil {
+		t.Fatal(err)
+	}
+	res := r.Run(context.Background())
+	if res.ExitCode != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	evs := f.events(t)
+	if last := evs[len(evs)-1]; last["final_output"] != "two" {
+		t.Fatalf("the queued prompt must run as turn 2 after a clean turn: %v", last)
+	}
+	if err := r.Prompt("late"); !errors.Is(err, ErrRunEnded) {
+		t.Fatalf("prompt after the run: %v", err)
+	}
+
+	f = newFixture(t, "say one\nsleep 30s")
+	r = New(f.opts, nil)
+	_ = r.Prompt("say dropped")
+	go func() {
+		for r.Status().TurnState != TurnRunning {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		_ = r.InterruptAndPrompt("say interrupted", false)
+	}()
+	res = r.Run(context.Background())
+	evs = f.events(t)
+	if last := evs[len(evs)-1]; res.ExitCode != 0 || last["final_output"] != "interrupted" {
+		t.Fatalf("result %+v last %v", res, last)
+	}
+	turns := 0
+	for _, ev := range evs {
+		if ev["event"] == "avenor.turn.start" {
+			turns++
+		}
+	}
+	if turns != 2 {
+		t.Fatalf("turns %d, want 2 (interrupt dropped the queue)", turns)
+	}
+}
+
+func TestParseStatusMarkers(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want []StatusMarker
+	}{
+		{"plain", nil},
+		{"[status: working | go test]", []StatusMarker{{"working", "go test"}}},
+		{"x [STATUS: Thinking] y", []StatusMarker{{"thinking", ""}}},
+		{"<|status: waiting | review|>", []StatusMarker{{"waiting", "review"}}},
+		{"inline <|status: waiting | review|> is not a line", nil},
+		{"[status: sleeping | z]", nil},
+		{"[status: done]\n<|status: working | b|>", []StatusMarker{{"done", ""}, {"working", "b"}}},
+	} {
+		got := ParseStatusMarkers(c.text)
+		if len(got) != len(c.want) {
+			t.Errorf("%q: got %v, want %v", c.text, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%q: got %v, want %v", c.text, got, c.want)
+			}
+		}
+	}
+}
+
+func FuzzParseStatusMarkers(f *testing.F) {
+	f.Add("[status: working | x]")
+	f.Add("<|status: done|>")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, m := range ParseStatusMarkers(s) {
+			switch m.Phase {
+			case PhaseThinking, PhaseWorking, PhaseWaiting, PhaseDone:
+			default:
+				t.Fatalf("unknown phase %q from %q", m.Phase, s)
+			}
+		}
+	})
 }

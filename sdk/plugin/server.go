@@ -248,9 +248,11 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 	ss.turnCancel, ss.turnDone = cancel, done
 	ss.mu.Unlock()
 	go func() {
-		defer close(done)
-		defer cancel()
 		res, err := ss.prompt(ctx, runtime.Turn{ID: turnID, Text: text})
+		cancel()
+		// The turn is over before the host can hear so: its next Prompt
+		// must not find this one still running.
+		close(done)
 		ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, res, err)}})
 	}()
 }

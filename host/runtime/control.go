@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Bounds of the control surface.
+const (
+	// MaxQueuedPrompts bounds the prompt queue of one run.
+	MaxQueuedPrompts = 64
+)
+
+// Errors of the control surface.
+var (
+	ErrEmptyPrompt = errors.New("prompt text is empty")
+	ErrQueueFull   = errors.New("prompt queue is full")
+	ErrRunEnded    = errors.New("the run has ended")
+)
+
+// turnControl holds what the control plane asks of the turn loop: queued
+// prompts, an interrupt's text, and the run's cancel.
+type turnControl struct {
+	mu        sync.Mutex
+	n         int
+	queue     []string
+	interText *string
+	interrupt chan struct{} // one pending interrupt wakes the turn
+	runCancel context.CancelCauseFunc
+	ended     bool
+}
+
+func (c *turnControl) init() { c.interrupt = make(chan struct{}, 1) }
+
+func (c *turnControl) setRunCancel(f context.CancelCauseFunc) {
+	c.mu.Lock()
+	c.runCancel = f
+	c.mu.Unlock()
+}
+
+// next numbers the next turn (1-based, across attempts).
+func (c *turnControl) next() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.n
+}
+
+// following picks the next turn's text: an interrupt's text first, else a
+// queued prompt after a clean turn (contract §1.2.3).
+func (c *turnControl) following(interrupted, clean bool) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.interText != nil {
+		t := *c.interText
+		c.interText = nil
+		select { // the wake-up was for this text; the next turn starts clean
+		case <-c.interrupt:
+		default:
+		}
+		return t, true
+	}
+	if interrupted {
+		return "", false
+	}
+	if clean && len(c.queue) > 0 {
+		t := c.queue[0]
+		c.queue = c.queue[1:]
+		return t, true
+	}
+	c.ended = true
+	return "", false
+}
+
+// finish refuses further prompts: the run is over.
+func (c *turnControl) finish() {
+	c.mu.Lock()
+	c.ended = true
+	c.queue = nil
+	c.mu.Unlock()
+}
+
+// Prompt queues text to run after the current turn ends cleanly; it never
+// pre-empts the turn in flight.
+func (r *Runner) Prompt(text string) error {
+	if text == "" {
+		return ErrEmptyPrompt
+	}
+	c := &r.turns
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return ErrRunEnded
+	}
+	if len(c.queue) >= MaxQueuedPrompts {
+		return ErrQueueFull
+	}
+	c.queue = append(c.queue, text)
+	return nil
+}
+
+// InterruptAndPrompt cancels the turn in flight and continues the session
+// with text; keepQueue false drops the queued prompts.
+func (r *Runner) InterruptAndPrompt(text string, keepQueue bool) error {
+	if text == "" {
+		return ErrEmptyPrompt
+	}
+	c := &r.turns
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return ErrRunEnded
+	}
+	c.interText = &text
+	if !keepQueue {
+		c.queue = nil
+	}
+	c.mu.Unlock()
+	r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+	select {
+	case c.interrupt <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Cancel ends the run as if interrupted (SIGINT): stop reason cancelled, 130.
+func (r *Runner) Cancel() {
+	c := &r.turns
+	c.mu.Lock()
+	f := c.runCancel
+	c.mu.Unlock()
+	if f != nil {
+		f(ErrInterrupted)
+	}
+}
+
+// Status is the run's status snapshot.
+func (r *Runner) Status() Status {
+	return r.status.snapshot()
+}
