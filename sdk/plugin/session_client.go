@@ -78,6 +78,13 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		return nil, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session while opening it")
 	case <-s.done:
 		cancel()
+		select { // the plugin's own refusal beats the broken stream it left
+		case c := <-s.closed:
+			if err := errorFromProto(c.GetError()); err != nil {
+				return nil, err
+			}
+		default:
+		}
 		return nil, s.goneErr("open session")
 	case <-ctx.Done():
 		cancel()
@@ -109,7 +116,11 @@ type remoteSession struct {
 	waits map[string]context.CancelFunc // pending permission waits
 }
 
-func (s *remoteSession) ID() string { return s.id }
+func (s *remoteSession) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
 
 // StartFields implements runtime.StartFielder.
 func (s *remoteSession) StartFields() map[string]any { return s.startFields }
@@ -153,17 +164,30 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 			if te.GetTurnId() != turn.ID {
 				continue
 			}
-			res, err := turnEndedFromProto(te)
-			if res.SessionID != "" {
-				s.id = res.SessionID
-			}
-			return res, err
+			return s.turnResult(te)
 		case <-s.done:
+			select { // a turn end that arrived just before the stream broke wins
+			case te := <-s.turnEnded:
+				if te.GetTurnId() == turn.ID {
+					return s.turnResult(te)
+				}
+			default:
+			}
 			return runtime.TurnResult{StopReason: runtime.StopError}, s.goneErr("turn")
 		case <-ctx.Done():
 			return runtime.TurnResult{}, ctx.Err()
 		}
 	}
+}
+
+func (s *remoteSession) turnResult(te *pb.TurnEnded) (runtime.TurnResult, error) {
+	res, err := turnEndedFromProto(te)
+	if res.SessionID != "" {
+		s.mu.Lock()
+		s.id = res.SessionID
+		s.mu.Unlock()
+	}
+	return res, err
 }
 
 func (s *remoteSession) Cancel(ctx context.Context) error {
@@ -183,9 +207,14 @@ func (s *remoteSession) Close(ctx context.Context) error {
 	case c := <-s.closed:
 		return errorFromProto(c.GetError())
 	case <-s.done:
+		select {
+		case c := <-s.closed:
+			return errorFromProto(c.GetError())
+		default:
+		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("closing session %s: %w", s.id, ctx.Err())
+		return fmt.Errorf("closing session %s: %w", s.ID(), ctx.Err())
 	}
 }
 

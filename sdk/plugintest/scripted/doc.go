@@ -44,7 +44,9 @@
 //	child <seconds>               start `sleep <seconds>` in its own process
 //	                              group as the session's runtime process (see
 //	                              below)
-//	die                           SIGKILL this plugin process at once
+//	die                           SIGKILL this plugin process, 100ms after
+//	                              the previous step so its events reach the
+//	                              host
 //	ignore-cancel                 from here on this turn ignores Cancel (it
 //	                              still stops when the session closes)
 //	announce                      the turn first says "turn <N>" (N counts

@@ -13,6 +13,9 @@ import (
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
+// dieGrace is how long die waits before killing the process.
+const dieGrace = 100 * time.Millisecond
+
 // run executes the steps of one turn.
 type run struct {
 	s     *session
@@ -88,6 +91,9 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		r.turn.ignoreCancel = true
 		s.mu.Unlock()
 	case "die":
+		// Give the events before it a moment to reach the host: the sdk
+		// sends them asynchronously and a crash loses what is still queued.
+		time.Sleep(dieGrace)
 		if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
 			return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "die: %v", err)
 		}
