@@ -41,6 +41,9 @@
 //	shell <command...>            run /bin/sh -c in the session directory;
 //	                              its stdout becomes one message chunk, a
 //	                              non-zero exit fails the turn
+//	lines <command...>            run /bin/sh -c through agentproc like a
+//	                              runtime: each stdout line one message chunk,
+//	                              a line over the bound an avenor.warning
 //	child <seconds>               start `sleep <seconds>` in its own process
 //	                              group as the session's runtime process (see
 //	                              below)

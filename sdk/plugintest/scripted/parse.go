@@ -83,10 +83,10 @@ func parseStep(cmd, rest string) (Step, error) {
 		if err == nil && cmd == "fail" && st.Text == "" {
 			err = errors.New("fail needs a message")
 		}
-	case "shell":
+	case "shell", "lines":
 		st.Text = rest
 		if rest == "" {
-			err = errors.New("shell needs a command")
+			err = fmt.Errorf("%s needs a command", cmd)
 		}
 	case "write":
 		path, body, _ := strings.Cut(rest, " ")

@@ -1,6 +1,8 @@
 package scripted
 
 import (
+	"github.com/avenor-go/avenor/sdk/agentproc"
+
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +84,8 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.write(st)
 	case "shell":
 		return r.shell(st)
+	case "lines":
+		return r.lines(st)
 	case "child":
 		if err := s.startChild(st.Duration); err != nil {
 			return r.result(runtime.StopError), err
@@ -155,6 +159,30 @@ func (r *run) write(st Step) (runtime.TurnResult, error) {
 	}
 	if err != nil {
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: write: %v", st.Line, err)
+	}
+	return runtime.TurnResult{}, nil
+}
+
+// lines runs a command as a runtime would run: through agentproc, its
+// stdout framed into bounded lines, each line one message chunk. A line over
+// the bound becomes an avenor.warning and reading goes on — the turn ends.
+func (r *run) lines(st Step) (runtime.TurnResult, error) {
+	p, err := agentproc.Start(r.ctx, agentproc.Spec{Path: "/bin/sh", Args: []string{"-c", st.Text}, Dir: r.s.dir})
+	if err != nil {
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: lines: %v", st.Line, err)
+	}
+	defer p.Stop(time.Second)
+	for line := range p.Lines() {
+		if line.Err != nil {
+			r.s.host.Emit(runtime.NewEvent(runtime.EventWarning, map[string]any{
+				"source": "backend", "message": "runtime output: " + line.Err.Error(),
+			}))
+			continue
+		}
+		r.s.say(string(line.Data))
+	}
+	if r.ctx.Err() != nil {
+		return r.result(runtime.StopCancelled), nil
 	}
 	return runtime.TurnResult{}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -361,4 +362,27 @@ func TestChildIsKilledWhenThePluginStops(t *testing.T) {
 	pid := readPID(t, pidFile)
 	c.Kill() // the host goes away without closing the session
 	waitUntil(t, "the child to die", func() bool { return !alive(pid) })
+}
+
+// A runtime that prints a 100 MB line and then valid frames: the over-long
+// line becomes one avenor.warning (read in bounded memory, never buffered),
+// the frames after it still arrive, and the turn ends.
+func TestOverlongRuntimeLineIsAWarningAndTheTurnEnds(t *testing.T) {
+	f := openWith(t, backend(t, serve(t)), runtime.OpenRequest{}, &testHost{})
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	r := await(t, f.run(`lines head -c 100000000 /dev/zero | tr '\0' a; echo; echo ok`), 30*time.Second)
+	goruntime.ReadMemStats(&after)
+	if r.err != nil || r.res.StopReason != runtime.StopEndTurn {
+		t.Fatalf("turn ended %+v %v", r.res, r.err)
+	}
+	if got := strings.Join(f.host.types(), ","); got != "avenor.warning,agent.message_chunk" {
+		t.Fatalf("events %s", got)
+	}
+	if f.host.text(msg) != "ok" {
+		t.Fatalf("text after the long line = %q", f.host.text(msg))
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("allocated %d MiB reading a 100 MB line", grew>>20)
+	}
 }
