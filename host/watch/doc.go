@@ -1,0 +1,16 @@
+// Package watch owns `avenor watch` (contract §1.5): turning an NDJSON event
+// log (§2) into one digest line per event, classifying events as MILESTONE,
+// FINDING or ACTIVITY, and reading the log once or following it as it grows,
+// with an optional cursor file so a second watch resumes where the first
+// stopped.
+//
+// The pure parts are [ParseLine], [Excerpt], [Classify], [Summarize] and
+// [Printer]; [Run] is the reader that ties them to a file and a cursor. [Run]
+// consumes complete lines only: a last line without its newline waits for it,
+// so the cursor never points inside a line. Its sleep between polls is
+// injected ([Config.Sleep]) so tests drive it without real time.
+//
+// Imported by the command line (cmd/avenor). It depends on the standard
+// library only and never imports host/event: it reads the log a harness
+// reads, nothing more.
+package watch

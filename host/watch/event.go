@@ -1,0 +1,90 @@
+package watch
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Event is one decoded line of an event log: the flat JSON object of
+// contract §2.1. Numbers are kept as json.Number, so an event re-encoded for
+// `--format json --classify` keeps them digit for digit.
+type Event map[string]any
+
+// ParseLine decodes one log line (without its newline). Anything but exactly
+// one JSON object, surrounded by nothing but white space, is [ErrMalformed].
+// A line without an "event" field parses fine; [Event.Name] is then "".
+func ParseLine(line []byte) (Event, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var ev Event
+	if err := dec.Decode(&ev); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if ev == nil {
+		return nil, fmt.Errorf("%w: null, not an object", ErrMalformed)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the object", ErrMalformed)
+	}
+	return ev, nil
+}
+
+// Name is the "event" field, or "" when it is missing or not a string.
+func (e Event) Name() string {
+	s, _ := e["event"].(string)
+	return s
+}
+
+// SessionID is the "session_id" field rendered as text, or "".
+func (e Event) SessionID() string { return e.str("session_id") }
+
+// str renders a scalar field as text: strings as they are, numbers as
+// written in the log, booleans as true/false; objects, arrays, null and
+// missing fields as "".
+func (e Event) str(key string) string { return scalar(e[key]) }
+
+func scalar(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	}
+	return ""
+}
+
+// object returns a nested object field, or nil.
+func (e Event) object(key string) Event {
+	m, _ := e[key].(map[string]any)
+	return m
+}
+
+// truthy says whether a field is the JSON boolean true.
+func (e Event) truthy(key string) bool {
+	b, _ := e[key].(bool)
+	return b
+}
+
+// chunkText is the text of a message, thought or user chunk: content.text
+// (ACP), or "delta" / "text" for backends that send them instead (§2.2).
+func (e Event) chunkText() string {
+	switch c := e["content"].(type) {
+	case map[string]any:
+		if t, ok := c["text"].(string); ok {
+			return t
+		}
+	case string:
+		return c
+	}
+	if d := e.str("delta"); d != "" {
+		return d
+	}
+	return e.str("text")
+}

@@ -1,0 +1,147 @@
+package watch
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Format is the output format of `avenor watch --format`.
+type Format string
+
+// The two formats (contract §1.5).
+const (
+	// Plain prints one digest line per event: EVENT <event> <session_id> <excerpt>.
+	Plain Format = "plain"
+	// JSON passes each event line through unchanged.
+	JSON Format = "json"
+)
+
+// ParseFormat validates a --format value; "" is [Plain].
+func ParseFormat(s string) (Format, error) {
+	switch Format(s) {
+	case "", Plain:
+		return Plain, nil
+	case JSON:
+		return JSON, nil
+	}
+	return "", fmt.Errorf("--format must be plain or json, not %q", s)
+}
+
+// Digest is what a plain line says about one event.
+type Digest struct {
+	// Event is the event name as one token ("-" never happens: events
+	// without a name are not digested).
+	Event string
+	// SessionID is the session id as one token, "-" when the event has none.
+	SessionID string
+	// Excerpt is at most [MaxExcerptRunes] runes on one line; may be empty.
+	Excerpt string
+	// Class is the event's [Classify] result.
+	Class Class
+}
+
+// Summarize digests a decoded event.
+func Summarize(ev Event) Digest {
+	return Digest{Event: token(ev.Name()), SessionID: token(ev.SessionID()), Excerpt: Excerpt(ev), Class: Classify(ev)}
+}
+
+// DigestLine digests one log line; ok is false when the line is malformed
+// or has no "event" field (such lines print nothing).
+func DigestLine(line []byte) (d Digest, ok bool) {
+	ev, err := ParseLine(line)
+	if err != nil || ev.Name() == "" {
+		return Digest{}, false
+	}
+	return Summarize(ev), true
+}
+
+// ANSI colours for a terminal: milestones stand out, activity recedes,
+// errors are red.
+const (
+	ansiReset     = "\x1b[0m"
+	ansiDim       = "\x1b[2m"
+	ansiRed       = "\x1b[1;31m"
+	ansiMilestone = "\x1b[1;32m"
+	ansiFinding   = "\x1b[1;33m"
+	ansiActivity  = "\x1b[36m"
+)
+
+// Printer renders events in one format. The zero value prints plain lines
+// without classification or colour.
+type Printer struct {
+	// Format is Plain (the zero value) or JSON.
+	Format Format
+	// Classify prefixes plain lines with the class, or adds a top-level
+	// "classify" field to JSON lines.
+	Classify bool
+	// Color adds ANSI colours to plain lines; JSON is never coloured.
+	Color bool
+}
+
+// Append appends the output for one event, newline included, to dst. raw is
+// the event's line as read, without its newline; ev is that line decoded.
+// For JSON with Classify, ev gains the "classify" field (replacing one the
+// line may have had) and is re-encoded the way the log writer encodes
+// (sorted keys, HTML-escaped); without Classify, raw is copied unchanged.
+func (p Printer) Append(dst, raw []byte, ev Event) ([]byte, error) {
+	if p.Format == JSON {
+		if !p.Classify {
+			return append(append(dst, raw...), '\n'), nil
+		}
+		ev["classify"] = string(Classify(ev))
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return dst, fmt.Errorf("re-encoding %s event: %w", ev.Name(), err)
+		}
+		return append(append(dst, b...), '\n'), nil
+	}
+	return p.appendPlain(dst, Summarize(ev), isFailure(ev)), nil
+}
+
+func (p Printer) appendPlain(dst []byte, d Digest, failure bool) []byte {
+	paint := func(code, s string) {
+		if p.Color {
+			dst = append(append(append(dst, code...), s...), ansiReset...)
+		} else {
+			dst = append(dst, s...)
+		}
+	}
+	code := classColor(d.Class)
+	if failure {
+		code = ansiRed
+	}
+	if p.Classify {
+		paint(code, string(d.Class))
+		dst = append(dst, ' ')
+	}
+	dst = append(dst, "EVENT "...)
+	paint(code, d.Event)
+	dst = append(dst, ' ')
+	paint(ansiDim, d.SessionID)
+	if d.Excerpt != "" {
+		dst = append(append(dst, ' '), d.Excerpt...)
+	}
+	return append(dst, '\n')
+}
+
+func classColor(c Class) string {
+	switch c {
+	case Milestone:
+		return ansiMilestone
+	case Finding:
+		return ansiFinding
+	}
+	return ansiActivity
+}
+
+// isFailure picks the events a terminal shows in red: errors, and session
+// ends other than end_turn.
+func isFailure(ev Event) bool {
+	switch ev.Name() {
+	case evError:
+		return true
+	case evSessionEnd:
+		return ev.str("stop_reason") != "end_turn"
+	}
+	return false
+}
