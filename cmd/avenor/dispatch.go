@@ -85,7 +85,7 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
-	root.AddCommand(newRunCmd(env), newBackendsCmd(env))
+	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))
 	return root
 }
 
@@ -135,6 +135,12 @@ func rewriteSingleDash(cmd *cobra.Command, args []string) []string {
 			name, hasValue = name[:j], true
 		}
 		f := flags.Lookup(name)
+		if f == nil && (name == "help" || name == "version") {
+			// cobra adds --help (and the root's --version) only when it
+			// runs, so they are not in the flag set yet.
+			out = append(out, "--"+name)
+			continue
+		}
 		if f == nil {
 			out = append(out, a)
 			continue

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runtime"
 	"github.com/avenor-go/avenor/host/sentinel"
@@ -133,7 +134,7 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	if f.runID == "" {
 		f.runID = newRunID()
 	}
-	opts, err := buildRun(cmd, f, env)
+	opts, perms, err := buildRun(cmd, f, env)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "avenor: %v\n", err)
 		if f.sentinelFile != "" {
@@ -167,7 +168,21 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 		}
 	}()
 
-	res := hostrt.New(opts, nil).Run(ctx)
+	// The broker cancels the run on a "cancelled" answer and names the
+	// current session in its .req files; both come from the runner.
+	var runner *hostrt.Runner
+	perms.CancelRun = func() { runner.Cancel() }
+	perms.SessionID = func() string { return runner.Status().SessionID }
+	broker := permission.New(perms) // the control plane answers through broker.Answer
+	runner = hostrt.New(opts, hostrt.BrokerPermissions(broker))
+	if f.controlSocket != "" {
+		srv, err := startRunControl(f.controlSocket, runner, f.runID, nil, nil, opts.Logger)
+		if err != nil {
+			return failSetup(env, f, err)
+		}
+		defer srv.Close()
+	}
+	res := runner.Run(ctx)
 	return res.ExitCode
 }
 
@@ -179,13 +194,14 @@ func failSetup(env Env, f *runFlags, err error) int {
 	return exitFail
 }
 
-// buildRun turns flags and config into the host's options, in the
-// contract's validation order (§1.2).
-func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, error) {
+// buildRun turns flags and config into the host's options and its
+// permission broker's, in the contract's validation order (§1.2).
+func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permission.Options, error) {
 	var o hostrt.Options
+	var perms permission.Options
 	dirs, err := config.DefaultDirs(env.Getenv)
 	if err != nil {
-		return o, err
+		return o, perms, err
 	}
 	start := f.dir
 	if !cmd.Flags().Changed("dir") {
@@ -193,14 +209,14 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, error) 
 	}
 	absStart, err := filepath.Abs(start)
 	if err != nil {
-		return o, fmt.Errorf("--dir %q: %w", f.dir, err)
+		return o, perms, fmt.Errorf("--dir %q: %w", f.dir, err)
 	}
 	project, _ := config.FindProject(absStart)
 	settings, _, err := config.Load(config.Sources{
 		Environ: env.Environ, Dirs: dirs, ProjectDir: project, Flags: changedSettings(cmd, f),
 	})
 	if err != nil {
-		return o, err
+		return o, perms, err
 	}
 
 	backendCfg := settings.Backends[settings.Backend]
@@ -213,30 +229,29 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, error) 
 	finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), families)
 	found, err := finder.Find(settings.Backend)
 	if err != nil {
-		return o, fmt.Errorf("unknown backend %q\n%v", settings.Backend, err)
+		return o, perms, fmt.Errorf("unknown backend %q\n%v", settings.Backend, err)
 	}
 
 	switch {
 	case settings.Backend == "pony" && f.ponyConfig == "":
-		return o, errors.New("--pony-config is required for backend pony")
+		return o, perms, errors.New("--pony-config is required for backend pony")
 	case f.prompt != "" && f.promptFile != "":
-		return o, errors.New("--prompt and --prompt-file are mutually exclusive")
+		return o, perms, errors.New("--prompt and --prompt-file are mutually exclusive")
 	case f.loopFile != "" && f.teamFile != "":
-		return o, errors.New("--loop-file and --team-file are mutually exclusive")
+		return o, perms, errors.New("--loop-file and --team-file are mutually exclusive")
 	case f.loopFile != "" && f.resume != "":
-		return o, errors.New("--loop-file and --resume are mutually exclusive")
+		return o, perms, errors.New("--loop-file and --resume are mutually exclusive")
 	case f.teamFile != "" && f.resume != "":
-		return o, errors.New("--team-file and --resume are mutually exclusive")
+		return o, perms, errors.New("--team-file and --resume are mutually exclusive")
 	case f.prompt == "" && f.promptFile == "" && f.loopFile == "" && f.teamFile == "":
-		return o, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
+		return o, perms, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
 	}
 	for _, later := range []struct{ flag, val string }{
 		{"--loop-file", f.loopFile}, {"--team-file", f.teamFile}, {"--roster-file", f.rosterFile},
-		{"--roster-entry", f.rosterEntry}, {"--control-socket", f.controlSocket}, {"--http-debug", f.httpDebug},
-		{"--permission-handler", f.permissionHandler},
+		{"--roster-entry", f.rosterEntry}, {"--http-debug", f.httpDebug},
 	} {
 		if later.val != "" {
-			return o, fmt.Errorf("%s is not available yet in this avenor build", later.flag)
+			return o, perms, fmt.Errorf("%s is not available yet in this avenor build", later.flag)
 		}
 	}
 
@@ -244,21 +259,27 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, error) 
 	if f.promptFile != "" {
 		data, err := os.ReadFile(f.promptFile)
 		if err != nil {
-			return o, fmt.Errorf("--prompt-file: %w", err)
+			return o, perms, fmt.Errorf("--prompt-file: %w", err)
 		}
 		prompt = string(data)
 	}
 	dir, err := filepath.Abs(settings.Dir)
 	if err != nil {
-		return o, fmt.Errorf("--dir %q: %w", settings.Dir, err)
+		return o, perms, fmt.Errorf("--dir %q: %w", settings.Dir, err)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return o, fmt.Errorf("--dir %q is not a directory", settings.Dir)
+		return o, perms, fmt.Errorf("--dir %q is not a directory", settings.Dir)
 	}
 
-	permBase := ""
-	if f.sentinelFile != "" && !settings.AutoApprove {
-		permBase = DerivePermBase(f.sentinelFile)
+	if perms, err = runPermissions(f, settings.AutoApprove, settings.PermissionClaimTimeout, env.Getenv); err != nil {
+		return o, perms, err
+	}
+	permBase := "" // cleaned with the sentinel (contract §1.2.1 step 3)
+	if f.sentinelFile != "" {
+		permBase = perms.FileBase
+		if permBase == "" {
+			permBase = permission.DerivePermBase(f.sentinelFile)
+		}
 	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn")),
@@ -275,7 +296,7 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, error) 
 			return plugins.Launch(ctx, found, settings.Backend, logger)
 		},
 	}
-	return o, nil
+	return o, perms, nil
 }
 
 // changedSettings collects the flags the user set that are config keys.
@@ -302,13 +323,28 @@ func changedSettings(cmd *cobra.Command, f *runFlags) map[string]any {
 	return out
 }
 
-// DerivePermBase is the permission file base of a sentinel path: one
-// trailing ".done" becomes ".perm", anything else gets ".perm" appended.
-func DerivePermBase(sentinelPath string) string {
-	if s, ok := strings.CutSuffix(sentinelPath, ".done"); ok {
-		return s + ".perm"
+// permissionFileTimeoutEnv replaces the file handler's 10 min timeout with
+// a Go duration; it exists for tests and is not part of the contract.
+const permissionFileTimeoutEnv = "AVENOR_PERMISSION_FILE_TIMEOUT"
+
+// runPermissions is the permission broker of a run: --auto-approve, the
+// effective file handler (an explicit --permission-handler file:<path>
+// wins; else, with --sentinel-file and without --auto-approve, the base
+// derived from the sentinel) and --permission-claim-timeout.
+func runPermissions(f *runFlags, auto bool, claim time.Duration, getenv func(string) string) (permission.Options, error) {
+	base, err := permission.FileBase(f.permissionHandler, f.sentinelFile, auto)
+	if err != nil {
+		return permission.Options{}, err
 	}
-	return sentinelPath + ".perm"
+	o := permission.Options{AutoApprove: auto, FileBase: base, ClaimTimeout: claim}
+	if v := getenv(permissionFileTimeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return o, fmt.Errorf("%s=%q is not a positive Go duration", permissionFileTimeoutEnv, v)
+		}
+		o.File.Timeout = d
+	}
+	return o, nil
 }
 
 func newRunID() string {

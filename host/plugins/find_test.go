@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -90,5 +91,20 @@ func TestCompareVersions(t *testing.T) {
 		if got := CompareVersions(c.a, c.b); got != c.want {
 			t.Errorf("CompareVersions(%q,%q) = %d, want %d", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+func TestInstallRefusesANonPlugin(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "avenor-plugin-fake")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Install(context.Background(), fake, filepath.Join(dir, "plugins"))
+	if err == nil || !strings.Contains(err.Error(), "is not a working avenor plugin") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plugins")); !os.IsNotExist(err) {
+		t.Fatalf("nothing may be installed from a refused binary: %v", err)
 	}
 }

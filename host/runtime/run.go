@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
 	"github.com/avenor-go/avenor/host/sentinel"
 	"github.com/avenor-go/avenor/sdk/agentproc"
@@ -44,13 +45,13 @@ type Runner struct {
 	writeMu sync.Mutex // status synthesis and the write it precedes are one step
 }
 
-// New prepares a run; permissions may be nil (AutoOrWait with opts.AutoApprove).
+// New prepares a run; permissions may be nil (a permission broker with
+// only opts.AutoApprove: no file handler, no control plane).
 func New(opts Options, permissions PermissionsFunc) *Runner {
 	opts.defaults()
 	w := event.NewWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now}, event.Options{})
 	if permissions == nil {
-		auto := opts.AutoApprove
-		permissions = func(string) Permissions { return AutoOrWait{Auto: auto} }
+		permissions = BrokerPermissions(permission.New(permission.Options{AutoApprove: opts.AutoApprove}))
 	}
 	r := &Runner{opts: opts, w: w, permissions: permissions,
 		status: newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now)}
@@ -90,7 +91,11 @@ func (r *Runner) Run(ctx context.Context) Result {
 		r.emit(event.Event{"event": "avenor.retry", "attempt": attempt + 1, "max_retries": o.MaxRetries})
 		r.cleanFiles()
 		if err := o.Sleep(ctx, Backoff(attempt)); err != nil {
+			// Stopped while waiting to retry: the log's last session.end
+			// must say so, as the sentinel will.
 			res.stopReason = stopReasonOf(ctx)
+			r.status.update(func(s *Status) { s.Phase = PhaseIdle })
+			r.emit(event.Event{"event": "session.end", "stop_reason": res.stopReason, "session_id": res.sessionID})
 			break
 		}
 	}
@@ -180,6 +185,8 @@ func stopReasonOf(ctx context.Context) string {
 // attempt runs one plugin process through one session.
 func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 	o := &r.opts
+	// Each attempt's statuses start afresh, so its session.end gets its own done.
+	r.status.update(func(s *Status) { s.Phase, s.PhaseLabel = PhaseIdle, "" })
 	l, err := o.Launch(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -367,6 +374,9 @@ func (r *Runner) outcome(h *sessionHost, pr promptReturn) turnOutcome {
 	if pr.err != nil {
 		out.stopReason = sdk.StopError
 		out.pluginGone = errors.Is(pr.err, plugin.ErrPluginGone)
+		// A user's mistake (a bad script, a bad option) fails the same way
+		// again: retrying it only costs the backoff.
+		out.final = sdk.FaultOf(pr.err) == sdk.FaultUser
 		r.fail(h, "backend", pr.err.Error())
 	}
 	if out.stopReason == "" {

@@ -71,8 +71,8 @@ func (s Status) MarshalJSON() ([]byte, error) {
 type statusTracker struct {
 	now func() time.Time
 
-	mu          sync.Mutex
-	st          Status
+	mu sync.Mutex
+	st Status
 	// markerLabel is the label of the agent's last status marker; it
 	// survives a permission wait (contract §2.3).
 	markerLabel string

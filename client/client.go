@@ -1,0 +1,263 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// JSON-RPC error codes of contract §5.2.
+const (
+	CodeParseError          = -32700
+	CodeInvalidRequest      = -32600
+	CodeMethodNotFound      = -32601
+	CodeInvalidParams       = -32602
+	CodeServerError         = -32000
+	CodeNoPendingPermission = -32001
+	CodePermissionDenied    = -32010
+	CodePromptUnsupported   = -32020
+)
+
+// Errors of the client.
+var (
+	// ErrClosed: the connection is closed (by Close or by the server).
+	ErrClosed = errors.New("control connection closed")
+	// ErrSubscribed: a Client carries one subscription; dial again for
+	// another.
+	ErrSubscribed = errors.New("this control connection is already subscribed; dial another for a second subscription")
+)
+
+// maxLine bounds one line from the server. Events carry final_output of at
+// most 4096 runes, so this is generous.
+const maxLine = 64 << 20
+
+// RPCError is an error answered by the server.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	var d struct {
+		Detail   string   `json:"detail"`
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(e.Data, &d)
+	switch {
+	case d.Detail != "":
+		return fmt.Sprintf("%s (%d): %s", e.Message, e.Code, d.Detail)
+	case len(d.Required) > 0:
+		return fmt.Sprintf("%s (%d): required %v", e.Message, e.Code, d.Required)
+	}
+	return fmt.Sprintf("%s (%d)", e.Message, e.Code)
+}
+
+// Client is one connection to a control socket. It is safe for concurrent
+// use.
+type Client struct {
+	nc      net.Conn
+	wmu     sync.Mutex
+	done    chan struct{} // closed when the reader stops
+	readErr error
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan reply
+	sub     *Subscription
+	closed  bool
+}
+
+type reply struct {
+	result json.RawMessage
+	err    error
+}
+
+// Dial connects to the control socket at path.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(nc), nil
+}
+
+// NewClient speaks the control protocol over an established connection; the
+// Client owns nc from here on.
+func NewClient(nc net.Conn) *Client {
+	c := &Client{nc: nc, done: make(chan struct{}), pending: map[int64]chan reply{}}
+	go c.read()
+	return c
+}
+
+// closeWait bounds how long Close waits for the server to close its side.
+const closeWait = time.Second
+
+// Close closes the connection; pending calls fail with ErrClosed and the
+// subscription's channel is closed. It first half-closes and waits (up to
+// a second) for the server to close its side, so that when Close returns
+// the server has released this connection's ownership (contract §5.3) and
+// the next connection may mutate at once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	sub := c.sub
+	c.mu.Unlock()
+	if hc, ok := c.nc.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+		t := time.NewTimer(closeWait)
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	err := c.nc.Close()
+	<-c.done
+	if sub != nil {
+		sub.stop()
+	}
+	if errors.Is(err, net.ErrClosed) { // the server closed it first
+		err = nil
+	}
+	return err
+}
+
+// Done is closed when the connection has ended.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection ended: nil for a clean end of stream. Valid
+// after Done is closed.
+func (c *Client) Err() error {
+	<-c.done
+	return c.readErr
+}
+
+// Call calls method with params (nil: none) and decodes the result into
+// result (nil: discarded; *json.RawMessage: kept as sent).
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	req := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	ch := make(chan reply, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+	req["id"] = id
+	line, err := json.Marshal(req)
+	if err != nil {
+		c.forget(id)
+		return fmt.Errorf("%s: encoding params: %w", method, err)
+	}
+	c.wmu.Lock()
+	_, err = c.nc.Write(append(line, '\n'))
+	c.wmu.Unlock()
+	if err != nil {
+		c.forget(id)
+		return fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return r.err
+		}
+		if result == nil {
+			return nil
+		}
+		if raw, ok := result.(*json.RawMessage); ok {
+			*raw = r.result
+			return nil
+		}
+		if err := json.Unmarshal(r.result, result); err != nil {
+			return fmt.Errorf("%s: decoding result: %w", method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		c.forget(id)
+		return ctx.Err()
+	}
+}
+
+func (c *Client) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// incoming is any line from the server.
+type incoming struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *RPCError       `json:"error"`
+}
+
+func (c *Client) read() {
+	defer close(c.done)
+	defer c.shutdown()
+	sc := bufio.NewScanner(c.nc)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for sc.Scan() {
+		var in incoming
+		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+			continue // not ours to fix; the next line may be fine
+		}
+		if in.Method == "event" && in.ID == nil {
+			c.mu.Lock()
+			sub := c.sub
+			c.mu.Unlock()
+			if sub != nil {
+				sub.push(newEvent(in.Params))
+			}
+			continue
+		}
+		id, err := strconv.ParseInt(string(in.ID), 10, 64)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		if in.Error != nil {
+			ch <- reply{err: in.Error}
+		} else {
+			ch <- reply{result: in.Result}
+		}
+	}
+	c.readErr = sc.Err()
+}
+
+// shutdown fails pending calls and ends the subscription.
+func (c *Client) shutdown() {
+	c.nc.Close()
+	c.mu.Lock()
+	c.closed = true
+	pending := c.pending
+	c.pending = map[int64]chan reply{}
+	sub := c.sub
+	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- reply{err: ErrClosed}
+	}
+	if sub != nil {
+		sub.finish()
+	}
+}

@@ -1,0 +1,37 @@
+// Package client is a Go client of avenor's control protocol (contract §5),
+// for harness authors and for `avenor control` itself.
+//
+// An avenor started with `avenor run --control-socket PATH` (or `avenor
+// stable --control-socket PATH`) listens on PATH for newline-delimited
+// JSON-RPC 2.0. Dial it, then call methods:
+//
+//	c, err := client.Dial(ctx, "/run/user/1000/job.sock")
+//	if err != nil { … }
+//	defer c.Close()
+//	st, err := c.Status(ctx)            // st.TurnState == "running", …
+//	err = c.Prompt(ctx, "and now the tests")  // queued, runs after this turn
+//	out, err := c.Result(ctx)           // final_output of the last session.end
+//
+// Events: Subscribe once per Client; every event then arrives on the
+// subscription's channel in seq order. With Replay (and AfterSeq, the last
+// seq you already processed) the buffered history comes first, without gaps
+// or repeats, so a harness that reconnects loses nothing the server still
+// holds (256 events per runtime; the --on-event NDJSON file is the complete
+// record). Read the channel on its own goroutine: a consumer that falls 4096
+// events behind loses the oldest and receives a subscriber.lagged event with
+// dropped_count, exactly as a server-side lag is reported. Calls stay usable
+// while events are pending.
+//
+// Ownership (contract §5.3): the first connection that calls a mutating
+// method (Cancel, Prompt, InterruptAndPrompt, AnswerPermission, spawn,
+// shutdown) owns the runtime until it disconnects; other connections get an
+// *RPCError with code CodePermissionDenied (-32010). Keep one Client for
+// mutations; Close waits (up to a second) until the server has let go of the
+// connection, so a fresh Client may mutate right after. Read-only calls work
+// on any connection.
+//
+// Errors from the server are *RPCError values (use errors.As); a one-shot run
+// answers stable-only methods with CodeMethodNotFound. When the server goes
+// away, pending calls fail with ErrClosed and the subscription's channel is
+// closed.
+package client

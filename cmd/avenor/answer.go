@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/avenor-go/avenor/host/permission"
+)
+
+// newAnswerCmd is `avenor answer [flags] <perm-base>` (contract §1.6).
+func newAnswerCmd(env Env) *cobra.Command {
+	var a permission.Answer
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "answer [flags] <perm-base>",
+		Short: "Answer a permission request waiting in <perm-base>.req",
+		Long: `Answer the permission request that a run's file handler wrote to <perm-base>.req, by
+writing <perm-base>.req.response atomically. The base is --permission-handler file:<base>, or
+the sentinel path with ".done" replaced by ".perm" (run.done → run.perm).
+
+Exit codes: 0 written; 2 invalid (no --option, a bad --outcome, a missing or invalid .req, an
+option not offered, a response already written); 1 an I/O error.
+
+Examples:
+  avenor answer --option allow /tmp/job/run.perm
+  avenor answer --option deny --message "not in this repo" /tmp/job/run.perm
+  avenor answer --option allow --outcome cancelled --force /tmp/job/run.perm`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return exitError{runAnswer(args, a, force, env.Stderr)}
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&a.OptionID, "option", "", "the optionId to select (required; one of the request's options)")
+	fl.StringVar(&a.Message, "message", "", "a note relayed to the backend")
+	fl.StringVar(&a.Outcome, "outcome", "selected", "selected, or cancelled to cancel the run")
+	fl.BoolVar(&force, "force", false, "overwrite an existing response")
+	return cmd
+}
+
+// runAnswer validates the command line, writes the response and returns the
+// exit code.
+func runAnswer(args []string, a permission.Answer, force bool, stderr io.Writer) int {
+	fail := func(code int, format string, v ...any) int {
+		fmt.Fprintf(stderr, "avenor answer: "+format+"\n", v...)
+		return code
+	}
+	switch {
+	case len(args) != 1:
+		return fail(exitUsage, "expected one <perm-base> argument, got %d", len(args))
+	case a.OptionID == "":
+		return fail(exitUsage, "--option is required")
+	case a.Outcome != "selected" && a.Outcome != "cancelled":
+		return fail(exitUsage, "--outcome must be selected or cancelled, got %q", a.Outcome)
+	}
+	if _, err := permission.WriteAnswer(args[0], a, force); err != nil {
+		if errors.Is(err, permission.ErrInvalid) {
+			return fail(exitUsage, "%v", err)
+		}
+		return fail(exitFail, "%v", err)
+	}
+	return exitOK
+}

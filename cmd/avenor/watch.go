@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/avenor-go/avenor/host/watch"
+)
+
+// watchFlags are the flags of `avenor watch` (contract §1.5).
+type watchFlags struct {
+	follow, classify, noColor bool
+	format, sinceCursor       string
+	pollInterval              time.Duration
+}
+
+func newWatchCmd(env Env) *cobra.Command {
+	f := &watchFlags{}
+	cmd := &cobra.Command{
+		Use:   "watch [flags] <log>",
+		Short: "Digest an NDJSON event log, once or as it grows",
+		Long: `Print one line per event of an --on-event log:
+
+  EVENT <event> <session_id> <excerpt>
+
+The excerpt is at most 120 characters on one line (tool.call: kind:title [status];
+session.end: stop_reason=…; chunks: their text). Lines without an "event" field print
+nothing; lines that are not JSON are skipped and counted on stderr at the end.
+
+--classify prefixes each line with MILESTONE, FINDING or ACTIVITY (--format json adds a
+top-level "classify" field instead). --format json prints the event lines unchanged.
+Colours are used when stdout is a terminal, never with --no-color, NO_COLOR or json.
+
+--follow keeps polling and exits 0 after session.end, or on SIGINT/SIGTERM; it reads
+complete lines only and waits for a log that does not exist yet. --since-cursor FILE
+starts at the byte offset saved in FILE (none: the beginning) and saves the new offset
+on exit, and every 10 events while following.
+
+Examples:
+  avenor watch events.ndjson
+  avenor watch --follow --classify events.ndjson
+  avenor watch --since-cursor events.cursor --format json events.ndjson`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("watch takes one log file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWatch(cmd.Context(), env, f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.follow, "follow", false, "poll and tail the log; exit 0 on session.end or SIGINT/SIGTERM")
+	fl.StringVar(&f.format, "format", string(watch.Plain), "plain digest lines or json pass-through")
+	fl.BoolVar(&f.classify, "classify", false, `prefix MILESTONE/FINDING/ACTIVITY (json: add a top-level "classify")`)
+	fl.DurationVar(&f.pollInterval, "poll-interval", watch.DefaultPollInterval, "follow-mode sleep between polls")
+	fl.StringVar(&f.sinceCursor, "since-cursor", "", "cursor file: start at its byte offset, save the new one on exit")
+	fl.BoolVar(&f.noColor, "no-color", false, "never colour the output")
+	return cmd
+}
+
+func runWatch(ctx context.Context, env Env, f *watchFlags, log string) error {
+	format, err := watch.ParseFormat(f.format)
+	if err != nil {
+		return usageError{err}
+	}
+	if f.pollInterval <= 0 {
+		return usageError{fmt.Errorf("--poll-interval must be positive, not %v", f.pollInterval)}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	res, err := watch.Run(ctx, log, env.Stdout, watch.Config{
+		Follow: f.follow,
+		Printer: watch.Printer{
+			Format:   format,
+			Classify: f.classify,
+			Color:    format == watch.Plain && !f.noColor && !noColorEnv(env) && isTerminal(env.Stdout),
+		},
+		PollInterval: f.pollInterval,
+		CursorPath:   f.sinceCursor,
+		Stderr:       env.Stderr,
+	})
+	if res.Malformed > 0 {
+		fmt.Fprintf(env.Stderr, "avenor watch: skipped %d malformed line(s) in %s\n", res.Malformed, log)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "avenor watch: %v\n", err)
+		return exitError{exitFail}
+	}
+	return nil
+}
+
+// noColorEnv honours https://no-color.org: NO_COLOR set to anything.
+func noColorEnv(env Env) bool {
+	return env.Getenv != nil && env.Getenv("NO_COLOR") != ""
+}
+
+// isTerminal says whether w is a character device (a terminal); pipes,
+// files and buffers are not.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,175 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// MaxRequestLine bounds one request line (contract §5.1), newline excluded.
+const MaxRequestLine = 4 << 20
+
+// Request is one decoded JSON-RPC request.
+type Request struct {
+	// ID is the request's id exactly as sent (a string, a number or null);
+	// nil when the request had no id: a notification, which gets no
+	// response.
+	ID json.RawMessage
+	// Method is the method name, non-empty.
+	Method string
+	// Params is the params value as sent, nil when absent or null; when
+	// present it is an object or an array.
+	Params json.RawMessage
+}
+
+// DecodeRequest parses one request line. Bad input always gives an error
+// object to answer with: -32700 for bytes that are not JSON, -32600 for JSON
+// that is not a request. The returned Request carries the id when one could
+// be read, so the error answers it; an error's id is otherwise null.
+func DecodeRequest(line []byte) (Request, *Error) {
+	var req Request
+	if len(line) > MaxRequestLine {
+		return req, newError(CodeInvalidRequest, MsgInvalidRequest, "request line exceeds 4 MiB")
+	}
+	line = bytes.TrimSpace(line)
+	if !json.Valid(line) {
+		return req, &Error{Code: CodeParseError, Message: MsgParseError}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil || obj == nil {
+		return req, newError(CodeInvalidRequest, MsgInvalidRequest, "a request is a JSON object")
+	}
+	if id, ok := obj["id"]; ok {
+		if !validID(id) {
+			return req, newError(CodeInvalidRequest, MsgInvalidRequest, "id must be a string, a number or null")
+		}
+		req.ID = id
+	}
+	var version string
+	if raw, ok := obj["jsonrpc"]; !ok || json.Unmarshal(raw, &version) != nil || version != "2.0" {
+		return req, newError(CodeInvalidRequest, MsgInvalidRequest, `jsonrpc must be "2.0"`)
+	}
+	if raw, ok := obj["method"]; !ok || json.Unmarshal(raw, &req.Method) != nil || req.Method == "" {
+		return req, newError(CodeInvalidRequest, MsgInvalidRequest, "method must be a non-empty string")
+	}
+	if raw, ok := obj["params"]; ok && !bytes.Equal(raw, rawNull) {
+		if raw[0] != '{' && raw[0] != '[' {
+			return req, newError(CodeInvalidRequest, MsgInvalidRequest, "params must be an object")
+		}
+		req.Params = raw
+	}
+	return req, nil
+}
+
+// validID reports whether a raw id is a string, a number or null. raw is a
+// valid JSON value without surrounding space.
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	default:
+		return bytes.Equal(raw, rawNull)
+	}
+}
+
+// response is a success response line; errorResponse a failed one. Two
+// types keep "result" present (even when null) and "error" absent, and the
+// reverse, as JSON-RPC requires.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+}
+
+type errorResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   *Error          `json:"error"`
+}
+
+// EncodeResult returns the response line (newline included) for a result.
+func EncodeResult(id json.RawMessage, result any) ([]byte, error) {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	if id == nil {
+		id = rawNull
+	}
+	return appendNL(json.Marshal(response{JSONRPC: "2.0", ID: id, Result: raw}))
+}
+
+// EncodeError returns the error response line (newline included).
+func EncodeError(id json.RawMessage, e *Error) []byte {
+	if id == nil {
+		id = rawNull
+	}
+	b, err := appendNL(json.Marshal(errorResponse{JSONRPC: "2.0", ID: id, Error: e}))
+	if err != nil { // data that cannot be marshalled: send the error without it
+		b, _ = appendNL(json.Marshal(errorResponse{JSONRPC: "2.0", ID: id, Error: &Error{Code: e.Code, Message: e.Message}}))
+	}
+	return b
+}
+
+// EncodeEvent returns the notification line for an event: params are the
+// event's JSON exactly as its NDJSON line (sorted keys, HTML escaping).
+func EncodeEvent(ev any) ([]byte, error) {
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(raw)+48)
+	b = append(b, `{"jsonrpc":"2.0","method":"event","params":`...)
+	b = append(b, raw...)
+	return append(b, '}', '\n'), nil
+}
+
+func appendNL(b []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// readLine reads one line of at most max bytes (newline excluded) without
+// ever holding more than that. A longer line is discarded up to its newline
+// and reported as errLineTooLong. The returned slice is only valid until
+// the next call.
+func readLine(r *bufio.Reader, buf *[]byte, max int) ([]byte, error) {
+	b := (*buf)[:0]
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(b)+len(chunk) > max+1 || (len(b)+len(chunk) == max+1 && (len(chunk) == 0 || chunk[len(chunk)-1] != '\n')) {
+				tooLong = true
+				b = b[:0]
+			} else {
+				b = append(b, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == nil:
+			if tooLong {
+				return nil, errLineTooLong
+			}
+			if cap(b) <= 64<<10 {
+				*buf = b
+			}
+			return b[:len(b)-1], nil
+		case errors.Is(err, io.EOF) && len(b) > 0 && !tooLong:
+			return b, nil // a last line without its newline
+		case errors.Is(err, io.EOF) && tooLong:
+			return nil, errLineTooLong
+		default:
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/avenor-go/avenor/host/event"
+)
+
+// Conn is one client connection. Its writes are whole lines, serialised, so
+// responses and event notifications never interleave.
+type Conn struct {
+	s      *Server
+	nc     *net.UnixConn
+	id     uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	wmu sync.Mutex // one line at a time
+
+	mu     sync.Mutex
+	subs   []*event.Subscription
+	closed bool
+	wg     sync.WaitGroup // forwarders and concurrent calls
+}
+
+func newConn(s *Server, nc *net.UnixConn, id uint64) *Conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &Conn{s: s, nc: nc, id: id, ctx: ctx, cancel: cancel}
+}
+
+// ID numbers the connection within its server (1, 2, …).
+func (c *Conn) ID() uint64 { return c.id }
+
+// Context ends when the connection closes.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// serve reads requests until the peer goes away or the server stops.
+func (c *Conn) serve() {
+	defer c.s.wg.Done()
+	defer c.teardown()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		line, err := readLine(r, &buf, MaxRequestLine)
+		if errors.Is(err, errLineTooLong) {
+			c.write(EncodeError(nil, newError(CodeInvalidRequest, MsgInvalidRequest, "request line exceeds 4 MiB")))
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.s.log.Debug("control connection read failed", "conn", c.id, "error", err)
+			}
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 { // blank lines are no requests
+			continue
+		}
+		c.handle(line)
+	}
+}
+
+// handle decodes and dispatches one request line.
+func (c *Conn) handle(line []byte) {
+	req, rerr := DecodeRequest(line)
+	if rerr != nil {
+		// Bad requests are always answered (JSON-RPC 2.0 §5), with the id
+		// when it could be read.
+		c.write(EncodeError(req.ID, rerr))
+		return
+	}
+	m, ok := c.s.method(req.Method)
+	if !ok {
+		c.reply(req.ID, nil, &Error{Code: CodeMethodNotFound, Message: MsgMethodNotFound}, nil)
+		return
+	}
+	if m.Mutating && !c.s.claim(c) {
+		c.reply(req.ID, nil, newError(CodePermissionDenied, MsgPermissionDenied,
+			"another control connection owns this runtime; mutation is open again when it disconnects"), nil)
+		return
+	}
+	// The params are copied: line belongs to the reader's buffer.
+	call := &Call{Method: req.Method, Params: clone(req.Params), Conn: c}
+	id := clone(req.ID)
+	run := func() {
+		res, err := m.Handler(c.ctx, call)
+		c.reply(id, res, err, call.afterReply)
+	}
+	if m.Concurrent {
+		c.goOwned(run)
+		return
+	}
+	run()
+}
+
+// reply writes the response (none for a notification) then runs the
+// after-reply hooks.
+func (c *Conn) reply(id json.RawMessage, res any, err error, after []func()) {
+	if id != nil {
+		if err != nil {
+			c.write(EncodeError(id, toRPCError(err)))
+		} else if line, merr := EncodeResult(id, res); merr != nil {
+			c.s.log.Error("control result could not be encoded", "error", merr)
+			c.write(EncodeError(id, &Error{Code: CodeServerError, Message: "result could not be encoded: " + merr.Error()}))
+		} else {
+			c.write(line)
+		}
+	}
+	if err == nil {
+		for _, f := range after {
+			f()
+		}
+	}
+}
+
+// write sends one line; it reports false once the connection is unusable.
+func (c *Conn) write(line []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.nc.Write(line); err != nil {
+		c.nc.Close() // the reader sees it and tears the connection down
+		return false
+	}
+	return true
+}
+
+// Notify sends one event notification. The event's final_output is bounded
+// for control views (contract §2.1). It reports false when the connection
+// is gone.
+func (c *Conn) Notify(ev event.Event) bool {
+	line, err := EncodeEvent(event.Truncate(ev, event.FinalOutputLimit))
+	if err != nil {
+		c.s.log.Error("control event could not be encoded", "event", ev.Type(), "error", err)
+		return true
+	}
+	return c.write(line)
+}
+
+// Forward sends replay at once, then the subscription's live events from a
+// goroutine, skipping every event whose seq is not above the last one sent
+// (contract §5.7: replay and live are de-duplicated by seq, after_seq skips
+// older events). Sending the replay before returning keeps it ahead of the
+// answers to later requests. The subscription belongs to the connection
+// from here on: it is closed when the connection closes.
+func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq int64) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		sub.Close()
+		return
+	}
+	c.subs = append(c.subs, sub)
+	c.wg.Add(1)
+	c.mu.Unlock()
+	last := afterSeq
+	send := func(ev event.Event) bool {
+		if seq, ok := seqOf(ev); ok {
+			if seq <= last {
+				return true
+			}
+			last = seq
+		}
+		return c.Notify(ev)
+	}
+	for _, ev := range replay {
+		if !send(ev) {
+			c.wg.Done()
+			return
+		}
+	}
+	go func() {
+		defer c.wg.Done()
+		for ev := range sub.C() {
+			if !send(ev) {
+				return
+			}
+		}
+	}()
+}
+
+// goOwned runs f on a goroutine the connection waits for at teardown.
+func (c *Conn) goOwned(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// teardown closes the connection, its subscriptions and goroutines, and
+// releases its ownership.
+func (c *Conn) teardown() {
+	// Ownership goes first: a client that half-closes and waits for our
+	// close may mutate from its next connection at once.
+	c.s.release(c)
+	c.cancel()
+	c.nc.Close()
+	c.mu.Lock()
+	c.closed = true
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.Close()
+	}
+	c.wg.Wait()
+	c.s.dropConn(c)
+}
+
+// clone copies b, keeping nil as nil (an absent id stays absent).
+func clone(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage{}, b...)
+}
+
+func seqOf(ev event.Event) (int64, bool) {
+	switch v := ev[event.KeySeq].(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case float64:
+		return int64(v), true
+	}
+	return 0, false
+}

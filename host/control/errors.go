@@ -1,0 +1,104 @@
+package control
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// JSON-RPC error codes of contract §5.2. They are part of the protocol and
+// must never change.
+const (
+	CodeParseError          = -32700
+	CodeInvalidRequest      = -32600
+	CodeMethodNotFound      = -32601
+	CodeInvalidParams       = -32602
+	CodeServerError         = -32000
+	CodeNoPendingPermission = -32001
+	CodePermissionDenied    = -32010
+	CodePromptUnsupported   = -32020
+)
+
+// Messages used with the codes (contract §5.2). Server errors (-32000)
+// carry the handler's error text instead.
+const (
+	MsgParseError          = "parse error"
+	MsgInvalidRequest      = "invalid request"
+	MsgMethodNotFound      = "method not found"
+	MsgInvalidParams       = "invalid params"
+	MsgNoPendingPermission = "no_pending_permission"
+	MsgPermissionDenied    = "permission_denied"
+)
+
+// Errors of the server's lifecycle.
+var (
+	// ErrInUse: another live server answers on the socket path.
+	ErrInUse = errors.New("control socket already in use")
+	// ErrNotSocket: the socket path exists and is something else; avenor
+	// never removes it.
+	ErrNotSocket = errors.New("control socket path exists and is not a socket")
+	// ErrServerClosed: Start after Close, or Start twice.
+	ErrServerClosed = errors.New("control server closed")
+	// ErrNoPendingPermission is returned (or wrapped) by a
+	// PermissionAnswerer when nothing is pending or the request id does not
+	// match; it answers -32001.
+	ErrNoPendingPermission = errors.New(MsgNoPendingPermission)
+
+	// errLineTooLong: a request line over MaxRequestLine; the rest of the
+	// line was discarded and the connection can go on.
+	errLineTooLong = errors.New("request line too long")
+	// errNoPeerCred: the platform does not give peer credentials; the 0600
+	// socket alone isolates it.
+	errNoPeerCred = errors.New("peer credentials are not available on this platform")
+)
+
+// Error is a JSON-RPC error object. Handlers return it to choose the code;
+// any other error answers -32000 with its text.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	// Data is optional detail, e.g. {"required":["text"]} or {"detail":"…"}.
+	Data any `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if d, ok := e.Data.(map[string]any); ok {
+		if s, ok := d["detail"].(string); ok && s != "" {
+			return fmt.Sprintf("%s (%d): %s", e.Message, e.Code, s)
+		}
+	}
+	return fmt.Sprintf("%s (%d)", e.Message, e.Code)
+}
+
+func newError(code int, msg, detail string) *Error {
+	e := &Error{Code: code, Message: msg}
+	if detail != "" {
+		e.Data = map[string]any{"detail": detail}
+	}
+	return e
+}
+
+// InvalidParams is a -32602 error with a detail saying what was wrong.
+func InvalidParams(detail string) *Error {
+	return newError(CodeInvalidParams, MsgInvalidParams, detail)
+}
+
+// MissingParams is a -32602 error listing required params that were absent.
+func MissingParams(names ...string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: MsgInvalidParams, Data: map[string]any{"required": names}}
+}
+
+// toRPCError maps a handler error to the error object sent.
+func toRPCError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, ErrNoPendingPermission) {
+		return &Error{Code: CodeNoPendingPermission, Message: MsgNoPendingPermission}
+	}
+	return &Error{Code: CodeServerError, Message: err.Error()}
+}
+
+// rawNull is the JSON null used for absent ids and results.
+var rawNull = json.RawMessage("null")

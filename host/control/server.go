@@ -1,0 +1,290 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Config configures a Server. Zero values are usable except Path.
+type Config struct {
+	// Path is the Unix socket's path. Required.
+	Path string
+	// Logger receives diagnostics (refused peers, write failures); default
+	// none.
+	Logger hclog.Logger
+	// IdentityToken is what the identity method answers (the
+	// AVENOR_CONTROL_IDENTITY_TOKEN the process started with); default "".
+	IdentityToken string
+	// Ready is called once, when the socket listens (AVENOR_CONTROL_READY_FD);
+	// default nothing.
+	Ready func()
+	// OnConnections is called with the number of open connections each time
+	// it changes (the permission broker falls through when it reaches 0);
+	// default nothing. It must not call back into the Server.
+	OnConnections func(n int)
+}
+
+// Server is a control server: the socket, its connections, the ownership
+// and the method table. Register methods with Handle before Start.
+type Server struct {
+	cfg    Config
+	log    hclog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	// peerCred is the credential check; tests replace it.
+	peerCred func(*net.UnixConn) (uid, pid int, err error)
+
+	// countMu orders OnConnections calls: each count is computed and
+	// reported under it, so the last report is the current count. It also
+	// guards idle.
+	countMu sync.Mutex
+	// idle is closed while no connection is open.
+	idle chan struct{}
+
+	mu      sync.Mutex
+	methods map[string]Method
+	ln      *net.UnixListener
+	sock    *socketFile
+	conns   map[*Conn]struct{}
+	owner   *Conn
+	nextID  uint64
+	started bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// NewServer returns a server with the identity method registered.
+func NewServer(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, peerCred: peerCred,
+		methods: map[string]Method{}, conns: map[*Conn]struct{}{}, idle: make(chan struct{}),
+	}
+	close(s.idle)
+	token := cfg.IdentityToken
+	s.Handle("identity", Method{Handler: func(context.Context, *Call) (any, error) {
+		return map[string]any{"token": token}, nil
+	}})
+	return s
+}
+
+// Handle registers a method. It panics on a duplicate name or after Start:
+// both are programming errors.
+func (s *Server) Handle(name string, m Method) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic("control: Handle after Start")
+	}
+	if _, dup := s.methods[name]; dup {
+		panic("control: duplicate method " + name)
+	}
+	if m.Handler == nil {
+		panic("control: nil handler for " + name)
+	}
+	s.methods[name] = m
+}
+
+// Start binds the socket (contract §5.1), calls Config.Ready and accepts
+// connections until Close.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	if s.started || s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.started = true
+	s.mu.Unlock()
+
+	ln, sock, err := listenSocket(s.cfg.Path)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ln, s.sock = ln, sock
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.accept(ln)
+	if s.cfg.Ready != nil {
+		s.cfg.Ready()
+	}
+	return nil
+}
+
+// Go runs f on a goroutine the server owns: ctx ends at Close, which waits
+// for f to return.
+func (s *Server) Go(f func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f(s.ctx)
+	}()
+}
+
+// Path returns the socket's path.
+func (s *Server) Path() string { return s.cfg.Path }
+
+// Close stops accepting, closes every connection, waits for the server's
+// goroutines and unlinks the socket if it is still this server's.
+// It is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ln, sock := s.ln, s.sock
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	if ln != nil {
+		ln.Close()
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	s.wg.Wait()
+	if sock != nil {
+		return sock.remove()
+	}
+	return nil
+}
+
+func (s *Server) accept(ln *net.UnixListener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.AcceptUnix()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("control socket accept failed", "error", err)
+			continue
+		}
+		if reason := s.refuse(nc); reason != "" {
+			s.log.Warn("refused a control connection", "reason", reason)
+			nc.Close()
+			continue
+		}
+		s.countMu.Lock()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			s.countMu.Unlock()
+			nc.Close()
+			return
+		}
+		s.nextID++
+		c := newConn(s, nc, s.nextID)
+		s.conns[c] = struct{}{}
+		n := len(s.conns)
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.connectionsChanged(n)
+		s.countMu.Unlock()
+		go c.serve()
+	}
+}
+
+// refuse says why a peer may not connect, "" when it may.
+func (s *Server) refuse(nc *net.UnixConn) string {
+	uid, pid, err := s.peerCred(nc)
+	if errors.Is(err, errNoPeerCred) {
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("could not read the peer's credentials: %v", err)
+	}
+	if me := os.Getuid(); uid != me {
+		return fmt.Sprintf("peer pid %d runs as uid %d, this avenor as uid %d; only the same user may control it", pid, uid, me)
+	}
+	return ""
+}
+
+// connectionsChanged reports a new count; called with countMu held.
+func (s *Server) connectionsChanged(n int) {
+	select {
+	case <-s.idle:
+		if n > 0 {
+			s.idle = make(chan struct{})
+		}
+	default:
+		if n == 0 {
+			close(s.idle)
+		}
+	}
+	if s.cfg.OnConnections != nil {
+		s.cfg.OnConnections(n)
+	}
+}
+
+// dropConn forgets a closed connection and releases its ownership.
+func (s *Server) dropConn(c *Conn) {
+	s.countMu.Lock()
+	defer s.countMu.Unlock()
+	s.mu.Lock()
+	delete(s.conns, c)
+	n := len(s.conns)
+	s.mu.Unlock()
+	s.connectionsChanged(n)
+}
+
+// release gives up c's ownership, if it has it.
+func (s *Server) release(c *Conn) {
+	s.mu.Lock()
+	if s.owner == c {
+		s.owner = nil
+	}
+	s.mu.Unlock()
+}
+
+// claim makes c the owner if there is none; false when another connection
+// owns the server.
+func (s *Server) claim(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == nil {
+		s.owner = c
+	}
+	return s.owner == c
+}
+
+func (s *Server) method(name string) (Method, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.methods[name]
+	return m, ok
+}
+
+// Connected reports whether at least one control client is connected (the
+// permission broker's "connected control client", contract §4.2).
+func (s *Server) Connected() bool { return s.Connections() > 0 }
+
+// Disconnected returns a channel that is closed while no client is
+// connected; after a client connects, call again for the next one.
+func (s *Server) Disconnected() <-chan struct{} {
+	s.countMu.Lock()
+	defer s.countMu.Unlock()
+	return s.idle
+}
+
+// Connections returns the number of open connections.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}

@@ -1,0 +1,338 @@
+package permission
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Options configures a Broker. The zero value resolves nothing: every
+// request waits (resolver "none") until its turn ends.
+type Options struct {
+	// AutoApprove answers ordinary requests at once with their first
+	// allow-kind option (source "avenor"); never requests that require user
+	// input, nor requests offering no allow option. Default false.
+	AutoApprove bool
+	// FileBase turns on the file handler on <FileBase>.req /
+	// <FileBase>.req.response; see FileBase for how a run derives it.
+	// Default "": no file handler.
+	FileBase string
+	// File tunes the file handler; the zero value is the contract's 500 ms
+	// poll and 10 min timeout.
+	File FileOptions
+	// Control is the control plane's resolver; nil: no control step (see
+	// also SetControl).
+	Control ControlResolver
+	// ClaimTimeout bounds how long a request held by the control plane
+	// waits before it falls through to the file handler or none; 0: no
+	// deadline (it falls through only when every client disconnects).
+	ClaimTimeout time.Duration
+	// CancelRun cancels the whole run (stop reason cancelled, exit 130); the
+	// broker calls it when an answer's outcome is cancelled, before the
+	// cancelled decision goes back to the plugin. nil: only the plugin
+	// learns of it.
+	CancelRun func()
+	// SessionID returns the session id written in a .req whose request
+	// carries no session_id field; nil: the id given to Session.
+	SessionID func() string
+}
+
+// Broker resolves the permission requests of one runtime's sessions in the
+// precedence of contract §4.2: auto-approve → the control plane (when it
+// takes the request) → the file handler → none. It is safe for concurrent
+// use.
+type Broker struct {
+	opts Options
+	file *FileHandler
+
+	mu      sync.Mutex
+	control ControlResolver
+	pending map[string]*pending // by request id, every session
+}
+
+// pending is one request waiting for its decision.
+type pending struct {
+	req     sdk.PermissionRequest
+	session *Session
+	// answers carries Broker.Answer's answer (control / direct delivery).
+	answers chan Answer
+}
+
+// New returns a broker configured by o.
+func New(o Options) *Broker {
+	b := &Broker{opts: o, control: o.Control, pending: map[string]*pending{}}
+	if o.FileBase != "" {
+		b.file = NewFileHandler(o.FileBase, o.File)
+	}
+	return b
+}
+
+// SetControl plugs the control plane in (or out, with nil) for requests
+// that arrive from now on.
+func (b *Broker) SetControl(c ControlResolver) {
+	b.mu.Lock()
+	b.control = c
+	b.mu.Unlock()
+}
+
+// Session returns the resolver of one session; sessionID may be empty when
+// it is not known yet (see Options.SessionID).
+func (b *Broker) Session(sessionID string) *Session {
+	return &Session{b: b, id: sessionID}
+}
+
+// Answer delivers an answer to a pending request (source "control"),
+// whichever resolver announced it: a control client's answer_permission,
+// including a late one after the request fell through (contract §4.2). It
+// returns an ErrInvalid error for an answer the request does not accept,
+// ErrNotPending when no such request waits, and ErrAlreadyAnswered when an
+// answer is already on its way.
+func (b *Broker) Answer(requestID string, a Answer) error {
+	b.mu.Lock()
+	p := b.pending[requestID]
+	b.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%w: %q", ErrNotPending, requestID)
+	}
+	a, err := ValidateAnswer(a, p.req.Options)
+	if err != nil {
+		return err
+	}
+	select {
+	case p.answers <- a:
+		return nil
+	default:
+		return fmt.Errorf("%w: %q", ErrAlreadyAnswered, requestID)
+	}
+}
+
+// Pending returns the requests waiting for a decision, in no order.
+func (b *Broker) Pending() []sdk.PermissionRequest {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]sdk.PermissionRequest, 0, len(b.pending))
+	for _, p := range b.pending {
+		out = append(out, p.req)
+	}
+	return out
+}
+
+// Session resolves the requests of one session, one at a time. It
+// implements host/runtime's Permissions.
+type Session struct {
+	b  *Broker
+	id string
+
+	mu   sync.Mutex
+	cur  *pending
+	emit func(event.Event) // of the latest request, for Undelivered
+}
+
+// Record announces req — emitting exactly one permission.request, before it
+// returns, so the request stays in stream order after the tool call it
+// belongs to — and returns the function that waits for its decision. The
+// caller must call that function once. A decision is also a
+// permission.response event; a failure of the file handler, and a second
+// request while one is pending, are errors that fail the attempt; a done
+// ctx returns ctx.Err() and a cancelled decision. Nothing is ever allowed
+// by default.
+func (s *Session) Record(ctx context.Context, req sdk.PermissionRequest, emit func(event.Event)) func(context.Context) (sdk.PermissionDecision, error) {
+	b := s.b
+	s.mu.Lock()
+	s.emit = emit
+	s.mu.Unlock()
+	if req.ID == "" {
+		// Nobody could answer it: say so, and leave the backend waiting
+		// until the turn ends, as the original did.
+		emit(RequestEvent(req, ResolverNone))
+		emit(errorEvent(ErrMissingRequestID.Error()))
+		return waitForCtx
+	}
+	if b.opts.AutoApprove && !req.RequiresUserInput {
+		if opt, ok := firstAllow(req.Options); ok {
+			// Decided here and now: it never occupies the session's slot.
+			emit(RequestEvent(req, ResolverAutomatic))
+			d := s.decide(req, Answer{Outcome: sdk.OutcomeSelected, OptionID: opt.ID}, SourceAvenor, emit)
+			return func(context.Context) (sdk.PermissionDecision, error) { return d, nil }
+		}
+	}
+
+	p := &pending{req: req, session: s, answers: make(chan Answer, 1)}
+	s.mu.Lock()
+	busy := s.cur != nil
+	if !busy {
+		s.cur = p
+	}
+	s.mu.Unlock()
+	if busy {
+		emit(RequestEvent(req, ResolverNone))
+		return func(context.Context) (sdk.PermissionDecision, error) {
+			return cancelled(), ErrAlreadyPending
+		}
+	}
+
+	b.mu.Lock()
+	control := b.control
+	b.pending[req.ID] = p
+	b.mu.Unlock()
+	resolver := ResolverNone
+	switch {
+	case takes(control):
+		resolver = ResolverReserved
+	case b.file != nil:
+		resolver = ResolverFile
+	}
+
+	ev := RequestEvent(req, resolver)
+	emit(ev)
+	return func(ctx context.Context) (sdk.PermissionDecision, error) {
+		defer s.release(p)
+		return s.resolve(ctx, p, ev, resolver, control, emit)
+	}
+}
+
+// resolve runs the steps after auto-approve: the control plane when it took
+// the request, then the file handler, then none. An answer through
+// Broker.Answer is taken at every step.
+func (s *Session) resolve(ctx context.Context, p *pending, ev event.Event, resolver string, control ControlResolver, emit func(event.Event)) (sdk.PermissionDecision, error) {
+	b := s.b
+	if resolver == ResolverReserved {
+		var claim <-chan time.Time
+		if b.opts.ClaimTimeout > 0 {
+			t := time.NewTimer(b.opts.ClaimTimeout)
+			defer t.Stop()
+			claim = t.C
+		}
+		select {
+		case a := <-p.answers:
+			return s.decide(p.req, a, SourceControl, emit), nil
+		case <-ctx.Done():
+			return cancelled(), ctx.Err()
+		case <-claim:
+		case <-control.Disconnected():
+		}
+	}
+
+	if b.file != nil {
+		return s.askFile(ctx, p, ev, emit)
+	}
+	select {
+	case a := <-p.answers:
+		return s.decide(p.req, a, SourceControl, emit), nil
+	case <-ctx.Done():
+		return cancelled(), ctx.Err()
+	}
+}
+
+type fileResult struct {
+	a   Answer
+	err error
+}
+
+// askFile runs the file handler, while a control answer may still arrive.
+func (s *Session) askFile(ctx context.Context, p *pending, ev event.Event, emit func(event.Event)) (sdk.PermissionDecision, error) {
+	fr := NewFileRequest(p.req, s.sessionID(p.req), ev)
+	if fr.SessionID != "" {
+		payload := make(map[string]any, len(ev)+1)
+		for k, v := range ev {
+			payload[k] = v
+		}
+		if _, ok := payload[event.KeySessionID]; !ok {
+			payload[event.KeySessionID] = fr.SessionID
+		}
+		fr.Payload = payload
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan fileResult, 1)
+	go func() {
+		a, err := s.b.file.Ask(fctx, fr)
+		done <- fileResult{a, err}
+	}()
+	select {
+	case r := <-done:
+		switch {
+		case ctx.Err() != nil:
+			return cancelled(), ctx.Err()
+		case r.err != nil:
+			return cancelled(), r.err
+		}
+		return s.decide(p.req, r.a, SourceFile, emit), nil
+	case a := <-p.answers:
+		cancel()
+		<-done // the handler removes its .req: the request is answered
+		return s.decide(p.req, a, SourceControl, emit), nil
+	}
+}
+
+// decide turns a valid answer into the plugin's decision and its
+// permission.response; a cancelled answer also cancels the run.
+func (s *Session) decide(req sdk.PermissionRequest, a Answer, source string, emit func(event.Event)) sdk.PermissionDecision {
+	if a.Outcome == sdk.OutcomeCancelled {
+		emit(cancelledResponseEvent(req.ID, a.OptionID, source))
+		if s.b.opts.CancelRun != nil {
+			s.b.opts.CancelRun()
+		}
+		return sdk.PermissionDecision{Outcome: sdk.OutcomeCancelled, OptionID: a.OptionID, Message: a.Message}
+	}
+	kind := ""
+	for _, o := range req.Options {
+		if o.ID == a.OptionID {
+			kind = o.Kind
+			break
+		}
+	}
+	emit(ResponseEvent(req.ID, a.OptionID, kind, source))
+	return sdk.PermissionDecision{Outcome: sdk.OutcomeSelected, OptionID: a.OptionID, Kind: sdk.DecisionKind(kind), Message: a.Message}
+}
+
+// release frees the session's slot once the request is decided.
+func (s *Session) release(p *pending) {
+	s.mu.Lock()
+	if s.cur == p {
+		s.cur = nil
+	}
+	s.mu.Unlock()
+	s.b.mu.Lock()
+	if s.b.pending[p.req.ID] == p {
+		delete(s.b.pending, p.req.ID)
+	}
+	s.b.mu.Unlock()
+}
+
+// sessionID is the session a .req names: the request's own session_id
+// field, else Options.SessionID, else the id the session was made with.
+func (s *Session) sessionID(req sdk.PermissionRequest) string {
+	if id, ok := req.Fields[event.KeySessionID].(string); ok && id != "" {
+		return id
+	}
+	if s.b.opts.SessionID != nil {
+		if id := s.b.opts.SessionID(); id != "" {
+			return id
+		}
+	}
+	return s.id
+}
+
+// firstAllow is the first option whose normalised kind is allow.
+func firstAllow(opts []sdk.PermissionOption) (sdk.PermissionOption, bool) {
+	for _, o := range opts {
+		if sdk.NormalizeKind(o.Kind) == "allow" {
+			return o, true
+		}
+	}
+	return sdk.PermissionOption{}, false
+}
+
+func cancelled() sdk.PermissionDecision {
+	return sdk.PermissionDecision{Outcome: sdk.OutcomeCancelled}
+}
+
+func waitForCtx(ctx context.Context) (sdk.PermissionDecision, error) {
+	<-ctx.Done()
+	return cancelled(), ctx.Err()
+}

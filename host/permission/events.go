@@ -1,0 +1,81 @@
+package permission
+
+import (
+	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Resolvers announced in permission.request (contract §2.4): who is
+// expected to answer.
+const (
+	ResolverAutomatic = "automatic" // --auto-approve answers at once
+	ResolverReserved  = "reserved"  // a control client holds the request
+	ResolverFile      = "file"      // the file handler waits for <base>.req.response
+	ResolverNone      = "none"      // nobody: it waits until cancel or timeout
+)
+
+// Sources of permission.response (contract §2.4): who decided.
+const (
+	SourceAvenor  = "avenor" // auto-approve
+	SourceControl = "control"
+	SourceFile    = "file"
+)
+
+// RequestEvent is the permission.request event of contract §2.4: the
+// backend's raw fields, then request_id, tool, question, options
+// ({optionId, kind, name?, requiresMessage?}), resolver and, when set,
+// requires_user_input.
+func RequestEvent(req sdk.PermissionRequest, resolver string) event.Event {
+	ev := event.Event{}
+	for k, v := range req.Fields {
+		ev[k] = v
+	}
+	opts := make([]any, len(req.Options))
+	for i, o := range req.Options {
+		m := map[string]any{"optionId": o.ID, "kind": o.Kind}
+		if o.Name != "" {
+			m["name"] = o.Name
+		}
+		if o.RequiresMessage {
+			m["requiresMessage"] = true
+		}
+		opts[i] = m
+	}
+	ev[event.KeyEvent] = "permission.request"
+	ev["request_id"] = req.ID
+	ev["options"] = opts
+	ev["resolver"] = resolver
+	if req.Tool != "" {
+		ev["tool"] = req.Tool
+	}
+	if req.Question != "" {
+		ev["question"] = req.Question
+	}
+	if req.RequiresUserInput {
+		ev["requires_user_input"] = true
+	}
+	return ev
+}
+
+// ResponseEvent is the permission.response event of contract §2.4; kind is
+// the option's normalised kind (allow, reject or unknown).
+func ResponseEvent(requestID, optionID, optionKind, source string) event.Event {
+	return event.Event{
+		event.KeyEvent: "permission.response", "request_id": requestID, "option_id": optionID,
+		"kind": sdk.NormalizeKind(optionKind), "source": source,
+	}
+}
+
+// cancelledResponseEvent is the permission.response of an answer whose
+// outcome is cancelled: kind "unknown" (nothing was allowed or rejected) and
+// outcome "cancelled", an addition to §2.4.
+func cancelledResponseEvent(requestID, optionID, source string) event.Event {
+	ev := ResponseEvent(requestID, optionID, "", source)
+	ev["outcome"] = sdk.OutcomeCancelled
+	return ev
+}
+
+// errorEvent is avenor.error{source:"permission"} (contract §2.3).
+func errorEvent(msg string) event.Event {
+	return event.Event{event.KeyEvent: "avenor.error", "source": "permission", "message": msg}
+}
