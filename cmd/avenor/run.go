@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runtime"
@@ -176,11 +177,12 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	broker := permission.New(perms) // the control plane answers through broker.Answer
 	runner = hostrt.New(opts, hostrt.BrokerPermissions(broker))
 	if f.controlSocket != "" {
-		srv, err := startRunControl(f.controlSocket, runner, f.runID, nil, nil, opts.Logger)
+		srv, err := startRunControl(f.controlSocket, runner, f.runID, control.BrokerAnswerer{Broker: broker}, nil, opts.Logger)
 		if err != nil {
 			return failSetup(env, f, err)
 		}
 		defer srv.Close()
+		broker.SetControl(control.Resolver{Server: srv})
 	}
 	res := runner.Run(ctx)
 	return res.ExitCode

@@ -48,8 +48,9 @@ func (c *turnControl) next() int {
 }
 
 // following picks the next turn's text: an interrupt's text first, else a
-// queued prompt after a clean turn (contract §1.2.3).
-func (c *turnControl) following(interrupted, clean bool) (string, bool) {
+// queued prompt after a clean turn (contract §1.2.3), else after a clean
+// turn what followUp (Options.FollowUp, may be nil) asks for.
+func (c *turnControl) following(interrupted, clean bool, followUp func() (string, bool)) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.interText != nil {
@@ -68,6 +69,11 @@ func (c *turnControl) following(interrupted, clean bool) (string, bool) {
 		t := c.queue[0]
 		c.queue = c.queue[1:]
 		return t, true
+	}
+	if clean && followUp != nil {
+		if t, ok := followUp(); ok && t != "" {
+			return t, true
+		}
 	}
 	c.ended = true
 	return "", false

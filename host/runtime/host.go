@@ -25,8 +25,9 @@ type sessionHost struct {
 	// fatal carries a broker failure that must end the attempt.
 	fatal chan error
 
-	mu   sync.Mutex
-	proc sdk.ProcessInfo
+	mu        sync.Mutex
+	proc      sdk.ProcessInfo
+	onProcess func(sdk.ProcessInfo) // the status snapshot's pid
 }
 
 func newSessionHost(write func(event.Event) event.Event, logger hclog.Logger, p Permissions) *sessionHost {
@@ -82,7 +83,11 @@ func (h *sessionHost) RecordPermission(ctx context.Context, req sdk.PermissionRe
 func (h *sessionHost) RecordProcess(p sdk.ProcessInfo) {
 	h.mu.Lock()
 	h.proc = p
+	onProcess := h.onProcess
 	h.mu.Unlock()
+	if onProcess != nil {
+		onProcess(p)
+	}
 }
 
 func (h *sessionHost) process() sdk.ProcessInfo {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/plugins"
 )
 
@@ -42,9 +43,26 @@ type Options struct {
 	// allow option.
 	AutoApprove bool
 
-	// Events receives the NDJSON event log; nil discards it.
+	// Events receives the NDJSON event log; nil discards it. Unused when
+	// Writer is set.
 	Events io.Writer
-	// SentinelPath, when set, gets the sentinel after the last attempt.
+	// Writer, when set, is the event stream the run writes to instead of a
+	// writer of its own over Events (RunID and Label are then the writer's
+	// to stamp): the phases of a loop or team run share one stream, one seq
+	// and one log. The run then stamps session_id on its own events itself
+	// and leaves the writer's session stamping alone, because parallel team
+	// members share the writer. Default nil: a writer of its own.
+	Writer *event.Writer
+	// OnEvent, when set, sees every event the run writes, stamped and in
+	// stream order, on the writing goroutine; it must return quickly (a loop
+	// scans message and thought text for its markers). Default nil.
+	OnEvent func(event.Event)
+	// FollowUp, when set, is asked after a turn that ended cleanly and left
+	// the control plane nothing to run: a text and true become the next turn
+	// of the same session (a loop phase's on_incomplete nudge). Default nil.
+	FollowUp func() (string, bool)
+	// SentinelPath, when set, gets the sentinel after the last attempt. A
+	// loop's phases leave it empty: the loop writes the run's one sentinel.
 	SentinelPath string
 	// PermBase is the permission file base cleaned before each attempt
 	// (<base>.req, <base>.req.response); empty: none.

@@ -43,17 +43,24 @@ type Runner struct {
 	turns       turnControl
 
 	writeMu sync.Mutex // status synthesis and the write it precedes are one step
+	// shared: w is Options.Writer, so the run stamps its own session id
+	// (sessionID, under writeMu) instead of setting the writer's.
+	shared    bool
+	sessionID string
 }
 
 // New prepares a run; permissions may be nil (a permission broker with
 // only opts.AutoApprove: no file handler, no control plane).
 func New(opts Options, permissions PermissionsFunc) *Runner {
 	opts.defaults()
-	w := event.NewWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now}, event.Options{})
+	w := opts.Writer
+	if w == nil {
+		w = event.NewWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now}, event.Options{})
+	}
 	if permissions == nil {
 		permissions = BrokerPermissions(permission.New(permission.Options{AutoApprove: opts.AutoApprove}))
 	}
-	r := &Runner{opts: opts, w: w, permissions: permissions,
+	r := &Runner{opts: opts, w: w, permissions: permissions, shared: opts.Writer != nil,
 		status: newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now)}
 	r.turns.init()
 	return r
@@ -154,13 +161,37 @@ func (r *Runner) write(ev event.Event) event.Event {
 }
 
 func (r *Runner) writeOne(ev event.Event) event.Event {
+	if r.shared && r.sessionID != "" {
+		if sid, _ := ev[event.KeySessionID].(string); sid == "" {
+			own := make(event.Event, len(ev)+1)
+			for k, v := range ev {
+				own[k] = v
+			}
+			own[event.KeySessionID] = r.sessionID
+			ev = own
+		}
+	}
 	stamped, err := r.w.Write(ev)
 	if err != nil {
 		r.opts.Logger.Error("writing the event log failed", "error", err)
 		return ev
 	}
 	r.status.after(stamped)
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(stamped)
+	}
 	return stamped
+}
+
+// setSessionID makes id the session_id of the events that carry none.
+func (r *Runner) setSessionID(id string) {
+	if !r.shared {
+		r.w.SetSessionID(id)
+		return
+	}
+	r.writeMu.Lock()
+	r.sessionID = id
+	r.writeMu.Unlock()
 }
 
 // fail reports an error to the user and the log.
@@ -198,6 +229,7 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 	}
 	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
 	h := newSessionHost(r.write, o.Logger, nil)
+	h.onProcess = func(p sdk.ProcessInfo) { r.status.update(func(s *Status) { s.PID = p.PID }) }
 	var pgid int
 	defer func() {
 		l.Client.Kill()
@@ -232,7 +264,7 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 		return r.endEarly(h, sdk.StopError, resume, sdk.FaultOf(err) == sdk.FaultUser)
 	}
 	sessID = sess.ID()
-	r.w.SetSessionID(sessID)
+	r.setSessionID(sessID)
 	if p := sess.Process(); p.PGID > 1 {
 		h.RecordProcess(p)
 	}
@@ -271,7 +303,7 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 			break
 		}
 		var ok bool
-		if text, ok = r.turns.following(out.interrupted, sentinel.ExitCode(out.stopReason) == 0); !ok {
+		if text, ok = r.turns.following(out.interrupted, sentinel.ExitCode(out.stopReason) == 0, o.FollowUp); !ok {
 			break
 		}
 		h.final.Reset()
