@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/sessionstate"
 )
 
 // Version is the plugin's version, reported in Describe. Release builds set
@@ -62,14 +63,14 @@ func (backend) Check(context.Context, runtime.CheckRequest) runtime.Readiness {
 }
 
 func (backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
-	st := store{dir: req.StateDir}
+	st := sessionstate.Store[int]{Dir: req.StateDir, Name: Name + "-sessions"}
 	id := req.ResumeSessionID
 	var err error
 	if id == "" {
 		id = "echo_" + randomHex()
-		err = st.update(func(turns map[string]int) error { turns[id] = 0; return nil })
+		err = st.Update(func(turns map[string]int) error { turns[id] = 0; return nil })
 	} else {
-		err = st.update(func(turns map[string]int) error {
+		err = st.Update(func(turns map[string]int) error {
 			if _, ok := turns[id]; !ok {
 				return runtime.Errorf(runtime.FaultUser, "echo session %q not found (state dir %q); start a new session instead", id, req.StateDir)
 			}
@@ -85,7 +86,7 @@ func (backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Hos
 type session struct {
 	id    string
 	dir   string
-	store store
+	store sessionstate.Store[int]
 	host  runtime.Host
 
 	mu     sync.Mutex
@@ -115,7 +116,7 @@ func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResul
 	cancelled := runtime.TurnResult{StopReason: runtime.StopCancelled}
 
 	var turn int
-	err := s.store.update(func(turns map[string]int) error { turns[s.id]++; turn = turns[s.id]; return nil })
+	err := s.store.Update(func(turns map[string]int) error { turns[s.id]++; turn = turns[s.id]; return nil })
 	if err != nil {
 		return runtime.TurnResult{StopReason: runtime.StopError}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/sessionstate"
 )
 
 // Version is the plugin's version, reported in Describe; builds may set it
@@ -68,14 +69,14 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if req.Thinking != "" && !b.Info().AcceptsThinking(req.Thinking) {
 		return nil, runtime.Errorf(runtime.FaultUser, "scripted accepts --thinking low, medium or high, not %q", req.Thinking)
 	}
-	st := store{dir: req.StateDir}
+	st := sessionstate.Store[int]{Dir: req.StateDir, Name: Name + "-sessions"}
 	id := req.ResumeSessionID
 	var err error
 	if id == "" {
 		id = "scr_" + randomHex()
-		err = st.update(func(turns map[string]int) error { turns[id] = 0; return nil })
+		err = st.Update(func(turns map[string]int) error { turns[id] = 0; return nil })
 	} else {
-		err = st.update(func(turns map[string]int) error {
+		err = st.Update(func(turns map[string]int) error {
 			if _, ok := turns[id]; !ok {
 				return runtime.Errorf(runtime.FaultUser, "scripted session %q not found (state dir %q): %v", id, req.StateDir, runtime.ErrSessionNotFound)
 			}
@@ -97,7 +98,7 @@ type session struct {
 	dir     string
 	env     map[string]string
 	pidFile string
-	store   store
+	store   sessionstate.Store[int]
 	host    runtime.Host
 
 	mu       sync.Mutex
@@ -169,7 +170,7 @@ func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResul
 		return failed, runtime.Errorf(runtime.FaultUser, "scripted: %v", err)
 	}
 	var n int
-	if err := s.store.update(func(turns map[string]int) error { turns[s.id]++; n = turns[s.id]; return nil }); err != nil {
+	if err := s.store.Update(func(turns map[string]int) error { turns[s.id]++; n = turns[s.id]; return nil }); err != nil {
 		return failed, err
 	}
 
