@@ -28,7 +28,11 @@ type Session interface {
 	// through the Host while it runs. Prompt must return promptly after
 	// Cancel (with StopReason "cancelled") or when ctx is done.
 	Prompt(ctx context.Context, turn Turn) (TurnResult, error)
-	// Cancel asks the turn in flight to stop. It does not wait for it.
+	// Cancel asks the turn in flight to stop. It does not wait for it. It
+	// runs concurrently with Prompt and may arrive before Prompt has set up
+	// its work: a backend must remember a cancel for the turn that is
+	// starting. (The host kills a plugin whose turn has not ended within its
+	// cancel budget, 5 s.)
 	Cancel(ctx context.Context) error
 	// Close ends the session and stops every process it started.
 	Close(ctx context.Context) error
@@ -36,7 +40,9 @@ type Session interface {
 
 // Host is what a session may call back into.
 type Host interface {
-	// Emit records one event. Events keep the order of Emit calls.
+	// Emit records one event. Events keep the order of Emit calls. Emit
+	// queues (bounded; it blocks when the host falls behind): events still
+	// queued when the plugin process dies are lost with it.
 	Emit(ev Event)
 	// AskPermission raises a permission request and blocks until the host's
 	// broker decides or ctx is done. The request is recorded in event order
