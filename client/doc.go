@@ -30,6 +30,13 @@
 // connection, so a fresh Client may mutate right after. Read-only calls work
 // on any connection.
 //
+// A stable supervisor (`avenor stable`) holds many runtimes: Spawn starts
+// one and returns its runtime id (rt_1, rt_2, …) once its session is open;
+// List and Runtime read the runtime entries; the per-runtime calls above
+// take the runtime id as their last argument; Shutdown stops the
+// supervisor. A full supervisor or tree refuses a spawn with a retryable
+// capacity error: AsCapacity reads it.
+//
 // Errors from the server are *RPCError values (use errors.As); a one-shot run
 // answers stable-only methods with CodeMethodNotFound. When the server goes
 // away, pending calls fail with ErrClosed and the subscription's channel is

@@ -86,6 +86,9 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
 	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))
+	root.AddCommand(newVerifyCmd(env))
+	root.AddCommand(newStableCmd(env))
+	root.AddCommand(newAwaitCmd(env))
 	return root
 }
 

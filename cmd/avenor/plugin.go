@@ -1,34 +1,44 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/sdk/plugintest"
 )
 
 func newPluginCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "Manage backend plugins",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Short: "Install, pin, list and verify backend plugins",
+		Long: `Manage backend plugins: install binaries side by side by version, pin the exact binary a
+project runs (.avenor/plugins.lock), list what is installed and what this project uses, and
+check a plugin against the conformance kit.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newPluginInstallCmd(env), newPluginUseCmd(env), newPluginUnpinCmd(env),
+		newPluginListCmd(env), newPluginVerifyCmd(env))
+	return cmd
+}
+
+func newPluginInstallCmd(env Env) *cobra.Command {
+	return &cobra.Command{
 		Use:   "install <path-to-avenor-plugin-binary>",
 		Short: "Install a plugin binary into the versioned plugin directory",
 		Long: `Ask the binary for its family and version, copy it to
 $XDG_DATA_HOME/avenor/plugins/<family>/<version>/avenor-plugin-<family> (written to a temp
 file, synced, then renamed) and record its sha256 beside it. Installed versions live side by
-side; unpinned runs use the highest.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("plugin install takes one binary path, got %d arguments", len(args))}
-			}
-			return nil
-		},
+side; unpinned runs use the highest, and 'avenor plugin use' pins one for a project.`,
+		Args: exactArgs("plugin install takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dirs, err := config.DefaultDirs(env.Getenv)
 			if err != nil {
@@ -39,8 +49,300 @@ side; unpinned runs use the highest.`,
 				return fmt.Errorf("plugin install: %w", err)
 			}
 			fmt.Fprintf(env.Stdout, "installed %s %s at %s (%s)\n", inst.Family, inst.Version, inst.Path, inst.SHA256)
+			if inst.Replaced != "" {
+				fmt.Fprintf(env.Stderr, "avenor: warning: this replaced a different %s %s (%s); projects that pinned it will refuse to run the new binary until they pin it again with `avenor plugin use %s@%s`\n",
+					inst.Family, inst.Version, inst.Replaced, inst.Family, inst.Version)
+			}
 			return nil
 		},
-	})
+	}
+}
+
+func newPluginUseCmd(env Env) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "use <family>@<version> | use <family> | use --path <binary> [<family>]",
+		Short: "Pin a plugin version for this project (.avenor/plugins.lock)",
+		Long: `Pin the exact plugin binary this project runs, in .avenor/plugins.lock of the nearest
+project (the nearest directory, from here upwards, holding .avenor/; created here when there
+is none). The pin is the exact version and the binary's sha256 hash; runs in the project
+launch exactly that binary, checked against the hash before it executes, and fail with a
+clear error — never fall back to another binary — when it is missing or changed.
+
+  avenor plugin use echo@1.0.0       pin an installed version
+  avenor plugin use echo             pin the highest installed version
+  avenor plugin use --path ./bin/avenor-plugin-echo
+                                     pin a development build by path and hash (re-pin after
+                                     each rebuild; prefer installed versions in a lock you commit)`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usageError{fmt.Errorf("plugin use takes one <family>@<version>, got %d arguments", len(args))}
+			case len(args) == 0 && path == "":
+				return usageError{fmt.Errorf("plugin use needs <family>@<version> or --path <binary>")}
+			case path != "" && len(args) == 1 && strings.Contains(args[0], "@"):
+				return usageError{fmt.Errorf("--path and %s are mutually exclusive: a development build is pinned by its hash, not a version", args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dirs, err := config.DefaultDirs(env.Getenv)
+			if err != nil {
+				return err
+			}
+			lock, created, err := projectLock(true)
+			if err != nil {
+				return err
+			}
+			var pin plugins.Pin
+			if path != "" {
+				family := ""
+				if len(args) == 1 {
+					family = args[0]
+				}
+				if pin, err = plugins.PinBinary(cmd.Context(), lock, path, family); err != nil {
+					return fmt.Errorf("plugin use: %w", err)
+				}
+			} else {
+				family, version, err := plugins.ParseFamilyVersion(args[0])
+				if err != nil {
+					return usageError{err}
+				}
+				if pin, err = plugins.PinInstalled(lock, dirs.PluginDir(), family, version); err != nil {
+					return fmt.Errorf("plugin use: %w", err)
+				}
+			}
+			if err := lock.Write(); err != nil {
+				return fmt.Errorf("plugin use: writing %s: %w", lock.File(), err)
+			}
+			if created {
+				fmt.Fprintf(env.Stdout, "created project %s\n", lock.Project)
+			}
+			fmt.Fprintf(env.Stdout, "pinned %s %s (%s) in %s\n", pin.Family, pin.Version, pin.Hash, lock.File())
+			if pin.Path != "" {
+				fmt.Fprintf(env.Stderr, "avenor: warning: pinned a development build of %s by path (%s): it is checked by hash, so re-run `avenor plugin use --path` after every rebuild; for a lock you commit, install a release (`avenor plugin install`) and pin its version\n",
+					pin.Family, pin.Path)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "path", "", "pin this development build (a plugin binary) instead of an installed version")
 	return cmd
+}
+
+func newPluginUnpinCmd(env Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unpin <family>",
+		Short: "Remove a plugin's pin from this project",
+		Args:  exactArgs("plugin unpin takes one plugin family", 1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			family, _, err := plugins.ParseFamilyVersion(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			lock, _, err := projectLock(false)
+			if err != nil {
+				return err
+			}
+			if lock == nil || !lock.Remove(family) {
+				where := "this directory is in no avenor project"
+				if lock != nil {
+					where = "nothing pins it in " + lock.File()
+				}
+				fmt.Fprintf(env.Stdout, "%s was not pinned: %s\n", family, where)
+				return nil
+			}
+			if err := lock.Write(); err != nil {
+				return fmt.Errorf("plugin unpin: writing %s: %w", lock.File(), err)
+			}
+			fmt.Fprintf(env.Stdout, "unpinned %s in %s\n", family, lock.File())
+			return nil
+		},
+	}
+}
+
+func newPluginListCmd(env Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List installed plugins and which one this project uses, and why",
+		Long: `List every plugin family that is installed, pinned by this project or found on a path:
+its installed versions, and the binary a run here launches and why that one — pinned (in
+.avenor/plugins.lock), the highest installed version, AVENOR_PLUGIN_PATH, next to avenor, or
+PATH (the last four are unpinned). A broken pin is shown with what to do about it.
+
+--json prints one object for scripts: {"project", "lock_file", "plugins": [...]}.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			dirs, err := config.DefaultDirs(env.Getenv)
+			if err != nil {
+				return err
+			}
+			lock, _, err := projectLock(false)
+			if err != nil {
+				return err
+			}
+			finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil)
+			finder.Lock = lock
+			out := pluginList{Plugins: finder.Status()}
+			if lock != nil {
+				out.Project = lock.Project
+				if _, err := os.Stat(lock.File()); err == nil {
+					out.LockFile = lock.File()
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			printPluginList(env.Stdout, out)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	return cmd
+}
+
+// pluginList is `avenor plugin list --json`.
+type pluginList struct {
+	Project  string                 `json:"project"`   // "" outside a project
+	LockFile string                 `json:"lock_file"` // "" when the project has none
+	Plugins  []plugins.FamilyStatus `json:"plugins"`
+}
+
+func printPluginList(w io.Writer, l pluginList) {
+	switch {
+	case l.Project == "":
+		fmt.Fprintln(w, "no project here (no .avenor/ in this directory or above): nothing is pinned")
+	case l.LockFile == "":
+		fmt.Fprintf(w, "project %s: nothing pinned\n", l.Project)
+	default:
+		fmt.Fprintf(w, "project %s: pins in %s\n", l.Project, l.LockFile)
+	}
+	if len(l.Plugins) == 0 {
+		fmt.Fprintln(w, "no plugins installed or found; install one with `avenor plugin install <binary>`")
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAMILY\tVERSION\tUSED\tPATH")
+	var problems []string
+	for _, f := range l.Plugins {
+		usedShown := false
+		for _, v := range f.Installed {
+			used := ""
+			if f.Used != nil && f.Used.Path == v.Path {
+				used, usedShown = "* "+f.Used.Why, true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, v.Version, used, v.Path)
+		}
+		if f.Used != nil && !usedShown {
+			version := f.Used.Version
+			if version == "" {
+				version = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, version, "* "+f.Used.Why, f.Used.Path)
+		}
+		if f.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, "-", "! cannot run", "")
+			problems = append(problems, f.Family+": "+f.Error)
+		}
+	}
+	tw.Flush()
+	for _, p := range problems {
+		fmt.Fprintf(w, "\n%s\n", p)
+	}
+}
+
+func newPluginVerifyCmd(env Env) *cobra.Command {
+	var (
+		asJSON                    bool
+		only                      []string
+		plain, long, permission   string
+		turnTimeout, cancelWithin = plugintest.Harness{}.TurnTimeout, plugintest.Harness{}.CancelWithin
+	)
+	cmd := &cobra.Command{
+		Use:   "verify <path-to-avenor-plugin-binary>",
+		Short: "Check a plugin binary against the conformance kit",
+		Long: `Launch the plugin binary as avenor does and run the conformance kit (sdk/plugintest)
+against every backend it serves: the handshake and Describe; sessions, prompts, event order,
+cancel and close; the permission round trip; resume; a crash and a restart. A backend is held
+to the capabilities it advertises: one that claims resume, cancel or permission relay and does
+not deliver fails, with the behaviour named. Prints one PASS/FAIL/SKIP line per behaviour;
+exits 1 when any check fails.
+
+The default prompts suit echo-like plugins and agents driven by a language model; give your
+own with --prompt, --long-prompt (a turn long enough for a Cancel to land in it) and
+--permission-prompt (a turn that asks one permission). Checks that run turns are skipped when
+the backend's Check says its runtime is not usable here.`,
+		Args: exactArgs("plugin verify takes one binary path", 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h := plugintest.Harness{Only: only, TurnTimeout: turnTimeout, CancelWithin: cancelWithin}
+			prompts := map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission}
+			h.Prompt = func(backend string, kind plugintest.TurnKind) (string, bool) {
+				if p := prompts[kind]; p != "" {
+					return p, true
+				}
+				return plugintest.DefaultPrompt(backend, kind)
+			}
+			rep, err := plugintest.VerifyBinary(cmd.Context(), args[0], h)
+			if err != nil {
+				return fmt.Errorf("plugin verify: %w", plugins.ExplainLaunch(args[0], err))
+			}
+			if asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else if err := rep.WriteText(env.Stdout); err != nil {
+				return err
+			}
+			if len(rep.Failed()) > 0 {
+				return exitError{exitFail}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringSliceVar(&only, "backend", nil, "check only this backend (repeatable; default: every backend the plugin serves)")
+	fl.StringVar(&plain, "prompt", "", "prompt of a short turn that ends with end_turn")
+	fl.StringVar(&long, "long-prompt", "", "prompt of a turn that streams long enough for a Cancel to land in it")
+	fl.StringVar(&permission, "permission-prompt", "", "prompt of a turn that asks the host one permission")
+	fl.DurationVar(&turnTimeout, "turn-timeout", 0, "bound of one turn (default 30s)")
+	fl.DurationVar(&cancelWithin, "cancel-within", 0, "how soon a turn must end after Cancel, Close or a crash (default 5s)")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// projectLock is the lock of the project holding the working directory:
+// the nearest .avenor/ upwards. With create, a directory in no project
+// becomes one (created reports it; .avenor/ appears when the lock is
+// written); without, nil means no project.
+func projectLock(create bool) (lock *plugins.Lock, created bool, err error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, false, err
+	}
+	project, ok := config.FindProject(wd)
+	if !ok {
+		if !create {
+			return nil, false, nil
+		}
+		project, created = wd, true
+	}
+	lock, err = plugins.ReadLock(project)
+	return lock, created, err
+}
+
+// exactArgs is cobra.ExactArgs with a usage error naming the command.
+func exactArgs(what string, n int) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s, got %d arguments", what, len(args))}
+		}
+		return nil
+	}
 }

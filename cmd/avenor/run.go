@@ -19,6 +19,8 @@ import (
 
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/control/httpdebug"
+	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runtime"
@@ -34,6 +36,11 @@ type runFlags struct {
 	autoApprove                                                            bool
 	timeout, progressTimeout, permissionClaimTimeout                       time.Duration
 	maxRetries                                                             int
+
+	// backends finds any backend a loop or team phase names (set by buildRun).
+	backends func(name string) (loop.Backend, error)
+	// httpDebugTokenFile receives the --http-debug token (0600), for scripts.
+	httpDebugTokenFile string
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -85,7 +92,8 @@ Examples:
 	fl.DurationVar(&f.permissionClaimTimeout, "permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
 	fl.StringVar(&f.serverURL, "server-url", "", "external runtime server (opencode-http)")
 	fl.StringVar(&f.controlSocket, "control-socket", "", "Unix socket for the control plane")
-	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address for the HTTP/SSE debug adapter")
+	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
+	fl.StringVar(&f.httpDebugTokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
 	fl.StringVar(&f.loopFile, "loop-file", "", "phase loop config (exclusive with --resume and --team-file)")
 	fl.StringVar(&f.teamFile, "team-file", "", "team config (exclusive with --resume and --loop-file)")
 	fl.StringVar(&f.rosterFile, "roster-file", "", "roster of named backend/agent/model loadouts")
@@ -169,6 +177,10 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 		}
 	}()
 
+	if f.loopFile != "" || f.teamFile != "" {
+		return runWorkflow(ctx, cancel, f, opts, perms, env)
+	}
+
 	// The broker cancels the run on a "cancelled" answer and names the
 	// current session in its .req files; both come from the runner.
 	var runner *hostrt.Runner
@@ -176,6 +188,14 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	perms.SessionID = func() string { return runner.Status().SessionID }
 	broker := permission.New(perms) // the control plane answers through broker.Answer
 	runner = hostrt.New(opts, hostrt.BrokerPermissions(broker))
+	if f.httpDebug != "" {
+		target := httpdebug.NewOneShot(runner, control.BrokerAnswerer{Broker: broker})
+		dbg, err := startHTTPDebug(f.httpDebug, f.httpDebugTokenFile, httpdebug.Config{Run: target, RunID: f.runID}, env, opts.Logger)
+		if err != nil {
+			return failSetup(env, f, err)
+		}
+		defer stopHTTPDebug(dbg, target)
+	}
 	if f.controlSocket != "" {
 		srv, err := startRunControl(f.controlSocket, runner, f.runID, control.BrokerAnswerer{Broker: broker}, nil, opts.Logger)
 		if err != nil {
@@ -220,6 +240,9 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 	if err != nil {
 		return o, perms, err
 	}
+	if err := applyRoster(cmd, f, &settings); err != nil {
+		return o, perms, err
+	}
 
 	backendCfg := settings.Backends[settings.Backend]
 	families := map[string]string{}
@@ -229,8 +252,19 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 		}
 	}
 	finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), families)
+	if project != "" {
+		// The project's pins come first: a pinned family runs exactly its
+		// pinned binary, hash-checked, or fails here (issue 10).
+		if finder.Lock, err = plugins.ReadLock(project); err != nil {
+			return o, perms, err
+		}
+	}
 	found, err := finder.Find(settings.Backend)
 	if err != nil {
+		var nf *plugins.NotFoundError
+		if !errors.As(err, &nf) {
+			return o, perms, err
+		}
 		return o, perms, fmt.Errorf("unknown backend %q\n%v", settings.Backend, err)
 	}
 
@@ -248,13 +282,11 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 	case f.prompt == "" && f.promptFile == "" && f.loopFile == "" && f.teamFile == "":
 		return o, perms, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
 	}
-	for _, later := range []struct{ flag, val string }{
-		{"--loop-file", f.loopFile}, {"--team-file", f.teamFile}, {"--roster-file", f.rosterFile},
-		{"--roster-entry", f.rosterEntry}, {"--http-debug", f.httpDebug},
-	} {
-		if later.val != "" {
-			return o, perms, fmt.Errorf("%s is not available yet in this avenor build", later.flag)
-		}
+	if f.httpDebugTokenFile != "" && f.httpDebug == "" {
+		return o, perms, errors.New("--http-debug-token-file needs --http-debug")
+	}
+	if f.httpDebug != "" && (f.loopFile != "" || f.teamFile != "") {
+		return o, perms, errors.New("--http-debug is not available yet with --loop-file or --team-file")
 	}
 
 	prompt := f.prompt
@@ -286,6 +318,7 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn")),
 	})
+	f.backends = backendLookup(finder, settings, dirs, logger)
 	o = hostrt.Options{
 		Backend: settings.Backend, Dir: dir, Prompt: prompt,
 		Model: settings.Model, Agent: settings.Agent, Thinking: settings.Thinking,

@@ -100,9 +100,10 @@ var HostEventTypes = []EventType{
 		Fields: []string{"dropped_count"},
 	},
 	{
-		Name:   TypeLoopStart,
-		Doc:    "A phase loop started.",
-		Fields: []string{"max_iterations", "pre_phase_count", "loop_phase_count"},
+		Name:     TypeLoopStart,
+		Doc:      "A phase loop started. post_phase_count only when the config has post phases.",
+		Fields:   []string{"max_iterations", "pre_phase_count", "loop_phase_count"},
+		Optional: []string{"post_phase_count"},
 	},
 	{
 		Name:   TypePhaseStart,
@@ -111,15 +112,15 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypePhaseEnd,
-		Doc:      "A loop or team phase ended; marker fields only when a marker fired (abort wins over exit).",
+		Doc:      "A loop or team phase ended; session_id is the phase's session. Marker fields only when the phase ended naturally (end_turn) with an exit or abort marker (abort wins over exit).",
 		Fields:   []string{"phase", "iteration", "stop_reason"},
 		Optional: []string{"kind", "exit_marker", "exit_marker_label", "abort_marker", "abort_marker_label"},
 	},
 	{
 		Name:     TypeLoopEnd,
-		Doc:      "A phase loop ended; exit_reason is marker, abort, max_iterations, phase_failure, cancelled, timeout or end_turn; exit_label only for marker and abort.",
+		Doc:      "A phase loop ended; exit_reason is marker, abort, max_iterations, phase_failure, cancelled, timeout or end_turn; exit_label only for marker and abort. exit_phase, exit_phase_kind and exit_iteration name the phase that decided the end (marker, abort, phase_failure).",
 		Fields:   []string{"iterations_completed", "exit_reason"},
-		Optional: []string{"exit_label"},
+		Optional: []string{"exit_label", "exit_phase", "exit_phase_kind", "exit_iteration"},
 	},
 	{
 		Name:   TypeTeamStart,
@@ -128,9 +129,9 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypeTeamEnd,
-		Doc:      "A team run ended; exit_reason is end_turn, abort, phase_failure, pre_failure, post_failure, cancelled or timeout.",
+		Doc:      "A team run ended; exit_reason is end_turn, abort, phase_failure, pre_failure, post_failure, cancelled or timeout. exit_phase and exit_phase_kind name the phase that decided the end; members_skipped lists the conditional members a skip marker removed.",
 		Fields:   []string{"exit_reason", "members_completed", "members_aborted"},
-		Optional: []string{"exit_label"},
+		Optional: []string{"exit_label", "exit_phase", "exit_phase_kind", "members_skipped"},
 	},
 	{
 		Name:   TypeChildQuestion,

@@ -15,6 +15,7 @@ const BinaryPrefix = "avenor-plugin-"
 
 // Where a plugin binary was found.
 const (
+	SourcePinned     = "pinned"
 	SourcePluginPath = "AVENOR_PLUGIN_PATH"
 	SourceInstalled  = "installed"
 	SourceExeDir     = "next to avenor"
@@ -29,6 +30,10 @@ type Finder struct {
 	ExeDir     string            // directory of the running avenor binary
 	PATH       []string          // PATH entries
 	Families   map[string]string // backend name → plugin family, from config
+	// Lock holds the project's pins, consulted before anything else: a
+	// pinned family resolves to exactly its pinned binary, or to a
+	// *PinError, never to another binary. Nil: no project, no pins.
+	Lock *Lock
 }
 
 // Found is one plugin binary.
@@ -36,7 +41,12 @@ type Found struct {
 	Family  string
 	Path    string
 	Source  string // one of the Source constants
-	Version string // the install directory's version, when Source is SourceInstalled
+	Version string // the install directory's version (SourceInstalled) or the pinned version (SourcePinned)
+	// Pin is the project's pin (SourcePinned only): Launch refuses to exec a
+	// binary whose checksum differs from Pin.Hash.
+	Pin *Pin
+	// LockFile is the lock file that pinned it (SourcePinned only).
+	LockFile string
 }
 
 // ErrNotFound is returned (wrapped in *NotFoundError) when no binary serves a backend.
@@ -102,11 +112,18 @@ func DefaultFamily(backend string) string {
 	return backend
 }
 
-// Find returns the binary that serves backend, or a *NotFoundError.
+// Find returns the binary that serves backend: the project's pin when the
+// family is pinned (or a *PinError), else the first binary in the search
+// order (or a *NotFoundError).
 func (f Finder) Find(backend string) (Found, error) {
 	family := f.Family(backend)
 	if !validFamily(family) {
 		return Found{}, &NotFoundError{Backend: backend, Family: family, Looked: []string{"(not a valid plugin name)"}}
+	}
+	if f.Lock != nil {
+		if p, ok := f.Lock.Pins[family]; ok {
+			return f.pinned(p)
+		}
 	}
 	name := BinaryPrefix + family
 	var looked []string
@@ -152,7 +169,8 @@ func (f Finder) installed(family string) (Found, bool) {
 	return Found{}, false
 }
 
-// InstalledVersions lists the version directories of family, lowest first.
+// InstalledVersions lists the version directories of family that hold its
+// binary, lowest first.
 func InstalledVersions(installDir, family string) []string {
 	entries, err := os.ReadDir(filepath.Join(installDir, family))
 	if err != nil {
@@ -160,7 +178,10 @@ func InstalledVersions(installDir, family string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if !e.IsDir() || !validVersion(e.Name()) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(installDir, family, e.Name(), BinaryPrefix+family)); err == nil {
 			out = append(out, e.Name())
 		}
 	}

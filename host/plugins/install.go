@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -18,6 +19,10 @@ import (
 type Installed struct {
 	Family, Version, Path string
 	SHA256                string // "sha256:<hex>"
+	// Replaced is the hash of a different binary that was installed as the
+	// same version before; projects that pinned it refuse the new one until
+	// they pin again. Empty when nothing, or the same binary, was there.
+	Replaced string
 }
 
 // Install asks the binary at src who it is (Describe), then copies it to
@@ -28,18 +33,22 @@ type Installed struct {
 func Install(ctx context.Context, src, installDir string) (Installed, error) {
 	c, err := plugin.Launch(ctx, plugin.LaunchConfig{Path: src, Logger: hclog.NewNullLogger()})
 	if err != nil {
+		if ie := incompatible(Found{Path: src, Family: familyOfBinary(src)}, err); ie != nil {
+			return Installed{}, fmt.Errorf("%s is not a working avenor plugin: %w", src, ie)
+		}
 		return Installed{}, fmt.Errorf("%s is not a working avenor plugin: %w", src, err)
 	}
 	info := c.Info()
 	c.Kill()
-	if !validFamily(info.Name) || info.Version == "" || filepath.Base(info.Version) != info.Version || info.Version == ".." {
-		return Installed{}, fmt.Errorf("%s describes itself as %q version %q, which cannot be installed", src, info.Name, info.Version)
+	if !validFamily(info.Name) || !validVersion(info.Version) {
+		return Installed{}, fmt.Errorf("%s describes itself as %q version %q, which cannot be installed: the name must be lowercase letters, digits and _, the version letters, digits, '.', '-', '+' and '_'", src, info.Name, info.Version)
 	}
 	dir := filepath.Join(installDir, info.Name, info.Version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Installed{}, err
 	}
 	dest := filepath.Join(dir, BinaryPrefix+info.Name)
+	previous := InstalledHash(dest)
 	sum, err := copyAtomic(src, dest, 0o755)
 	if err != nil {
 		return Installed{}, fmt.Errorf("install %s: %w", dest, err)
@@ -48,7 +57,21 @@ func Install(ctx context.Context, src, installDir string) (Installed, error) {
 	if err := writeAtomic(dest+".sha256", []byte(hash+"\n"), 0o644); err != nil {
 		return Installed{}, fmt.Errorf("install %s: %w", dest, err)
 	}
-	return Installed{Family: info.Name, Version: info.Version, Path: dest, SHA256: hash}, nil
+	inst := Installed{Family: info.Name, Version: info.Version, Path: dest, SHA256: hash}
+	if previous != "" && previous != hash {
+		inst.Replaced = previous
+	}
+	return inst, nil
+}
+
+// familyOfBinary is the family a binary's file name claims, "" when it is
+// not named avenor-plugin-<family>.
+func familyOfBinary(path string) string {
+	fam, ok := strings.CutPrefix(filepath.Base(path), BinaryPrefix)
+	if !ok || !validFamily(fam) {
+		return ""
+	}
+	return fam
 }
 
 // copyAtomic copies src to dest through a temp file in dest's directory and

@@ -2,9 +2,16 @@ package plugins
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/avenor-go/avenor/sdk/plugin"
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -17,11 +24,22 @@ type Launched struct {
 	Found   Found
 }
 
-// Launch starts the plugin binary in found and checks that it serves backend.
+// Launch starts the plugin binary in found and checks that it serves
+// backend. A pinned binary (found.Pin set) is checked against its pin by
+// go-plugin's SecureConfig right before it is executed; a mismatch is a
+// *PinError and nothing runs.
 func Launch(ctx context.Context, found Found, backend string, logger hclog.Logger) (*Launched, error) {
-	c, err := plugin.Launch(ctx, plugin.LaunchConfig{Path: found.Path, Logger: logger})
+	cfg := plugin.LaunchConfig{Path: found.Path, Logger: logger}
+	if found.Pin != nil {
+		sc, err := secureConfig(found.Pin.Hash)
+		if err != nil {
+			return nil, err
+		}
+		cfg.SecureConfig = sc
+	}
+	c, err := plugin.Launch(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, launchError(found, err)
 	}
 	b, ok := c.Backend(backend)
 	if !ok {
@@ -29,4 +47,101 @@ func Launch(ctx context.Context, found Found, backend string, logger hclog.Logge
 		return nil, fmt.Errorf("plugin %s (%s) does not serve backend %q; it serves: %v", c.Info().Name, found.Path, backend, c.SortedBackendNames())
 	}
 	return &Launched{Client: c, Backend: b, Found: found}, nil
+}
+
+// secureConfig is a fresh SecureConfig for hash: its hash.Hash is used up
+// by one check, so every launch gets its own.
+func secureConfig(hash string) (*goplugin.SecureConfig, error) {
+	sum, err := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))
+	if err != nil || !validHash(hash) {
+		return nil, fmt.Errorf("pinned hash %q is not \"sha256:\" and 64 hex digits", hash)
+	}
+	return &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, nil
+}
+
+// launchError turns what sdk/plugin reports into what the user must do.
+func launchError(found Found, err error) error {
+	if errors.Is(err, plugin.ErrChecksumMismatch) && found.Pin != nil {
+		got, herr := FileHash(found.Path)
+		if herr != nil {
+			got = "unreadable (" + herr.Error() + ")"
+		}
+		return &PinError{Pin: *found.Pin, LockFile: found.LockFile, Binary: found.Path, Got: got, Err: ErrPinMismatch}
+	}
+	if ie := incompatible(found, err); ie != nil {
+		return ie
+	}
+	return err
+}
+
+// ExplainLaunch turns a failure to launch the binary at path into what the
+// user must do: a protocol refusal becomes an *IncompatibleError; anything
+// else is returned as it is.
+func ExplainLaunch(path string, err error) error {
+	if ie := incompatible(Found{Path: path, Family: familyOfBinary(path)}, err); ie != nil {
+		return ie
+	}
+	return err
+}
+
+// ErrIncompatible is wrapped by *IncompatibleError.
+var ErrIncompatible = plugin.ErrIncompatible
+
+// IncompatibleError is a plugin that speaks no protocol major this avenor
+// speaks: the handshake refused it before any RPC. The fix is the user's:
+// another plugin build, or another avenor.
+type IncompatibleError struct {
+	Found       Found
+	PluginMajor int // 0 when the plugin's answer did not say
+	HostMajors  []int
+	Cause       error
+}
+
+func (e *IncompatibleError) Unwrap() []error { return []error{ErrIncompatible, e.Cause} }
+
+func (e *IncompatibleError) Error() string {
+	name := BinaryPrefix + e.Found.Family
+	if e.Found.Family == "" {
+		name = "the plugin"
+	}
+	host := make([]string, len(e.HostMajors))
+	for i, m := range e.HostMajors {
+		host[i] = strconv.Itoa(m)
+	}
+	speaks := "a plugin protocol this avenor does not speak"
+	if e.PluginMajor > 0 {
+		speaks = fmt.Sprintf("only plugin protocol %d", e.PluginMajor)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s at %s speaks %s; this avenor speaks plugin protocol %s. ", name, e.Found.Path, speaks, strings.Join(host, ", "))
+	if e.Found.Source == SourcePinned {
+		fmt.Fprintf(&b, "It is pinned in %s. ", e.Found.LockFile)
+	}
+	fmt.Fprintf(&b, "Install a release of %s built for plugin protocol %s (`avenor plugin install <binary>`", name, host[len(host)-1])
+	if e.Found.Family != "" {
+		fmt.Fprintf(&b, ", then `avenor plugin use %s@<version>`", e.Found.Family)
+	}
+	b.WriteString(")")
+	if e.PluginMajor > plugin.ProtocolVersion {
+		fmt.Fprintf(&b, ", or upgrade avenor to a release that speaks plugin protocol %d", e.PluginMajor)
+	} else if e.PluginMajor > 0 {
+		fmt.Fprintf(&b, ", or use an older avenor that still speaks plugin protocol %d", e.PluginMajor)
+	}
+	return b.String()
+}
+
+// pluginMajorRE finds the major go-plugin reports for the plugin.
+var pluginMajorRE = regexp.MustCompile(`(?i)plugin version:\s*(\d+)`)
+
+// incompatible recognises a protocol refusal: sdk/plugin's ErrIncompatible,
+// or go-plugin's own "incompatible API version" message.
+func incompatible(found Found, err error) *IncompatibleError {
+	if !errors.Is(err, plugin.ErrIncompatible) && !strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
+		return nil
+	}
+	ie := &IncompatibleError{Found: found, HostMajors: []int{plugin.ProtocolVersion}, Cause: err}
+	if m := pluginMajorRE.FindStringSubmatch(err.Error()); m != nil {
+		ie.PluginMajor, _ = strconv.Atoi(m[1])
+	}
+	return ie
 }

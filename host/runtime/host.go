@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,7 +40,16 @@ func newSessionHost(write func(event.Event) event.Event, logger hclog.Logger, p 
 
 // emit writes a host or plugin event.
 func (h *sessionHost) emit(ev event.Event) {
-	stamped := h.write(ev)
+	h.mu.Lock()
+	write := h.write
+	h.mu.Unlock()
+	if write == nil {
+		// A kept session between runs (Options.KeepSession): no run owns the
+		// stream, whose last event must stay the session.end.
+		h.logger.Debug("dropped an event of a kept session between runs", "event", ev.Type())
+		return
+	}
+	stamped := write(ev)
 	h.final.Observe(stamped)
 	select {
 	case h.activity <- struct{}{}:
@@ -64,7 +74,13 @@ func (h *sessionHost) AskPermission(ctx context.Context, req sdk.PermissionReque
 
 // RecordPermission implements sdk.PermissionRecorder.
 func (h *sessionHost) RecordPermission(ctx context.Context, req sdk.PermissionRequest) func(context.Context) (sdk.PermissionDecision, error) {
-	wait := h.permissions.Record(ctx, req, h.emit)
+	h.mu.Lock()
+	perms := h.permissions
+	h.mu.Unlock()
+	if perms == nil {
+		return func(context.Context) (sdk.PermissionDecision, error) { return sdk.PermissionDecision{}, errNoRun }
+	}
+	wait := perms.Record(ctx, req, h.emit)
 	return func(ctx context.Context) (sdk.PermissionDecision, error) {
 		d, err := wait(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -98,3 +114,29 @@ func (h *sessionHost) process() sdk.ProcessInfo {
 
 // Logger implements sdk.Host.
 func (h *sessionHost) Logger() hclog.Logger { return h.logger }
+
+// errNoRun answers a permission request of a kept session between runs.
+var errNoRun = errors.New("no run owns this session now: it is kept open between runs")
+
+// rebind hands the session to another run: its events, permission requests
+// and process reports go to that run from now on (Options.Held).
+func (h *sessionHost) rebind(write func(event.Event) event.Event, p Permissions, onProcess func(sdk.ProcessInfo)) {
+	h.mu.Lock()
+	h.write, h.permissions, h.onProcess = write, p, onProcess
+	h.mu.Unlock()
+	h.final.Reset()
+	for { // a signal left by the previous run is not this run's
+		select {
+		case <-h.activity:
+			continue
+		case <-h.fatal:
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// park detaches the session from its run (Options.KeepSession): until a
+// run rebinds it, events are dropped and permission requests refused.
+func (h *sessionHost) park() { h.rebind(nil, nil, nil) }

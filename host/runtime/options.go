@@ -78,6 +78,17 @@ type Options struct {
 
 	// Launch starts a fresh plugin for an attempt. Required.
 	Launch func(ctx context.Context) (*plugins.Launched, error)
+	// KeepSession, when set, leaves the last attempt's plugin and session
+	// open when the run ends with both still usable (the run was not
+	// stopped and the plugin did not die): Result.Held carries them, for a
+	// later run's Held. Default false: the session is closed.
+	KeepSession bool
+	// Held, when set, is a session an earlier run kept: the first attempt
+	// continues it in its plugin process instead of launching a plugin and
+	// opening a session. If that plugin has died since, the attempt launches
+	// a fresh one and resumes Resume as usual. The run owns Held from the
+	// moment Run is called. Default nil.
+	Held *HeldSession
 
 	// Logger for diagnostics; default none.
 	Logger hclog.Logger
@@ -97,6 +108,9 @@ type Result struct {
 	ExitCode   int
 	StopReason string
 	SessionID  string
+	// Held is the session kept open (Options.KeepSession), nil when none;
+	// the caller must pass it to a later run or Close it.
+	Held *HeldSession
 }
 
 func (o *Options) defaults() {

@@ -32,6 +32,8 @@ type attemptResult struct {
 	sessionID  string
 	// final: not worth retrying (a user error, or the run was stopped).
 	final bool
+	// held: the session kept open (Options.KeepSession).
+	held *HeldSession
 }
 
 // Runner runs one avenor runtime.
@@ -84,15 +86,21 @@ func (r *Runner) Run(ctx context.Context) Result {
 		defer cancel()
 	}
 	resume := o.Resume
+	held := o.Held
 	var res attemptResult
 	for attempt := 1; ; attempt++ {
-		res = r.attempt(ctx, resume)
+		res = r.attempt(ctx, resume, held)
+		held = nil
 		if res.sessionID != "" {
 			resume = res.sessionID
 		}
 		exit := sentinel.ExitCode(res.stopReason)
 		if res.final || attempt > o.MaxRetries || !sentinel.Retryable(exit, res.stopReason) {
 			break
+		}
+		if res.held != nil { // a retry starts from a fresh plugin
+			res.held.Close()
+			res.held = nil
 		}
 		r.status.update(func(s *Status) { s.RetryAttempt = attempt + 1 })
 		r.emit(event.Event{"event": "avenor.retry", "attempt": attempt + 1, "max_retries": o.MaxRetries})
@@ -106,7 +114,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 			break
 		}
 	}
-	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID}
+	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID, Held: res.held}
 	r.turns.finish()
 	r.status.update(func(s *Status) { s.Phase, s.TurnState = PhaseEnded, TurnEnded })
 	r.writeSentinel(result)
@@ -213,25 +221,42 @@ func stopReasonOf(ctx context.Context) string {
 	return sdk.StopCancelled
 }
 
-// attempt runs one plugin process through one session.
-func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
+// attempt runs one plugin process through one session; held, when set and
+// alive, is that process and session, kept open by an earlier run.
+func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) attemptResult {
 	o := &r.opts
 	// Each attempt's statuses start afresh, so its session.end gets its own done.
 	r.status.update(func(s *Status) { s.Phase, s.PhaseLabel = PhaseIdle, "" })
-	l, err := o.Launch(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return r.endEarly(nil, stopReasonOf(ctx), resume, true)
+	if held != nil && !held.Alive() {
+		// The kept plugin died between runs: a fresh one resumes the session.
+		held.Close()
+		held = nil
+	}
+	var l *plugins.Launched
+	var h *sessionHost
+	if held != nil {
+		l, h = held.l, held.h
+	} else {
+		var err error
+		l, err = o.Launch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.endEarly(nil, stopReasonOf(ctx), resume, true)
+			}
+			var nf *plugins.NotFoundError
+			r.fail(nil, "backend", err.Error())
+			return r.endEarly(nil, sdk.StopError, resume, errors.As(err, &nf))
 		}
-		var nf *plugins.NotFoundError
-		r.fail(nil, "backend", err.Error())
-		return r.endEarly(nil, sdk.StopError, resume, errors.As(err, &nf))
+		h = newSessionHost(r.write, o.Logger, nil)
 	}
 	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
-	h := newSessionHost(r.write, o.Logger, nil)
-	h.onProcess = func(p sdk.ProcessInfo) { r.status.update(func(s *Status) { s.PID = p.PID }) }
+	onProcess := func(p sdk.ProcessInfo) { r.status.update(func(s *Status) { s.PID = p.PID }) }
 	var pgid int
+	keep := false // the session outlives the attempt (Options.KeepSession)
 	defer func() {
+		if keep {
+			return
+		}
 		l.Client.Kill()
 		// The plugin stops its runtime; killing the group again covers a
 		// plugin that died or ignored us. No process is ever orphaned.
@@ -243,30 +268,42 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 		}
 	}()
 
-	info := l.Backend.Info()
-	if err := CheckThinking(info, o.Thinking); err != nil {
-		r.fail(nil, "validation", err.Error())
-		return r.endEarly(nil, sdk.StopError, resume, true)
-	}
-
 	sessID := resume
-	h.permissions = r.permissions(sessID)
-	sess, err := l.Backend.Open(ctx, sdk.OpenRequest{
-		Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
-		ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
-		StateDir: o.StateDir, RunID: o.RunID,
-	}, h)
-	if err != nil {
-		if ctx.Err() != nil {
-			return r.endEarly(h, stopReasonOf(ctx), resume, true)
+	var sess sdk.Session
+	if held != nil {
+		sess, sessID = held.sess, held.id
+		h.rebind(r.write, r.permissions(sessID), onProcess)
+		if p := h.process(); p.PID > 0 {
+			onProcess(p)
 		}
-		r.fail(h, "backend", fmt.Sprintf("backend %s: open session: %v", o.Backend, err))
-		return r.endEarly(h, sdk.StopError, resume, sdk.FaultOf(err) == sdk.FaultUser)
-	}
-	sessID = sess.ID()
-	r.setSessionID(sessID)
-	if p := sess.Process(); p.PGID > 1 {
-		h.RecordProcess(p)
+		r.setSessionID(sessID)
+	} else {
+		h.onProcess = onProcess
+		info := l.Backend.Info()
+		if err := CheckThinking(info, o.Thinking); err != nil {
+			r.fail(nil, "validation", err.Error())
+			return r.endEarly(nil, sdk.StopError, resume, true)
+		}
+
+		h.permissions = r.permissions(sessID)
+		var err error
+		sess, err = l.Backend.Open(ctx, sdk.OpenRequest{
+			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
+			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
+			StateDir: o.StateDir, RunID: o.RunID,
+		}, h)
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.endEarly(h, stopReasonOf(ctx), resume, true)
+			}
+			r.fail(h, "backend", fmt.Sprintf("backend %s: open session: %v", o.Backend, err))
+			return r.endEarly(h, sdk.StopError, resume, sdk.FaultOf(err) == sdk.FaultUser)
+		}
+		sessID = sess.ID()
+		r.setSessionID(sessID)
+		if p := sess.Process(); p.PGID > 1 {
+			h.RecordProcess(p)
+		}
 	}
 
 	start := event.Event{}
@@ -312,6 +349,12 @@ func (r *Runner) attempt(ctx context.Context, resume string) attemptResult {
 	r.status.update(func(s *Status) { s.TurnState = TurnEnding })
 	r.endSession(h, out)
 
+	if !out.pluginGone && o.KeepSession && ctx.Err() == nil && pluginAlive(l) {
+		h.park()
+		keep = true
+		return attemptResult{stopReason: out.stopReason, sessionID: sessID, final: out.final,
+			held: &HeldSession{l: l, sess: sess, h: h, id: sessID}}
+	}
 	if !out.pluginGone {
 		cctx, cancel := context.WithTimeout(context.Background(), closeBudget)
 		if err := sess.Close(cctx); err != nil {

@@ -132,7 +132,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Client, error) {
 
 func (c *Client) launchErr(err error) error {
 	msg := err.Error()
-	if strings.Contains(msg, "Incompatible API version") {
+	if strings.Contains(strings.ToLower(msg), "incompatible api version") {
 		return fmt.Errorf("%w: %s: %s; install a plugin built for avenor plugin protocol %d, or an avenor that speaks the plugin's version",
 			ErrIncompatible, c.path, msg, ProtocolVersion)
 	}

@@ -1,0 +1,157 @@
+package httpdebug
+
+import (
+	"sync"
+
+	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/event"
+	hostrt "github.com/avenor-go/avenor/host/runtime"
+)
+
+// Runtime is what a OneShot serves: *runtime.Runner (and any
+// control.Runtime).
+type Runtime interface {
+	Status() hostrt.Status
+	Cancel()
+	Events() *event.Writer
+}
+
+// OneShot is the Target of `avenor run --http-debug`: the run's one
+// runtime, with the one-shot control methods' behaviour (the status
+// snapshot, subscribe's replay and de-duplication, cancel as SIGINT,
+// answer_permission through the same control.PermissionAnswerer).
+//
+// The run's event writer stays open after the run, so OneShot needs End
+// to know when its streams are complete.
+type OneShot struct {
+	rt    Runtime
+	perms control.PermissionAnswerer
+
+	endOnce sync.Once
+	ended   chan struct{}
+}
+
+// NewOneShot returns the target for rt; perms answers permission requests
+// (nil: every answer gets 409, as -32001 on the socket).
+func NewOneShot(rt Runtime, perms control.PermissionAnswerer) *OneShot {
+	return &OneShot{rt: rt, perms: perms, ended: make(chan struct{})}
+}
+
+// End says the run has ended: every stream delivers the events written so
+// far and then ends. Call it after Runner.Run returns; it is idempotent.
+func (o *OneShot) End() { o.endOnce.Do(func() { close(o.ended) }) }
+
+// Status implements Target: the one-shot snapshot (contract §5.5).
+func (o *OneShot) Status() any { return o.rt.Status() }
+
+// Cancel implements Target: as SIGINT, stop reason cancelled, exit 130.
+func (o *OneShot) Cancel() error {
+	o.rt.Cancel()
+	return nil
+}
+
+// AnswerPermission implements Target.
+func (o *OneShot) AnswerPermission(requestID, optionID, message string) error {
+	if o.perms == nil || !o.perms.Pending() {
+		return ErrNoPendingPermission
+	}
+	return o.perms.Answer(requestID, optionID, message)
+}
+
+// Subscribe implements Target. Replay and subscription are taken
+// atomically; without replay the stream starts at the next event.
+func (o *OneShot) Subscribe(opts SubscribeOptions) (Subscription, error) {
+	w := o.rt.Events()
+	// A replay of at least one event also tells where the live events
+	// start: its last event is the writer's latest.
+	n := 1
+	if opts.Replay {
+		n = opts.Limit
+	}
+	replay, inner := w.SubscribeWithReplay(opts.AfterSeq, n, control.SubscriberQueue)
+	start := opts.AfterSeq
+	if len(replay) > 0 {
+		if seq, ok := seqOf(replay[len(replay)-1]); ok && seq > start {
+			start = seq
+		}
+	}
+	if !opts.Replay {
+		replay = nil
+	}
+	s := &oneShotSub{out: make(chan event.Event), done: make(chan struct{}), exited: make(chan struct{})}
+	go s.forward(replay, inner, opts.AfterSeq, start, o.ended, w.LatestSeq)
+	return s, nil
+}
+
+// oneShotSub forwards a replay and an event.Subscription, de-duplicated by
+// seq, and ends once the run has ended and its last event was sent.
+type oneShotSub struct {
+	out    chan event.Event
+	done   chan struct{}
+	exited chan struct{}
+	once   sync.Once
+}
+
+func (s *oneShotSub) C() <-chan event.Event { return s.out }
+
+func (s *oneShotSub) Close() {
+	s.once.Do(func() { close(s.done) })
+	<-s.exited
+}
+
+// forward sends replay, then the live events of inner (all with seq >
+// start). last is the highest seq sent; once ended is closed, the stream
+// ends when last reaches the writer's latest seq at that moment — the run
+// writes nothing after it ends.
+func (s *oneShotSub) forward(replay []event.Event, inner *event.Subscription, last, start int64, ended <-chan struct{}, latest func() int64) {
+	defer close(s.exited)
+	defer close(s.out)
+	defer inner.Close()
+	send := func(ev event.Event) bool {
+		if seq, ok := seqOf(ev); ok {
+			if seq <= last {
+				return true
+			}
+			last = seq
+		}
+		select {
+		case s.out <- ev:
+			return true
+		case <-s.done:
+			return false
+		}
+	}
+	for _, ev := range replay {
+		if !send(ev) {
+			return
+		}
+	}
+	last = max(last, start)
+	endAt := int64(-1)
+	for endAt < 0 || last < endAt {
+		select {
+		case ev, ok := <-inner.C():
+			if !ok || !send(ev) {
+				return
+			}
+		case <-ended:
+			endAt, ended = latest(), nil
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// seqOf reads an event's seq (int64 from the writer; other kinds from
+// decoded JSON).
+func seqOf(ev event.Event) (int64, bool) {
+	switch v := ev[event.KeySeq].(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case float64:
+		return int64(v), true
+	}
+	return 0, false
+}

@@ -1,0 +1,195 @@
+package httpdebug
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Config configures the adapter. Addr and exactly one of Run and Stable are
+// required; every other zero value is usable.
+type Config struct {
+	// Addr is the --http-debug address: host:port, :port or
+	// localhost:port; it must bind to a loopback interface (see
+	// LoopbackAddr). Port 0 picks a free port; Server.URL says which.
+	Addr string
+	// Run is the one-shot run to serve (`avenor run`). Conflicts with
+	// Stable.
+	Run Target
+	// RunID is the one-shot run's id: /events?runtime_id= accepts it (or
+	// nothing) and answers 404 for any other. Default: only nothing.
+	RunID string
+	// Stable is the supervisor to serve (`avenor stable`); it turns on the
+	// stable routes. Conflicts with Run.
+	Stable Supervisor
+	// TokenFile, when set, is written 0600 with the token and a newline
+	// before the listening line is printed, for scripts (they cannot read a
+	// terminal); it is removed at Close if it still holds the token.
+	// Default: none.
+	TokenFile string
+	// Stderr gets "avenor: http debug listening on <url>" and, with
+	// ShowToken, "avenor: http debug token: <token>". Default: nowhere.
+	Stderr io.Writer
+	// ShowToken prints the token on Stderr. Set it only when Stderr is a
+	// terminal (contract §5.8): a log file must not hold it. Default false.
+	ShowToken bool
+	// Resolver resolves a host name in Addr; default net.DefaultResolver.
+	Resolver Resolver
+	// Logger receives refused requests and stream failures; default none.
+	Logger hclog.Logger
+}
+
+// readHeaderTimeout bounds a request's headers, so an idle peer cannot hold
+// a connection open without asking anything.
+const readHeaderTimeout = 10 * time.Second
+
+// Server is a running adapter.
+type Server struct {
+	cfg   Config
+	log   hclog.Logger
+	token string
+
+	hs        *http.Server
+	url       string
+	quit      chan struct{} // closed by Close: streams stop
+	serveDone chan struct{}
+	closeOnce sync.Once
+
+	mu     sync.Mutex
+	closed bool
+	active sync.WaitGroup // requests being handled
+}
+
+// newServer validates cfg and makes the server and its token, without
+// binding.
+func newServer(cfg Config) (*Server, error) {
+	if (cfg.Run == nil) == (cfg.Stable == nil) {
+		return nil, ErrNoTarget
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, token: newToken(), quit: make(chan struct{}), serveDone: make(chan struct{})}
+	s.hs = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog: cfg.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	return s, nil
+}
+
+// Start checks the address (a non-loopback one is refused: see
+// LoopbackAddr), binds it, writes the token file, prints the listening
+// line (and the token when asked) and serves until Close or Shutdown.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg = s.cfg // with defaults
+	addr, err := LoopbackAddr(ctx, cfg.Addr, cfg.Resolver)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("address %q: %w", cfg.Addr, err)
+	}
+	if cfg.TokenFile != "" {
+		if err := writeTokenFile(cfg.TokenFile, s.token); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	s.url = "http://" + ln.Addr().String()
+	go func() {
+		defer close(s.serveDone)
+		if err := s.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http debug server stopped", "error", err)
+		}
+	}()
+	fmt.Fprintf(cfg.Stderr, "avenor: http debug listening on %s\n", s.url)
+	if cfg.ShowToken {
+		fmt.Fprintf(cfg.Stderr, "avenor: http debug token: %s\n", s.token)
+	}
+	return s, nil
+}
+
+// URL is the bound address, e.g. http://127.0.0.1:41234.
+func (s *Server) URL() string { return s.url }
+
+// Token is the token every request must carry.
+func (s *Server) Token() string { return s.token }
+
+// Shutdown stops accepting and lets the open requests finish — an event
+// stream finishes when its target's stream ends (OneShot.End) — until ctx
+// ends; then it closes whatever is left, as Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.hs.Shutdown(ctx)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close stops the server at once: open streams end, connections close. It
+// waits for every request handler, then removes the token file if it still
+// holds the token. It is idempotent.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		err = s.hs.Close()
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.active.Wait()
+		if s.url != "" {
+			<-s.serveDone
+		}
+		if s.cfg.TokenFile != "" {
+			if rerr := removeTokenFile(s.cfg.TokenFile, s.token); rerr != nil && err == nil {
+				err = fmt.Errorf("http debug token file: %w", rerr)
+			}
+		}
+	})
+	return err
+}
+
+// enter counts a request in; false once Close has begun waiting.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active.Add(1)
+	return true
+}
+
+// serveHTTP checks the peer (403), then the token (401), then routes.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		httpError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	defer s.active.Done()
+	if !loopbackPeer(r.RemoteAddr) {
+		s.log.Warn("refused an http debug request from a non-loopback peer", "peer", r.RemoteAddr, "path", r.URL.Path)
+		httpError(w, http.StatusForbidden, msgForbidden)
+		return
+	}
+	if !tokenMatches(requestToken(r), s.token) {
+		s.log.Debug("http debug request without the right token", "peer", r.RemoteAddr, "path", r.URL.Path)
+		httpError(w, http.StatusUnauthorized, msgUnauthorized)
+		return
+	}
+	s.route(w, r)
+}

@@ -1,0 +1,150 @@
+package stable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/plugins"
+)
+
+// Defaults of Config (contract §1.3, decision 2).
+const (
+	DefaultMaxRuntimes     = 16
+	DefaultMaxTreeBudget   = 64
+	DefaultParkedTimeout   = 30 * time.Minute
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultMaxKeptPlugins bounds the idle plugin processes kept for fast
+	// follow-ups of cross_process runtimes.
+	DefaultMaxKeptPlugins = 8
+)
+
+// Config configures a Supervisor. Zero values are usable defaults except
+// SocketPath and Resolve, which are required.
+type Config struct {
+	// SocketPath is the control socket; the tombstone is <SocketPath>.dead.
+	// Required.
+	SocketPath string
+	// MaxRuntimes bounds the runtimes executing at once; parked runtimes do
+	// not count. <= 0: DefaultMaxRuntimes.
+	MaxRuntimes int
+	// MaxTreeBudget is the whole tree's executing-runtime budget, used when
+	// this supervisor is the root of its tree (no TreeBudgetPath).
+	// <= 0: DefaultMaxTreeBudget.
+	MaxTreeBudget int
+	// IdleTimeout ends the supervisor (reason idle) once no runtime has been
+	// executing and no control client connected for this long. 0: never.
+	IdleTimeout time.Duration
+	// ParkedTimeout is how long a finished runtime stays parked for
+	// follow-ups before it is reaped. 0: until shutdown (the command's
+	// default is DefaultParkedTimeout).
+	ParkedTimeout time.Duration
+	// ShutdownTimeout is how long a graceful shutdown waits for the
+	// cancelled runtimes before killing their plugins. <= 0:
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// PermissionClaimTimeout is avenor run's --permission-claim-timeout for
+	// every runtime. 0: no deadline.
+	PermissionClaimTimeout time.Duration
+	// PermissionFileTimeout replaces the file handler's 10 min timeout; 0:
+	// the contract's.
+	PermissionFileTimeout time.Duration
+	// MaxKeptPlugins bounds the parked runtimes of cross_process backends
+	// that keep their plugin running for a fast follow-up; beyond it the
+	// longest-parked one's plugin stops and its next follow-up resumes in a
+	// fresh plugin. Parked in_process runtimes always keep theirs (their
+	// session lives nowhere else). <= 0: DefaultMaxKeptPlugins.
+	MaxKeptPlugins int
+
+	// RunID is the supervisor's run id: its artifact directory and, as the
+	// root of a tree, the tree's root_id. Default: 16 random hex digits.
+	RunID string
+	// TempDir holds the default artifacts,
+	// <TempDir>/avenor-stable/<RunID>/<runtime_id>/. Default os.TempDir().
+	TempDir string
+	// Home is the user's home: the root of a tree creates its budget file
+	// in <Home>/.avenor/sockets. "" with no TreeBudgetPath: the tree budget
+	// runs degraded (local limit only).
+	Home string
+	// TreeBudgetPath is the inherited tree budget file (AVENOR_TREE_BUDGET):
+	// this supervisor is a nested one. "": it is the root of a new tree.
+	TreeBudgetPath string
+
+	// Resolve turns a spawn's settings into its backend: config layering
+	// and plugin discovery, as avenor run does them. Required.
+	Resolve Resolver
+
+	// IdentityToken is what the identity method answers; default "".
+	IdentityToken string
+	// Ready is called once the socket listens; default nothing.
+	Ready func()
+	// Logger receives diagnostics; default none.
+	Logger hclog.Logger
+	// Stderr receives one-line messages for the user; default discard.
+	Stderr io.Writer
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Resolver resolves a spawn: dir is the spawn's absolute working directory
+// (the project is found from it) and set holds the settings the spawn gave,
+// keyed as host/config's keys (backend, model, agent, thinking, dir,
+// timeout, max_retries, auto_approve, server_url, label), to be layered
+// over the defaults, the config files and the environment.
+type Resolver func(dir string, set map[string]any) (Backend, error)
+
+// Backend is what a spawn's backend resolves to.
+type Backend struct {
+	// Settings are the layered settings; Settings.Backend names the backend.
+	Settings config.Settings
+	// Env, PluginOptions and StateDir are the runtime's [backends.<name>]
+	// env and options and the plugin family's state directory.
+	Env           map[string]string
+	PluginOptions map[string]any
+	StateDir      string
+	// Launch starts a fresh plugin serving the backend.
+	Launch func(ctx context.Context) (*plugins.Launched, error)
+}
+
+func (c *Config) defaults() {
+	if c.MaxRuntimes <= 0 {
+		c.MaxRuntimes = DefaultMaxRuntimes
+	}
+	if c.MaxTreeBudget <= 0 {
+		c.MaxTreeBudget = DefaultMaxTreeBudget
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.MaxKeptPlugins <= 0 {
+		c.MaxKeptPlugins = DefaultMaxKeptPlugins
+	}
+	if c.RunID == "" {
+		c.RunID = NewRunID()
+	}
+	if c.TempDir == "" {
+		c.TempDir = os.TempDir()
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Stderr == nil {
+		c.Stderr = io.Discard
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// NewRunID returns 16 random lowercase hex digits, the form of run ids.
+func NewRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

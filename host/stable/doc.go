@@ -1,0 +1,23 @@
+// Package stable is the supervisor of `avenor stable` (contract §1.3, §5.4,
+// §5.6–5.7, §8): one long-lived process that runs many runtimes at once,
+// each its own plugin process, event writer (seq from 1, runtime_id
+// stamped), status, permission broker and sentinel, all controlled through
+// one control socket.
+//
+// It owns the runtime table (ids rt_1, rt_2, …), spawning with idempotency
+// keys, admission (the local --max-runtimes limit and the tree budget file
+// shared with nested supervisors through AVENOR_TREE_BUDGET), parking a
+// finished runtime for follow-up prompts until --parked-timeout, crash
+// isolation (a plugin that dies ends only its own runtime's attempt), the
+// supervisor's lifecycle (idle exit, graceful and kill shutdown, the
+// <socket>.dead tombstone) and the stable methods of the control protocol,
+// registered on a host/control Server.
+//
+// Follow-ups continue a parked runtime's session: in its still-running
+// plugin when the runtime kept it (always for backends whose resume scope
+// is in_process, for a bounded number of the others), else in a fresh
+// plugin that resumes the session by id (cross_process).
+//
+// Imported by cmd/avenor (avenor stable). The HTTP debug adapter reads it
+// through Runtimes, Runtime, Events, SubscribeAll and Cancel.
+package stable

@@ -1,0 +1,140 @@
+package stable
+
+import (
+	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/event"
+	hostrt "github.com/avenor-go/avenor/host/runtime"
+)
+
+// Entry statuses (contract §5.6). A parked runtime is "ended": its run is
+// over (exit_code says how) though a follow-up may continue it.
+const (
+	StatusIdle    = "idle"
+	StatusRunning = "running"
+	StatusEnded   = "ended"
+)
+
+// Runtimes returns every runtime's entry, in id order (the list method).
+func (s *Supervisor) Runtimes() []map[string]any {
+	list, children := s.sorted()
+	out := make([]map[string]any, 0, len(list))
+	for _, rt := range list {
+		out = append(out, rt.entry(children[rt.id]))
+	}
+	return out
+}
+
+// Runtime returns one runtime's entry (status {runtime_id}); an unknown id
+// is an error wrapping ErrUnknownRuntime.
+func (s *Supervisor) Runtime(id string) (map[string]any, error) {
+	rt, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	_, children := s.sorted()
+	return rt.entry(children[rt.id]), nil
+}
+
+// Events returns a runtime's event writer: its history and subscriptions.
+func (s *Supervisor) Events(id string) (*event.Writer, error) {
+	rt, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	return rt.w, nil
+}
+
+// Cancel cancels a runtime's running run (stop reason cancelled); a parked
+// runtime has nothing to cancel.
+func (s *Supervisor) Cancel(id string) error {
+	rt, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	rt.cancel()
+	return nil
+}
+
+// entry is the runtime's list / status entry: every field of contract §5.6,
+// plus parked, turn_state, pid, plugin, plugin_pid, resume_scope and a few
+// more (additive).
+func (rt *runtime) entry(children []string) map[string]any {
+	if children == nil {
+		children = []string{}
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	sp := rt.spec
+	var st hostrt.Status
+	if rt.runner != nil {
+		st = rt.runner.Status()
+	}
+	status := StatusRunning
+	switch rt.state {
+	case stateParked, stateGone:
+		status = StatusEnded
+	}
+	e := map[string]any{
+		"runtime_id": rt.id, "session_id": rt.sessionID, "run_id": sp.runID, "label": sp.label,
+		"agent": sp.agent, "model": sp.model, "backend": sp.backend, "dir": sp.dir,
+		"status": status, "phase": st.Phase, "phase_label": st.PhaseLabel,
+		"parent_id": sp.parentID, "children": children, "latest_seq": rt.w.LatestSeq(),
+		"usage": nil, "exit_code": nil, "stop_reason": "",
+		"on_event": sp.onEvent, "event_path": sp.onEvent, "sentinel_file": sp.sentinel,
+		"final_output": "", "final_output_truncated": false,
+		"pending_permission": st.PendingPermission, "permission": nil,
+		"started_at": rt.started,
+		// Additive fields.
+		"agent_profile": sp.agentProfile, "parent_run_id": sp.parentRunID, "thinking": sp.thinking,
+		"parked": rt.state == stateParked, "parked_at": nil, "turn_state": st.TurnState,
+		"last_event": st.LastEvent, "updated_at": st.UpdatedAt, "retry_attempt": st.RetryAttempt,
+		"max_retries": sp.maxRetries, "runs": rt.runs, "pid": st.PID, "plugin": rt.plugin,
+		"plugin_pid": 0, "resume_scope": rt.scope, "kept_plugin": rt.held != nil,
+	}
+	if st.PendingPermission && st.Permission != nil {
+		e["permission"] = st.Permission
+	}
+	if rt.launched != nil {
+		e["plugin_pid"] = rt.launched.Client.PID()
+	}
+	if rt.state == stateParked {
+		e["parked_at"] = rt.parkedAt
+		e["phase"] = hostrt.PhaseEnded
+		if rt.handedTo != "" {
+			e["resumed_by"] = rt.handedTo
+		}
+		if rt.lost != "" {
+			e["session_lost"] = rt.lost
+		}
+	}
+	if rt.result != nil && rt.state != stateRunning {
+		e["exit_code"] = rt.result.ExitCode
+		e["stop_reason"] = rt.result.StopReason
+	}
+	if end := rt.lastEnd; end != nil {
+		if u, ok := end["usage"]; ok {
+			e["usage"] = u
+		}
+		if rt.state != stateRunning {
+			if f, ok := end["final_output"].(string); ok {
+				e["final_output"], e["final_output_truncated"] = event.TruncateRunes(f, event.FinalOutputLimit)
+			}
+		}
+	}
+	return e
+}
+
+// AnswerPermission answers a runtime's pending permission request, as
+// answer_permission does: an error wrapping control.ErrNoPendingPermission
+// when nothing is pending or requestID is not the pending one.
+func (s *Supervisor) AnswerPermission(id, requestID, optionID, message string) error {
+	rt, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	a := control.BrokerAnswerer{Broker: rt.broker}
+	if !a.Pending() {
+		return control.ErrNoPendingPermission
+	}
+	return a.Answer(requestID, optionID, message)
+}

@@ -1,0 +1,416 @@
+package stable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/permission"
+	"github.com/avenor-go/avenor/host/plugins"
+	hostrt "github.com/avenor-go/avenor/host/runtime"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Runtime states.
+type rtState int
+
+const (
+	stateRunning rtState = iota // a run executes (from spawn or follow-up)
+	stateParked                 // the run ended; follow-ups continue it
+	stateGone                   // reaped or the supervisor stopped
+)
+
+// spec is what a runtime was spawned with, resolved.
+type spec struct {
+	backend, model, agent, agentProfile, thinking, label, dir, serverURL string
+	runID, onEvent, sentinel, permBase                                   string
+	parentID, parentRunID                                                string
+	autoApprove                                                          bool
+	timeout, progressTimeout                                             time.Duration
+	maxRetries                                                           int
+	env                                                                  map[string]string
+	pluginOptions                                                        map[string]any
+	stateDir                                                             string
+	launch                                                               func(context.Context) (*plugins.Launched, error)
+}
+
+// runtime is one runtime of the supervisor: its stream, broker, the current
+// or last run and, while parked, the plugin it may keep.
+type runtime struct {
+	s       *Supervisor
+	id      string
+	n       int
+	spec    spec
+	w       *event.Writer
+	file    *os.File // the event log, when the supervisor opened it
+	broker  *permission.Broker
+	started int64
+
+	// ready is closed at the first session.start or the end of the first
+	// run: spawn answers with the session id then.
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	mu        sync.Mutex
+	state     rtState
+	runner    *hostrt.Runner
+	cancelRun context.CancelCauseFunc
+	runDone   chan struct{} // closed when the current run has parked
+	runs      int
+	launched  *plugins.Launched // the current (or kept) plugin
+	plugin    string
+	scope     string // the backend's resume scope
+	held      *hostrt.HeldSession
+	heldStop  chan struct{}
+	sessionID string
+	result    *hostrt.Result
+	lastEnd   event.Event // the last session.end, complete
+	parkedAt  int64
+	parkGen   int
+	parkTimer *time.Timer
+	handedTo  string // a spawn took over the parked session
+	lost      string // why the session cannot be continued
+}
+
+// launch is the runtime's Launch: the backend's, remembering the plugin.
+func (rt *runtime) launch(ctx context.Context) (*plugins.Launched, error) {
+	l, err := rt.spec.launch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	rt.launched = l
+	rt.plugin = l.Client.Info().Name
+	rt.scope = l.Backend.Info().ResumeScope
+	rt.mu.Unlock()
+	return l, nil
+}
+
+// onEvent sees every event of the runtime's runs (Options.OnEvent).
+func (rt *runtime) onEvent(ev event.Event) {
+	switch ev.Type() {
+	case "session.start":
+		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
+			rt.mu.Lock()
+			rt.sessionID = sid
+			rt.mu.Unlock()
+		}
+		rt.markReady()
+	case event.TypeSessionEnd:
+		rt.mu.Lock()
+		rt.lastEnd = ev
+		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
+			rt.sessionID = sid
+		}
+		rt.mu.Unlock()
+		rt.markReady()
+	}
+}
+
+func (rt *runtime) markReady() { rt.readyOnce.Do(func() { close(rt.ready) }) }
+
+// startRunLocked starts a run of text; the executing slot is taken and
+// s.mu and rt.mu are held.
+func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession) {
+	s := rt.s
+	sp := rt.spec
+	ctx, cancel := context.WithCancelCause(s.runCtx)
+	runner := hostrt.New(hostrt.Options{
+		Backend: sp.backend, Dir: sp.dir, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
+		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
+		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries,
+		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent,
+		SentinelPath: sp.sentinel, PermBase: sp.permBase,
+		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
+		Launch: rt.launch, KeepSession: true, Held: held,
+		Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+	}, hostrt.BrokerPermissions(rt.broker))
+	if held != nil {
+		rt.launched = held.Plugin()
+	}
+	done := make(chan struct{})
+	rt.runner, rt.cancelRun, rt.runDone, rt.state = runner, cancel, done, stateRunning
+	rt.runs++
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		res := runner.Run(ctx)
+		cancel(nil)
+		rt.finishRun(res, done)
+	}()
+}
+
+// finishRun parks the runtime after a run (or retires it while the
+// supervisor stops).
+func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
+	s := rt.s
+	var toClose []*hostrt.HeldSession
+	s.mu.Lock()
+	rt.mu.Lock()
+	rt.result = &res
+	if res.SessionID != "" {
+		rt.sessionID = res.SessionID
+	}
+	rt.state = stateParked
+	rt.parkedAt = s.cfg.Now().UnixMilli()
+	rt.launched = nil
+	held := res.Held
+	var evict []*runtime
+	switch {
+	case held == nil:
+	case s.closing:
+		toClose = append(toClose, held)
+	default:
+		rt.held, rt.launched = held, held.Plugin()
+		rt.watchHeldLocked(held)
+		if rt.scope != sdk.ResumeInProcess {
+			evict = s.keepLocked(rt)
+		}
+	}
+	if !s.closing && s.cfg.ParkedTimeout > 0 {
+		rt.parkGen++
+		gen := rt.parkGen
+		rt.parkTimer = time.AfterFunc(s.cfg.ParkedTimeout, func() { rt.reap(gen) })
+	}
+	rt.mu.Unlock()
+	s.releaseLocked(rt.id)
+	for _, v := range evict {
+		if h := v.dropHeld(); h != nil {
+			toClose = append(toClose, h)
+		}
+	}
+	s.mu.Unlock()
+	close(done)
+	rt.markReady()
+	for _, h := range toClose {
+		h.Close()
+	}
+}
+
+// watchHeldLocked watches a kept plugin: if it dies while parked, its
+// runtime's process group is killed at once and the runtime learns it.
+func (rt *runtime) watchHeldLocked(h *hostrt.HeldSession) {
+	stop := make(chan struct{})
+	rt.heldStop = stop
+	rt.s.bg.Add(1)
+	go func() {
+		defer rt.s.bg.Done()
+		select {
+		case <-h.Exited():
+		case <-stop:
+			return
+		}
+		s := rt.s
+		s.mu.Lock()
+		rt.mu.Lock()
+		mine := rt.held == h
+		if mine {
+			rt.held, rt.heldStop, rt.launched = nil, nil, nil
+			if rt.scope == sdk.ResumeInProcess {
+				rt.lost = fmt.Sprintf("its plugin %s exited while the runtime was parked", rt.plugin)
+			}
+		}
+		rt.mu.Unlock()
+		if mine {
+			s.unkeepLocked(rt)
+		}
+		s.mu.Unlock()
+		if mine {
+			s.log.Warn("the plugin of a parked runtime exited", "runtime_id", rt.id, "plugin", rt.plugin)
+			h.Close()
+		}
+	}()
+}
+
+// dropHeld takes the kept plugin away from a parked runtime (the caller
+// closes it); for cross_process backends the next follow-up resumes in a
+// fresh plugin.
+func (rt *runtime) dropHeld() *hostrt.HeldSession {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.takeHeldLocked()
+}
+
+func (rt *runtime) takeHeldLocked() *hostrt.HeldSession {
+	h := rt.held
+	rt.held = nil
+	if rt.heldStop != nil {
+		close(rt.heldStop)
+		rt.heldStop = nil
+	}
+	if h != nil {
+		rt.launched = nil
+	}
+	return h
+}
+
+// reap removes a runtime parked for ParkedTimeout.
+func (rt *runtime) reap(gen int) {
+	s := rt.s
+	s.mu.Lock()
+	rt.mu.Lock()
+	if rt.state != stateParked || rt.parkGen != gen || s.closing {
+		rt.mu.Unlock()
+		s.mu.Unlock()
+		return
+	}
+	rt.state = stateGone
+	h := rt.takeHeldLocked()
+	rt.mu.Unlock()
+	s.unkeepLocked(rt)
+	delete(s.runtimes, rt.id)
+	s.mu.Unlock()
+	s.log.Debug("reaped a parked runtime", "runtime_id", rt.id)
+	if h != nil {
+		h.Close()
+	}
+	rt.closeStream()
+}
+
+// retire ends the runtime at shutdown: its kept plugin stops, its stream
+// closes.
+func (rt *runtime) retire() {
+	rt.mu.Lock()
+	rt.state = stateGone
+	if rt.parkTimer != nil {
+		rt.parkTimer.Stop()
+	}
+	rt.parkGen++
+	h := rt.takeHeldLocked()
+	rt.mu.Unlock()
+	if h != nil {
+		h.Close()
+	}
+	rt.closeStream()
+}
+
+func (rt *runtime) closeStream() {
+	_ = rt.w.Close()
+	if rt.file != nil {
+		if err := rt.file.Close(); err != nil {
+			rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
+		}
+	}
+}
+
+// cancel stops the running run (stop reason cancelled, exit 130); a parked
+// runtime has nothing to cancel.
+func (rt *runtime) cancel() {
+	rt.mu.Lock()
+	f := rt.cancelRun
+	running := rt.state == stateRunning
+	rt.mu.Unlock()
+	if running && f != nil {
+		f(hostrt.ErrInterrupted)
+	}
+}
+
+// killPlugin SIGKILLs the running run's plugin; the run then ends at once
+// and its runtime's process group is killed.
+func (rt *runtime) killPlugin() {
+	rt.mu.Lock()
+	l := rt.launched
+	running := rt.state == stateRunning
+	rt.mu.Unlock()
+	if !running || l == nil {
+		return
+	}
+	if pid := l.Client.PID(); pid > 0 {
+		killProcess(pid)
+	} else {
+		l.Client.Kill()
+	}
+}
+
+// followUp runs text in the runtime: queued (or, with interrupt, pre-empting)
+// in the running run, or as a new run that continues a parked runtime's
+// session.
+func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQueue bool) error {
+	if text == "" {
+		return stopErr(hostrt.ErrEmptyPrompt)
+	}
+	s := rt.s
+	for {
+		s.mu.Lock()
+		rt.mu.Lock()
+		switch rt.state {
+		case stateGone:
+			rt.mu.Unlock()
+			s.mu.Unlock()
+			return unknownRuntime(rt.id)
+		case stateRunning:
+			runner, done := rt.runner, rt.runDone
+			rt.mu.Unlock()
+			s.mu.Unlock()
+			var err error
+			if interrupt {
+				err = runner.InterruptAndPrompt(text, keepQueue)
+			} else {
+				err = runner.Prompt(text)
+			}
+			if !errors.Is(err, hostrt.ErrRunEnded) {
+				return stopErr(err)
+			}
+			select { // the run is ending: continue once it has parked
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := rt.resumeLocked(text)
+		rt.mu.Unlock()
+		s.mu.Unlock()
+		return err
+	}
+}
+
+// resumeLocked starts a follow-up run of a parked runtime; s.mu and rt.mu
+// are held.
+func (rt *runtime) resumeLocked(text string) error {
+	s := rt.s
+	if s.closing {
+		return ErrShuttingDown
+	}
+	if rt.handedTo != "" {
+		return fmt.Errorf("runtime %s's session %s continues in runtime %s; prompt %s", rt.id, rt.sessionID, rt.handedTo, rt.handedTo)
+	}
+	held := rt.held
+	if held != nil && !held.Alive() {
+		// Its watcher has not run yet; the run itself closes it.
+		if rt.scope == sdk.ResumeInProcess {
+			rt.lost = fmt.Sprintf("its plugin %s exited while the runtime was parked", rt.plugin)
+		}
+	}
+	if rt.scope == sdk.ResumeInProcess && rt.sessionID != "" && (held == nil || !held.Alive()) {
+		why := rt.lost
+		if why == "" {
+			why = "its plugin is no longer running"
+		}
+		return fmt.Errorf("%w: runtime %s cannot continue session %s: %s, and backend %s resumes sessions only inside the plugin process that holds them (resume scope in_process); spawn a new runtime",
+			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.backend)
+	}
+	if err := s.admitLocked(rt.id); err != nil {
+		return err
+	}
+	held = rt.takeHeldLocked()
+	s.unkeepLocked(rt)
+	if rt.parkTimer != nil {
+		rt.parkTimer.Stop()
+	}
+	rt.parkGen++
+	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
+	rt.startRunLocked(text, rt.sessionID, held)
+	return nil
+}
+
+// session returns the runtime's current session id.
+func (rt *runtime) session() string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.sessionID
+}

@@ -1,0 +1,383 @@
+package stable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	"github.com/avenor-go/avenor/sdk/plugintest/scripted"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want time.Duration
+		bad  bool
+	}{
+		{"", 0, false}, {"null", 0, false}, {"600", 10 * time.Minute, false}, {"1.5", 1500 * time.Millisecond, false},
+		{`"10m"`, 10 * time.Minute, false}, {`"600"`, 10 * time.Minute, false}, {`"1h30m"`, 90 * time.Minute, false},
+		{"-1", 0, true}, {`"-5s"`, 0, true}, {`"soon"`, 0, true}, {"true", 0, true}, {"1e30", 0, true},
+	} {
+		got, err := ParseTimeout(json.RawMessage(tc.raw))
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseTimeout(%s) = %v, %v; want %v, bad %v", tc.raw, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestSpawnParamsValidate(t *testing.T) {
+	neg := -1
+	for _, tc := range []struct {
+		name string
+		p    SpawnParams
+		want string
+	}{
+		{"ok", SpawnParams{Prompt: "x"}, ""},
+		{"none", SpawnParams{}, "prompt, prompt_file, loop_file, or team_file is required"},
+		{"both", SpawnParams{Prompt: "x", PromptFile: "/f"}, "prompt and prompt_file are mutually exclusive"},
+		{"loop", SpawnParams{LoopFile: "/l"}, "loop_file is not available yet in this avenor build"},
+		{"retries", SpawnParams{Prompt: "x", MaxRetries: &neg}, "max_retries must not be negative, got -1"},
+		{"handler", SpawnParams{Prompt: "x", PermissionHandler: "http://x"}, "permission_handler supports file:<path> only"},
+	} {
+		err := tc.p.validate()
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || err.Error() != tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestIdempotencyHashIgnoresKeyAndTimeoutSpelling(t *testing.T) {
+	a := SpawnParams{Prompt: "x", Timeout: json.RawMessage("600"), IdempotencyKey: "a"}
+	b := SpawnParams{Prompt: "x", Timeout: json.RawMessage(`"10m"`), IdempotencyKey: "b"}
+	c := SpawnParams{Prompt: "y", Timeout: json.RawMessage("600")}
+	if a.hash() != b.hash() || a.hash() == c.hash() {
+		t.Fatal("hash: same params must match, others not")
+	}
+}
+
+func TestIdempotencyStore(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := newIdemStore(func() time.Time { return now })
+	s.capacity = 2
+	ctx := context.Background()
+	stored, finish, err := s.begin(ctx, "k1", "h1")
+	if err != nil || stored != nil {
+		t.Fatal(stored, err)
+	}
+	// A second spawn with the key waits for the first.
+	got := make(chan map[string]any, 1)
+	go func() {
+		res, _, _ := s.begin(ctx, "k1", "h1")
+		got <- res
+	}()
+	time.Sleep(20 * time.Millisecond)
+	finish(map[string]any{"runtime_id": "rt_1"})
+	if res := <-got; res["runtime_id"] != "rt_1" {
+		t.Fatalf("waiting spawn got %v", res)
+	}
+	if _, _, err := s.begin(ctx, "k1", "other"); !errors.Is(err, ErrIdempotencyMismatch) {
+		t.Fatal(err)
+	}
+	// A failed spawn frees its key.
+	_, finish, _ = s.begin(ctx, "k2", "h")
+	finish(nil)
+	_, finish, err = s.begin(ctx, "k2", "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(map[string]any{"runtime_id": "rt_2"})
+	if _, _, err := s.begin(ctx, "k3", "h"); !errors.Is(err, ErrIdempotencyFull) {
+		t.Fatalf("full store: %v", err)
+	}
+	now = now.Add(IdempotencyTTL + time.Second)
+	if stored, finish, err := s.begin(ctx, "k3", "h"); err != nil || stored != nil {
+		t.Fatalf("after the TTL: %v %v", stored, err)
+	} else {
+		finish(nil)
+	}
+}
+
+func TestTreeBudget(t *testing.T) {
+	home := t.TempDir()
+	now := time.Now
+	root := openTreeBudget("", home, "rootrun", 2, now)
+	if root.mode != BudgetActive || !strings.HasPrefix(root.Path(), filepath.Join(home, ".avenor", "sockets", "tree-budget-")) {
+		t.Fatalf("root: %+v", root)
+	}
+	nested := openTreeBudget(root.Path(), "", "nestedrun", 99, now)
+	if nested.mode != BudgetActive || nested.rootID != "rootrun" || nested.capacity != 2 {
+		t.Fatalf("nested: %+v", nested)
+	}
+	if err := root.reserve("rt_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nested.reserve("rt_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.reserve("rt_2"); err == nil || !strings.Contains(err.Error(), "tree budget (2) reached") {
+		t.Fatalf("full tree: %v", err)
+	}
+	nested.release("rt_1")
+	if info := root.Info(0, 16); info["active"] != 1 || info["root_id"] != "rootrun" {
+		t.Fatalf("info %v", info)
+	}
+	// A reservation of a dead process is reaped.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := cmd.Process.Pid
+	err := root.locked(func(f *budgetFile) (bool, error) {
+		f.Reservations = append(f.Reservations, reservation{PID: dead, Supervisor: "gone", RuntimeID: "rt_9"})
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.reserve("rt_2"); err != nil {
+		t.Fatalf("after reaping: %v", err)
+	}
+	nested.close()
+	root.close()
+	if _, err := os.Stat(root.path); !os.IsNotExist(err) {
+		t.Fatalf("the root left its file: %v", err)
+	}
+	if d := openTreeBudget("", "", "x", 2, now); d.mode != BudgetDegraded || d.reserve("rt_1") != nil {
+		t.Fatalf("no home: %+v", d)
+	}
+	if d := openTreeBudget(filepath.Join(home, "missing"), "", "x", 2, now); d.mode != BudgetDegraded || !strings.Contains(d.reason, EnvTreeBudget) {
+		t.Fatalf("bad inherited file: %+v", d)
+	}
+}
+
+// inProcess serves the scripted backend in process over real gRPC.
+func inProcess(launches *atomic.Int32) Resolver {
+	return func(dir string, set map[string]any) (Backend, error) {
+		st, _, err := config.Load(config.Sources{Flags: set})
+		if err != nil {
+			return Backend{}, err
+		}
+		return Backend{Settings: st, StateDir: filepath.Join(dir, "state"), Launch: func(ctx context.Context) (*plugins.Launched, error) {
+			launches.Add(1)
+			c, err := plugin.ServeInProcess(ctx, plugin.Info{Name: "scripted", Version: "test"}, nil, scripted.New())
+			if err != nil {
+				return nil, err
+			}
+			b, _ := c.Backend("scripted")
+			return &plugins.Launched{Client: c, Backend: b, Found: plugins.Found{Family: "scripted", Path: "in-process"}}, nil
+		}}, nil
+	}
+}
+
+// The supervisor in process: spawn, a follow-up in the kept plugin (no
+// second launch), the all-runtime subscription, send_to_parent, shutdown;
+// nothing leaks.
+func TestSupervisorInProcess(t *testing.T) {
+	dir, err := os.MkdirTemp("", "avs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	var launches atomic.Int32
+	sup, err := New(Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, Home: dir, Resolve: inProcess(&launches)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan string, 1)
+	go func() {
+		reason, _ := sup.Serve(context.Background())
+		served <- reason
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var c *client.Client
+	for c == nil {
+		if c, err = client.Dial(ctx, filepath.Join(dir, "s.sock")); err != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	defer c.Close()
+	all, err := sup.SubscribeAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "announce"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say hi", ParentID: parent.RuntimeID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded := func(id string, runs int) client.Runtime {
+		for {
+			rt, err := c.Runtime(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var extra struct {
+				Runs int `json:"runs"`
+			}
+			_ = json.Unmarshal(rt.Raw, &extra)
+			if rt.Status == "ended" && extra.Runs == runs {
+				return rt
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitEnded(parent.RuntimeID, 1)
+	waitEnded(child.RuntimeID, 1)
+	if err := c.Prompt(ctx, "announce", parent.RuntimeID); err != nil {
+		t.Fatal(err)
+	}
+	rt := waitEnded(parent.RuntimeID, 2)
+	if !strings.Contains(rt.FinalOutput, "turn 2") || launches.Load() != 2 {
+		t.Fatalf("follow-up: %s after %d launches", rt.Raw, launches.Load())
+	}
+	if p, _ := c.Runtime(ctx, parent.RuntimeID); len(p.Children) != 1 || p.Children[0] != child.RuntimeID {
+		t.Fatalf("children: %s", p.Raw)
+	}
+	reqID, err := c.SendToParent(ctx, child.RuntimeID, "which file?")
+	if err != nil || reqID != "cq_1" {
+		t.Fatalf("send_to_parent: %q %v", reqID, err)
+	}
+	seen := map[string]bool{}
+	for !seen["child.question"] {
+		select {
+		case ev := <-all.C():
+			seen[ev.Type()] = true
+			if ev.Type() == "child.question" && (ev["runtime_id"] != parent.RuntimeID || ev["child_id"] != child.RuntimeID) {
+				t.Fatalf("child.question %v", ev)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no child.question; saw %v", seen)
+		}
+	}
+	if err := c.Shutdown(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if reason := <-served; reason != ReasonShutdown {
+		t.Fatalf("reason %q", reason)
+	}
+	for range all.C() {
+	}
+	all.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, "s.sock.dead")); !strings.HasPrefix(string(b), "STOPPED reason=shutdown pid=") {
+		t.Fatalf("tombstone %q", b)
+	}
+}
+
+// inProcessScope is the scripted backend claiming resume scope in_process:
+// only its live plugin can continue a session.
+type inProcessScope struct{ sdk.Backend }
+
+func (b inProcessScope) Info() sdk.BackendInfo {
+	info := b.Backend.Info()
+	info.ResumeScope = sdk.ResumeInProcess
+	return info
+}
+
+// A parked in_process runtime continues in its kept plugin; once that
+// plugin is gone, a follow-up is refused, saying why.
+func TestInProcessSessionLost(t *testing.T) {
+	dir, err := os.MkdirTemp("", "avs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	resolve := func(d string, set map[string]any) (Backend, error) {
+		st, _, err := config.Load(config.Sources{Flags: set})
+		return Backend{Settings: st, StateDir: filepath.Join(d, "state"), Launch: func(ctx context.Context) (*plugins.Launched, error) {
+			c, err := plugin.ServeInProcess(ctx, plugin.Info{Name: "scripted", Version: "test"}, nil, inProcessScope{scripted.New()})
+			if err != nil {
+				return nil, err
+			}
+			b, _ := c.Backend("scripted")
+			return &plugins.Launched{Client: c, Backend: b}, nil
+		}}, err
+	}
+	sup, err := New(Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, MaxKeptPlugins: 1, Resolve: resolve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_, _ = sup.Serve(ctx)
+	}()
+	defer func() { cancel(); <-served }()
+	var c *client.Client
+	for c == nil {
+		if c, err = client.Dial(context.Background(), filepath.Join(dir, "s.sock")); err != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	defer c.Close()
+	ended := func(id string) client.Runtime {
+		for {
+			rt, err := c.Runtime(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rt.Status == "ended" {
+				return rt
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	var ids []string
+	for i := 0; i < 2; i++ { // two: MaxKeptPlugins 1 never evicts in_process plugins
+		sp, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended(sp.RuntimeID)
+		ids = append(ids, sp.RuntimeID)
+	}
+	if err := c.Prompt(ctx, "say two", ids[0]); err != nil {
+		t.Fatalf("follow-up in the kept plugin: %v", err)
+	}
+	for ended(ids[0]).FinalOutput != "two" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sup.mu.Lock()
+	held := sup.runtimes[ids[0]].held
+	sup.mu.Unlock()
+	if held == nil {
+		t.Fatal("no kept plugin")
+	}
+	held.Plugin().Client.Kill()
+	err = c.Prompt(ctx, "say three", ids[0])
+	if err == nil || !strings.Contains(err.Error(), "session lost") || !strings.Contains(err.Error(), "in_process") {
+		t.Fatalf("follow-up after the plugin died: %v", err)
+	}
+	// A spawn resuming the other runtime's session takes over its plugin.
+	sid := ended(ids[1]).SessionID
+	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say resumed", SessionID: sid})
+	if err != nil || sp.SessionID != sid {
+		t.Fatalf("spawn with session_id: %v %s", err, sp.Raw)
+	}
+	if rt := ended(sp.RuntimeID); rt.FinalOutput != "resumed" || *rt.ExitCode != 0 {
+		t.Fatalf("resumed runtime: %s", rt.Raw)
+	}
+	if err := c.Prompt(ctx, "say two", ids[1]); err == nil || !strings.Contains(err.Error(), "continues in runtime "+sp.RuntimeID) {
+		t.Fatalf("prompt of the runtime whose session moved: %v", err)
+	}
+}

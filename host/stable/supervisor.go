@@ -1,0 +1,373 @@
+package stable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/control"
+	hostrt "github.com/avenor-go/avenor/host/runtime"
+)
+
+// Reasons a supervisor stops (the tombstone's reason=).
+const (
+	ReasonSignal      = "signal"
+	ReasonShutdown    = "shutdown"
+	ReasonIdle        = "idle"
+	ReasonStartFailed = "start_failed"
+	ReasonCrashed     = "crashed"
+)
+
+// Shutdown modes (decision 7).
+const (
+	ModeGraceful  = "graceful"
+	ModeKill      = "kill"
+	ModeImmediate = "immediate"
+)
+
+// Bounds of the supervisor.
+const (
+	// killWait bounds how long a kill shutdown waits for runs to write
+	// their last events and sentinels after their plugins were killed.
+	killWait = 5 * time.Second
+	// spawnWait bounds how long spawn waits for the session to open.
+	spawnWait = 60 * time.Second
+)
+
+// Supervisor runs many runtimes behind one control socket. Build it with
+// New, run it with Serve.
+type Supervisor struct {
+	cfg  Config
+	log  hclog.Logger
+	srv  *control.Server
+	idem *idemStore
+	tree *treeBudget
+	// artifacts is <TempDir>/avenor-stable/<RunID>.
+	artifacts string
+
+	// runCtx is every run's parent; it is never cancelled by itself: runs
+	// are stopped one by one, so each ends with its own reason.
+	runCtx context.Context
+	runs   sync.WaitGroup // run goroutines
+	bg     sync.WaitGroup // kept-plugin watchers
+
+	mu        sync.Mutex
+	runtimes  map[string]*runtime
+	nextN     int
+	active    int // executing runtimes (starting or running)
+	conns     int
+	kept      []*runtime // parked cross_process runtimes keeping a plugin, oldest first
+	allSubs   []*allSub
+	closing   bool
+	idleTimer *time.Timer
+	nextCQ    int
+
+	stopOnce   sync.Once
+	stopCh     chan struct{}
+	done       chan struct{} // closed when Serve has stopped everything
+	stopReason string
+	stopMode   string
+}
+
+// New checks cfg and returns a supervisor; nothing runs until Serve.
+func New(cfg Config) (*Supervisor, error) {
+	if cfg.SocketPath == "" {
+		return nil, errors.New("--control-socket is required")
+	}
+	if cfg.Resolve == nil {
+		return nil, errors.New("stable: Config.Resolve is required")
+	}
+	cfg.defaults()
+	s := &Supervisor{
+		cfg: cfg, log: cfg.Logger, idem: newIdemStore(cfg.Now), runCtx: context.Background(),
+		artifacts: filepath.Join(cfg.TempDir, "avenor-stable", cfg.RunID),
+		runtimes:  map[string]*runtime{}, stopCh: make(chan struct{}), done: make(chan struct{}),
+	}
+	return s, nil
+}
+
+// RunID is the supervisor's run id.
+func (s *Supervisor) RunID() string { return s.cfg.RunID }
+
+// TombstonePath is <socket>.dead.
+func (s *Supervisor) TombstonePath() string { return s.cfg.SocketPath + ".dead" }
+
+// Serve removes a stale tombstone, listens on the control socket and serves
+// until ctx ends (reason signal: SIGTERM/SIGINT), a shutdown call, or the
+// idle timeout; it then stops every runtime, writes the tombstone and
+// returns the reason. A socket that cannot be bound returns reason
+// start_failed and the error.
+func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
+	defer close(s.done)
+	tomb := s.TombstonePath()
+	if err := os.Remove(tomb); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("could not remove the old tombstone", "path", tomb, "error", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.writeTombstone(ReasonCrashed)
+			panic(p)
+		}
+	}()
+	s.tree = openTreeBudget(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
+	if s.tree.mode == BudgetDegraded {
+		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", s.tree.reason)
+	}
+	s.srv = control.NewServer(control.Config{
+		Path: s.cfg.SocketPath, Logger: s.log.Named("control"), IdentityToken: s.cfg.IdentityToken,
+		Ready: s.cfg.Ready, OnConnections: s.connectionsChanged,
+	})
+	s.register(s.srv)
+	if err := s.srv.Start(); err != nil {
+		s.srv.Close()
+		s.tree.close()
+		s.writeTombstone(ReasonStartFailed)
+		return ReasonStartFailed, err
+	}
+	s.mu.Lock()
+	s.idleCheckLocked()
+	s.mu.Unlock()
+
+	mode := ModeGraceful
+	select {
+	case <-ctx.Done():
+		reason = ReasonSignal
+		s.requestStop(ReasonSignal, ModeGraceful) // later requests change nothing
+	case <-s.stopCh:
+	}
+	s.mu.Lock()
+	reason, mode = s.stopReason, s.stopMode
+	s.mu.Unlock()
+	s.shutdown(mode)
+	if err := s.srv.Close(); err != nil {
+		s.log.Warn("closing the control socket", "error", err)
+	}
+	s.tree.close()
+	if err := os.Remove(s.artifacts); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Debug("artifact directory kept", "path", s.artifacts, "error", err)
+	}
+	s.writeTombstone(reason)
+	return reason, nil
+}
+
+// requestStop asks Serve to stop; the first request wins.
+func (s *Supervisor) requestStop(reason, mode string) {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.stopReason, s.stopMode = reason, mode
+		s.mu.Unlock()
+		close(s.stopCh)
+	})
+}
+
+// writeTombstone writes <socket>.dead: STOPPED reason=… pid=… at=….
+func (s *Supervisor) writeTombstone(reason string) {
+	line := fmt.Sprintf("STOPPED reason=%s pid=%d at=%s\n", reason, os.Getpid(), s.cfg.Now().UTC().Format(time.RFC3339Nano))
+	path := s.TombstonePath()
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, []byte(line), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		fmt.Fprintf(s.cfg.Stderr, "avenor stable: writing the tombstone %s: %v\n", path, err)
+	}
+}
+
+// connectionsChanged is the control server's OnConnections.
+func (s *Supervisor) connectionsChanged(n int) {
+	s.mu.Lock()
+	s.conns = n
+	s.idleCheckLocked()
+	s.mu.Unlock()
+}
+
+// idleCheckLocked arms the idle timer while nothing executes and no client
+// is connected, and disarms it otherwise.
+func (s *Supervisor) idleCheckLocked() {
+	if s.cfg.IdleTimeout <= 0 || s.closing {
+		return
+	}
+	idle := s.active == 0 && s.conns == 0
+	switch {
+	case idle && s.idleTimer == nil:
+		var t *time.Timer
+		t = time.AfterFunc(s.cfg.IdleTimeout, func() {
+			s.mu.Lock()
+			still := s.idleTimer == t
+			s.mu.Unlock()
+			if still {
+				s.requestStop(ReasonIdle, ModeGraceful)
+			}
+		})
+		s.idleTimer = t
+	case !idle && s.idleTimer != nil:
+		s.idleTimer.Stop()
+		s.idleTimer = nil
+	}
+}
+
+// admitLocked takes an executing slot for id: the local limit first, then
+// the tree budget (contract §8).
+func (s *Supervisor) admitLocked(id string) error {
+	if s.closing {
+		return ErrShuttingDown
+	}
+	if s.active >= s.cfg.MaxRuntimes {
+		return capacityError(SourceLocal, s.cfg.MaxRuntimes, s.active)
+	}
+	if err := s.tree.reserve(id); err != nil {
+		return err
+	}
+	s.active++
+	s.idleCheckLocked()
+	return nil
+}
+
+// releaseLocked gives id's executing slot back.
+func (s *Supervisor) releaseLocked(id string) {
+	s.active--
+	s.tree.release(id)
+	s.idleCheckLocked()
+}
+
+// lookup returns a live runtime.
+func (s *Supervisor) lookup(id string) (*runtime, error) {
+	if id == "" {
+		return nil, control.MissingParams("runtime_id")
+	}
+	s.mu.Lock()
+	rt := s.runtimes[id]
+	s.mu.Unlock()
+	if rt == nil {
+		return nil, unknownRuntime(id)
+	}
+	return rt, nil
+}
+
+// sorted returns the runtimes in id order and each one's children.
+func (s *Supervisor) sorted() ([]*runtime, map[string][]string) {
+	s.mu.Lock()
+	list := make([]*runtime, 0, len(s.runtimes))
+	for _, rt := range s.runtimes {
+		list = append(list, rt)
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].n < list[j].n })
+	children := map[string][]string{}
+	for _, rt := range list {
+		if p := rt.spec.parentID; p != "" {
+			children[p] = append(children[p], rt.id)
+		}
+	}
+	return list, children
+}
+
+// keepLocked records rt as keeping a cross_process plugin while parked and
+// returns the runtimes whose kept plugins must stop to stay within
+// MaxKeptPlugins.
+func (s *Supervisor) keepLocked(rt *runtime) []*runtime {
+	s.kept = append(s.kept, rt)
+	var evict []*runtime
+	for len(s.kept) > s.cfg.MaxKeptPlugins {
+		evict = append(evict, s.kept[0])
+		s.kept = s.kept[1:]
+	}
+	return evict
+}
+
+// unkeepLocked forgets rt in the kept list.
+func (s *Supervisor) unkeepLocked(rt *runtime) {
+	for i, k := range s.kept {
+		if k == rt {
+			s.kept = append(s.kept[:i], s.kept[i+1:]...)
+			return
+		}
+	}
+}
+
+// shutdown stops every runtime: graceful cancels the running ones and waits
+// ShutdownTimeout for them (then kills what is left); kill and immediate
+// kill their plugins at once and wait only for the last events.
+func (s *Supervisor) shutdown(mode string) {
+	s.mu.Lock()
+	s.closing = true
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+		s.idleTimer = nil
+	}
+	list := make([]*runtime, 0, len(s.runtimes))
+	for _, rt := range s.runtimes {
+		list = append(list, rt)
+	}
+	s.mu.Unlock()
+
+	for _, rt := range list {
+		rt.cancel()
+	}
+	wait := s.cfg.ShutdownTimeout
+	if mode != ModeGraceful {
+		for _, rt := range list {
+			rt.killPlugin()
+		}
+		wait = killWait
+	}
+	if !waitTimeout(&s.runs, wait) {
+		s.log.Warn("runtimes did not stop in time; killing their plugins", "waited", wait)
+		for _, rt := range list {
+			rt.killPlugin()
+		}
+		if !waitTimeout(&s.runs, killWait) {
+			s.log.Error("runtimes still running after their plugins were killed")
+		}
+	}
+	for _, rt := range list {
+		rt.retire()
+	}
+	s.bg.Wait()
+}
+
+// waitTimeout waits for wg up to d; false when d elapsed first.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// killProcess SIGKILLs a plugin process.
+func killProcess(pid int) {
+	if pid > 1 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// runtimeID is rt_<n>.
+func runtimeID(n int) string { return "rt_" + strconv.Itoa(n) }
+
+// stopErr maps the runtime package's refusals of a prompt.
+func stopErr(err error) error {
+	if errors.Is(err, hostrt.ErrEmptyPrompt) {
+		return control.InvalidParams(err.Error())
+	}
+	return err
+}

@@ -1,0 +1,322 @@
+package stable
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvTreeBudget names the inherited tree budget file (contract §1.14).
+const EnvTreeBudget = "AVENOR_TREE_BUDGET"
+
+// Tree budget modes (tree_budget's "mode").
+const (
+	BudgetActive   = "active"
+	BudgetDegraded = "degraded"
+)
+
+// budgetFile is the tree budget file: the tree's capacity and one
+// reservation per executing runtime of every supervisor in the tree.
+type budgetFile struct {
+	Version      int           `json:"version"`
+	RootID       string        `json:"root_id"`
+	RootPID      int           `json:"root_pid"`
+	Capacity     int           `json:"capacity"`
+	Reservations []reservation `json:"reservations"`
+}
+
+// reservation is one executing runtime. A reservation whose supervisor
+// process is gone (or whose pid now names another process, told by its
+// start time) is reaped by the next supervisor that reads the file.
+type reservation struct {
+	PID        int    `json:"pid"`
+	Start      uint64 `json:"start,omitempty"`
+	Supervisor string `json:"supervisor"`
+	RuntimeID  string `json:"runtime_id"`
+	At         int64  `json:"at"`
+}
+
+// treeBudget is this supervisor's view of its tree's budget file (contract
+// §8). Every read-modify-write of the file holds an flock on it. When the
+// file cannot be created or used, the budget is degraded: only the local
+// limit applies, and tree_budget says why.
+type treeBudget struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	path     string
+	root     bool // this supervisor created the file and removes it at exit
+	rootID   string
+	capacity int
+	mode     string
+	reason   string
+	self     string // this supervisor's run id
+	pid      int
+	start    uint64
+}
+
+// openTreeBudget joins the tree of inherited (AVENOR_TREE_BUDGET), or
+// creates a new tree's file in <home>/.avenor/sockets.
+func openTreeBudget(inherited, home, runID string, capacity int, now func() time.Time) *treeBudget {
+	pid := os.Getpid()
+	t := &treeBudget{now: now, self: runID, pid: pid, start: procStart(pid), capacity: capacity, rootID: runID, mode: BudgetActive}
+	if inherited != "" {
+		t.path = inherited
+		err := t.locked(func(f *budgetFile) (bool, error) {
+			t.rootID, t.capacity = f.RootID, f.Capacity
+			return false, nil
+		})
+		if err != nil {
+			t.degrade(fmt.Sprintf("%s=%s: %v", EnvTreeBudget, inherited, err))
+		}
+		return t
+	}
+	if home == "" {
+		t.degrade("no home directory for the tree budget file")
+		return t
+	}
+	dir := filepath.Join(home, ".avenor", "sockets")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.degrade(fmt.Sprintf("creating %s: %v", dir, err))
+		return t
+	}
+	path := filepath.Join(dir, fmt.Sprintf("tree-budget-%d-%s.tree-budget", pid, NewRunID()[:8]))
+	data, _ := json.Marshal(budgetFile{Version: 1, RootID: runID, RootPID: pid, Capacity: capacity, Reservations: []reservation{}})
+	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		t.degrade(fmt.Sprintf("creating %s: %v", path, err))
+		return t
+	}
+	t.path, t.root = path, true
+	return t
+}
+
+func (t *treeBudget) degrade(reason string) {
+	t.mode, t.reason = BudgetDegraded, reason
+}
+
+// Path is the budget file to pass on as AVENOR_TREE_BUDGET; "" when degraded.
+func (t *treeBudget) Path() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mode != BudgetActive {
+		return ""
+	}
+	return t.path
+}
+
+// reserve takes one slot of the tree for runtimeID; a full tree is the typed
+// capacity error (source "tree"). A file that stopped working degrades the
+// budget and admits.
+func (t *treeBudget) reserve(runtimeID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mode != BudgetActive {
+		return nil
+	}
+	var full error
+	err := t.locked(func(f *budgetFile) (bool, error) {
+		if len(f.Reservations) >= f.Capacity {
+			full = capacityError(SourceTree, f.Capacity, len(f.Reservations))
+			return false, nil
+		}
+		f.Reservations = append(f.Reservations, reservation{
+			PID: t.pid, Start: t.start, Supervisor: t.self, RuntimeID: runtimeID, At: t.now().UnixMilli(),
+		})
+		return true, nil
+	})
+	if err != nil {
+		t.degrade(fmt.Sprintf("tree budget file %s: %v", t.path, err))
+		return nil
+	}
+	return full
+}
+
+// release gives runtimeID's slot back.
+func (t *treeBudget) release(runtimeID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mode != BudgetActive {
+		return
+	}
+	err := t.locked(func(f *budgetFile) (bool, error) {
+		return t.drop(f, func(r reservation) bool { return r.RuntimeID == runtimeID }), nil
+	})
+	if err != nil {
+		t.degrade(fmt.Sprintf("tree budget file %s: %v", t.path, err))
+	}
+}
+
+// drop removes this supervisor's reservations that match.
+func (t *treeBudget) drop(f *budgetFile, match func(reservation) bool) bool {
+	kept := f.Reservations[:0]
+	changed := false
+	for _, r := range f.Reservations {
+		if r.PID == t.pid && r.Supervisor == t.self && match(r) {
+			changed = true
+			continue
+		}
+		kept = append(kept, r)
+	}
+	f.Reservations = kept
+	return changed
+}
+
+// Info is tree_budget's answer; localActive stands in for the tree's count
+// when degraded.
+func (t *treeBudget) Info(localActive, localCapacity int) map[string]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mode == BudgetActive {
+		active := 0
+		err := t.locked(func(f *budgetFile) (bool, error) {
+			active = len(f.Reservations)
+			return false, nil
+		})
+		if err == nil {
+			return map[string]any{"active": active, "capacity": t.capacity, "root_id": t.rootID, "mode": BudgetActive, "path": t.path}
+		}
+		t.degrade(fmt.Sprintf("tree budget file %s: %v", t.path, err))
+	}
+	return map[string]any{"active": localActive, "capacity": localCapacity, "root_id": t.rootID, "mode": BudgetDegraded, "reason": t.reason}
+}
+
+// close ends this supervisor's part in the tree: the root removes the file,
+// a nested supervisor drops whatever it still holds.
+func (t *treeBudget) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.path == "" {
+		return
+	}
+	if t.root {
+		_ = os.Remove(t.path)
+		return
+	}
+	if t.mode == BudgetActive {
+		_ = t.locked(func(f *budgetFile) (bool, error) {
+			return t.drop(f, func(reservation) bool { return true }), nil
+		})
+	}
+}
+
+// locked runs fn on the file's content under an exclusive flock, after
+// reaping the reservations of dead supervisors; the file is rewritten when
+// fn (or the reaping) changed it.
+func (t *treeBudget) locked(fn func(*budgetFile) (bool, error)) error {
+	f, err := os.OpenFile(t.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("locking: %w", err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	var bf budgetFile
+	if err := json.Unmarshal(data, &bf); err != nil {
+		return fmt.Errorf("not a tree budget file: %w", err)
+	}
+	if bf.Capacity <= 0 {
+		return errors.New("not a tree budget file: no capacity")
+	}
+	changed := reapDead(&bf)
+	c, err := fn(&bf)
+	if err != nil {
+		return err
+	}
+	if !changed && !c {
+		return nil
+	}
+	if bf.Reservations == nil {
+		bf.Reservations = []reservation{}
+	}
+	out, err := json.Marshal(bf)
+	if err != nil {
+		return err
+	}
+	// Rewritten in place: the lock is on this inode.
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(append(out, '\n'), 0); err != nil {
+		return err
+	}
+	return nil
+}
+
+// reapDead drops reservations whose supervisor is gone.
+func reapDead(f *budgetFile) bool {
+	kept := f.Reservations[:0]
+	for _, r := range f.Reservations {
+		if processAlive(r.PID, r.Start) {
+			kept = append(kept, r)
+		}
+	}
+	changed := len(kept) != len(f.Reservations)
+	f.Reservations = kept
+	return changed
+}
+
+// processAlive says whether pid runs and, when start is known, is still the
+// process that started then (a recycled pid is a dead supervisor). A zombie
+// is dead.
+func processAlive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	state, st, ok := procStat(pid)
+	if !ok {
+		return true // no /proc: trust kill(0)
+	}
+	if state == "Z" || state == "X" {
+		return false
+	}
+	return start == 0 || st == 0 || st == start
+}
+
+// procStart is pid's start time in clock ticks since boot (0: unknown).
+func procStart(pid int) uint64 {
+	_, st, _ := procStat(pid)
+	return st
+}
+
+// procStat reads the state letter and start time of /proc/<pid>/stat.
+func procStat(pid int) (state string, start uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return "", 0, false
+	}
+	// After the command: state is field 3, starttime field 22 of stat.
+	start, _ = strconv.ParseUint(f[19], 10, 64)
+	return f[0], start, true
+}
