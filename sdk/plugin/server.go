@@ -192,6 +192,7 @@ type sessionServer struct {
 	pending    map[string]chan runtime.PermissionDecision
 	turnCancel context.CancelFunc
 	turnDone   chan struct{}
+	turnID     string
 	closeOnce  sync.Once
 }
 
@@ -212,6 +213,12 @@ func (ss *sessionServer) serve() error {
 		case *pb.HostMessage_Prompt:
 			ss.startTurn(m.Prompt.GetTurnId(), m.Prompt.GetText())
 		case *pb.HostMessage_Cancel:
+			if !ss.turnRunning(m.Cancel.GetTurnId()) {
+				// A cancel for a turn that already ended must not reach
+				// the backend, or it would cancel the next turn.
+				ss.Logger().Debug("ignoring a cancel for a turn that is not running", "turn_id", m.Cancel.GetTurnId())
+				continue
+			}
 			go func() {
 				if err := ss.sess.Cancel(ss.stream.Context()); err != nil {
 					ss.Logger().Warn("cancel failed", "error", err)
@@ -231,6 +238,22 @@ func (ss *sessionServer) serve() error {
 	}
 }
 
+// turnRunning reports whether a turn runs now and, when id is given, is
+// that turn.
+func (ss *sessionServer) turnRunning(id string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.turnDone == nil {
+		return false
+	}
+	select {
+	case <-ss.turnDone:
+		return false
+	default:
+	}
+	return id == "" || id == ss.turnID
+}
+
 func (ss *sessionServer) startTurn(turnID, text string) {
 	ss.mu.Lock()
 	if ss.turnDone != nil {
@@ -245,7 +268,7 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 	}
 	ctx, cancel := context.WithCancel(ss.stream.Context())
 	done := make(chan struct{})
-	ss.turnCancel, ss.turnDone = cancel, done
+	ss.turnCancel, ss.turnDone, ss.turnID = cancel, done, turnID
 	ss.mu.Unlock()
 	go func() {
 		res, err := ss.prompt(ctx, runtime.Turn{ID: turnID, Text: text})

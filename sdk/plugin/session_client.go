@@ -111,9 +111,10 @@ type remoteSession struct {
 	done      chan struct{} // recvLoop returned
 	recvErr   error         // set before done is closed
 
-	mu    sync.Mutex
-	proc  runtime.ProcessInfo
-	waits map[string]context.CancelFunc // pending permission waits
+	mu     sync.Mutex
+	turnID string // the turn last prompted; Cancel names it
+	proc   runtime.ProcessInfo
+	waits  map[string]context.CancelFunc // pending permission waits
 }
 
 func (s *remoteSession) ID() string {
@@ -155,6 +156,9 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	case <-s.turnEnded:
 	default:
 	}
+	s.mu.Lock()
+	s.turnID = turn.ID
+	s.mu.Unlock()
 	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: turn.ID, Text: turn.Text}}}); err != nil {
 		return runtime.TurnResult{StopReason: runtime.StopError}, s.goneErr("prompt")
 	}
@@ -191,7 +195,10 @@ func (s *remoteSession) turnResult(te *pb.TurnEnded) (runtime.TurnResult, error)
 }
 
 func (s *remoteSession) Cancel(ctx context.Context) error {
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{}}}); err != nil {
+	s.mu.Lock()
+	turnID := s.turnID
+	s.mu.Unlock()
+	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{TurnId: turnID}}}); err != nil {
 		return s.goneErr("cancel")
 	}
 	return nil

@@ -189,3 +189,49 @@ func TestUnknownBackendIsAUserFault(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A cancel that arrives after its turn ended must not cancel the next one.
+func TestStaleCancelDoesNotReachTheNextTurn(t *testing.T) {
+	var cancels int
+	var mu sync.Mutex
+	b := &countingCancelBackend{fakeBackend: fakeBackend{fn: func(ctx context.Context, h runtime.Host, t runtime.Turn) (runtime.TurnResult, error) {
+		return runtime.TurnResult{StopReason: runtime.StopEndTurn}, nil
+	}}, onCancel: func() { mu.Lock(); cancels++; mu.Unlock() }}
+	c, err := ServeInProcess(context.Background(), Info{Name: "fake", Version: "1"}, nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill()
+	rb, _ := c.Backend("fake")
+	sess, err := rb.Open(context.Background(), runtime.OpenRequest{Backend: "fake"}, &recHost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	if _, err := sess.Prompt(context.Background(), runtime.Turn{ID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = sess.Cancel(context.Background()) // turn 1 is over
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if cancels != 0 {
+		t.Fatalf("a cancel for an ended turn reached the backend %d times", cancels)
+	}
+}
+
+type countingCancelBackend struct {
+	fakeBackend
+	onCancel func()
+}
+
+func (b *countingCancelBackend) Open(ctx context.Context, req runtime.OpenRequest, h runtime.Host) (runtime.Session, error) {
+	return &countingCancelSession{fakeSession: fakeSession{b: &b.fakeBackend, h: h}, onCancel: b.onCancel}, nil
+}
+
+type countingCancelSession struct {
+	fakeSession
+	onCancel func()
+}
+
+func (s *countingCancelSession) Cancel(context.Context) error { s.onCancel(); return nil }
