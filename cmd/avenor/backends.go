@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -54,7 +55,16 @@ A table on a terminal; --json prints one JSON array for scripts.`,
 			if err != nil {
 				return err
 			}
-			rows := collectBackends(cmd.Context(), plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil))
+			finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil)
+			if wd, err := os.Getwd(); err == nil {
+				if project, ok := config.FindProject(wd); ok {
+					// This project's pins decide which binary it runs.
+					if finder.Lock, err = plugins.ReadLock(project); err != nil {
+						return err
+					}
+				}
+			}
+			rows := collectBackends(cmd.Context(), finder)
 			if asJSON {
 				enc := json.NewEncoder(env.Stdout)
 				enc.SetIndent("", "  ")

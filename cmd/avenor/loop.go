@@ -78,7 +78,7 @@ func backendLookup(finder plugins.Finder, s config.Settings, dirs config.Dirs, l
 	return func(name string) (loop.Backend, error) {
 		found, err := finder.Find(name)
 		if err != nil {
-			return loop.Backend{}, fmt.Errorf("unknown backend %q\n%v", name, err)
+			return loop.Backend{}, plugins.UnknownBackendError(name, err)
 		}
 		cfg := s.Backends[name]
 		return loop.Backend{

@@ -261,11 +261,7 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 	}
 	found, err := finder.Find(settings.Backend)
 	if err != nil {
-		var nf *plugins.NotFoundError
-		if !errors.As(err, &nf) {
-			return o, perms, err
-		}
-		return o, perms, fmt.Errorf("unknown backend %q\n%v", settings.Backend, err)
+		return o, perms, plugins.UnknownBackendError(settings.Backend, err)
 	}
 
 	switch {

@@ -52,6 +52,17 @@ type Found struct {
 // ErrNotFound is returned (wrapped in *NotFoundError) when no binary serves a backend.
 var ErrNotFound = errors.New("no plugin found")
 
+// UnknownBackendError is the run's message for a backend no plugin
+// serves: `unknown backend "X"` and then where avenor looked (contract §1.2).
+// A pin error is not that: it is returned as it is.
+func UnknownBackendError(backend string, err error) error {
+	var nf *NotFoundError
+	if !errors.As(err, &nf) {
+		return err
+	}
+	return fmt.Errorf("unknown backend %q\n%w", backend, err)
+}
+
 // NotFoundError lists where avenor looked.
 type NotFoundError struct {
 	Backend, Family string
@@ -194,6 +205,18 @@ func InstalledVersions(installDir, family string) []string {
 func (f Finder) All() []Found {
 	seen := map[string]bool{}
 	var out []Found
+	if f.Lock != nil {
+		// A pinned family is listed as its pin, even when the pinned
+		// binary is broken (Found.Path then names what is missing).
+		for fam, p := range f.Lock.Pins {
+			fd, err := f.pinned(p)
+			if err != nil {
+				fd = Found{Family: fam, Path: f.Lock.BinaryPath(p, f.InstallDir), Source: SourcePinned, Version: p.Version, Pin: &p, LockFile: f.Lock.File()}
+			}
+			seen[fam] = true
+			out = append(out, fd)
+		}
+	}
 	add := func(fd Found) {
 		if !seen[fd.Family] {
 			seen[fd.Family] = true
