@@ -13,6 +13,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/plugins"
 	"github.com/avenor-go/avenor/host/stable"
 )
@@ -20,7 +21,7 @@ import (
 // stableFlags are the flags of `avenor stable` (contract §1.3; the workflow
 // flags are not built yet).
 type stableFlags struct {
-	controlSocket, httpDebug                                 string
+	controlSocket, httpDebug, httpDebugTokenFile             string
 	maxRuntimes, maxTreeBudget                               int
 	idleTimeout, parkedTimeout, shutdownTimeout, claimTimout time.Duration
 }
@@ -35,7 +36,10 @@ through the control socket (avenor control --socket <path> spawn|list|status|pro
 
 Each runtime writes its events and sentinel to the paths its spawn gives, by default
 $TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
-whose run ended stays parked for follow-up prompts until --parked-timeout. At exit the
+whose run ended stays parked for follow-up prompts until --parked-timeout. A spawn with
+loop_file or team_file runs the whole loop or team as one runtime (session_id ""). With
+--http-debug, GET /runtimes, /status/<runtime_id>, /events?runtime_id= and
+POST /cancel/<runtime_id> serve the runtimes over loopback HTTP. At exit the
 supervisor writes <socket>.dead: STOPPED reason=<signal|shutdown|idle|start_failed|crashed> pid=… at=….
 
 Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could not start.`,
@@ -52,7 +56,8 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.StringVar(&f.controlSocket, "control-socket", "", "Unix socket for the control plane (required); the tombstone is <socket>.dead")
-	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address of the HTTP/SSE debug adapter")
+	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
+	fl.StringVar(&f.httpDebugTokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
 	fl.IntVar(&f.maxRuntimes, "max-runtimes", stable.DefaultMaxRuntimes, "runtimes executing at once; parked runtimes do not count")
 	fl.IntVar(&f.maxTreeBudget, "max-tree-budget", stable.DefaultMaxTreeBudget, "executing runtimes of the whole tree of nested supervisors")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "exit after this long with no executing runtime and no control connection (0: never)")
@@ -77,6 +82,10 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 			return exitFail
 		}
 	}
+	if f.httpDebugTokenFile != "" && f.httpDebug == "" {
+		fmt.Fprintln(env.Stderr, "avenor stable: --http-debug-token-file needs --http-debug")
+		return exitFail
+	}
 	if f.maxRuntimes < 1 || f.maxTreeBudget < 1 {
 		fmt.Fprintln(env.Stderr, "avenor stable: --max-runtimes and --max-tree-budget must be at least 1")
 		return exitFail
@@ -84,9 +93,6 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn")),
 	})
-	if f.httpDebug != "" {
-		fmt.Fprintln(env.Stderr, "avenor stable: --http-debug is not available in stable mode in this build yet; serving without it")
-	}
 	token, ready, err := control.TakeEnv()
 	if err != nil {
 		logger.Warn("control socket readiness", "error", err)
@@ -110,6 +116,20 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
 		return exitFail
+	}
+	if f.httpDebug != "" {
+		dbg, err := startHTTPDebug(f.httpDebug, f.httpDebugTokenFile, httpdebug.Config{Stable: sup.HTTPDebug()}, env, logger)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+			return exitFail
+		}
+		// Serve has ended every runtime's stream when it returns: the
+		// adapter's streams deliver the last events, then it stops.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), httpDebugDrain)
+			defer cancel()
+			_ = dbg.Shutdown(ctx)
+		}()
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -18,6 +18,13 @@
 // is in_process, for a bounded number of the others), else in a fresh
 // plugin that resumes the session by id (cross_process).
 //
-// Imported by cmd/avenor (avenor stable). The HTTP debug adapter reads it
-// through Runtimes, Runtime, Events, SubscribeAll and Cancel.
+// A spawn with loop_file or team_file (§6.8) makes a runtime whose one run
+// is the whole loop or team (host/loop, every phase a run of its own in
+// the runtime's stream, the loop's one sentinel); its session_id is "",
+// cancel and prompt act on the whole loop, and it takes no follow-up once
+// ended. roster_file with roster_entry selects a spawn's backend, agent,
+// model and default thinking (§1.2 direct mode).
+//
+// Imported by cmd/avenor (avenor stable). The --http-debug adapter serves
+// it through HTTPDebug.
 package stable

@@ -91,6 +91,9 @@ func (rt *runtime) entry(children []string) map[string]any {
 		"max_retries": sp.maxRetries, "runs": rt.runs, "pid": st.PID, "plugin": rt.plugin,
 		"plugin_pid": 0, "resume_scope": rt.scope, "kept_plugin": rt.held != nil,
 	}
+	if wf := rt.wf; wf != nil {
+		e[wf.kind+"_file"] = wf.file
+	}
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
@@ -30,6 +31,7 @@ type spec struct {
 	runID, onEvent, sentinel, permBase                                   string
 	parentID, parentRunID                                                string
 	autoApprove                                                          bool
+	permFile                                                             bool // a file permission handler answers
 	timeout, progressTimeout                                             time.Duration
 	maxRetries                                                           int
 	env                                                                  map[string]string
@@ -49,6 +51,13 @@ type runtime struct {
 	file    *os.File // the event log, when the supervisor opened it
 	broker  *permission.Broker
 	started int64
+	// debug is the runtime's --http-debug target; closeStream ends its
+	// streams.
+	debug *httpdebug.OneShot
+	// wf is set for a loop_file / team_file runtime; it never changes.
+	wf *workflow
+	// phasePlugins are a workflow's phase plugins still running.
+	phasePlugins map[*plugins.Launched]struct{}
 
 	// ready is closed at the first session.start or the end of the first
 	// run: spawn answers with the session id then.
@@ -57,7 +66,7 @@ type runtime struct {
 
 	mu        sync.Mutex
 	state     rtState
-	runner    *hostrt.Runner
+	runner    runRef // the current or last run: a *hostrt.Runner, or a workflow's *loop.Runtimes
 	cancelRun context.CancelCauseFunc
 	runDone   chan struct{} // closed when the current run has parked
 	runs      int
@@ -74,6 +83,13 @@ type runtime struct {
 	parkTimer *time.Timer
 	handedTo  string // a spawn took over the parked session
 	lost      string // why the session cannot be continued
+}
+
+// runRef is what the runtime's status and follow-ups reach in its run.
+type runRef interface {
+	Status() hostrt.Status
+	Prompt(text string) error
+	InterruptAndPrompt(text string, keepQueue bool) error
 }
 
 // launch is the runtime's Launch: the backend's, remembering the plugin.
@@ -289,6 +305,9 @@ func (rt *runtime) retire() {
 }
 
 func (rt *runtime) closeStream() {
+	if rt.debug != nil {
+		rt.debug.End()
+	}
 	_ = rt.w.Close()
 	if rt.file != nil {
 		if err := rt.file.Close(); err != nil {
@@ -309,20 +328,29 @@ func (rt *runtime) cancel() {
 	}
 }
 
-// killPlugin SIGKILLs the running run's plugin; the run then ends at once
-// and its runtime's process group is killed.
+// killPlugin SIGKILLs the running run's plugin (a loop's or team's: every
+// phase plugin still running); the run then ends at once and its runtime's
+// process group is killed.
 func (rt *runtime) killPlugin() {
 	rt.mu.Lock()
-	l := rt.launched
+	var list []*plugins.Launched
+	if rt.launched != nil {
+		list = append(list, rt.launched)
+	}
+	for l := range rt.phasePlugins {
+		list = append(list, l)
+	}
 	running := rt.state == stateRunning
 	rt.mu.Unlock()
-	if !running || l == nil {
+	if !running {
 		return
 	}
-	if pid := l.Client.PID(); pid > 0 {
-		killProcess(pid)
-	} else {
-		l.Client.Kill()
+	for _, l := range list {
+		if pid := l.Client.PID(); pid > 0 {
+			killProcess(pid)
+		} else {
+			l.Client.Kill()
+		}
 	}
 }
 
@@ -355,6 +383,10 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			if !errors.Is(err, hostrt.ErrRunEnded) {
 				return stopErr(err)
 			}
+			if rt.wf != nil {
+				// Between two phases: the loop goes on, nothing takes a prompt.
+				return fmt.Errorf("runtime %s: %w; prompt again once its next phase has started", rt.id, err)
+			}
 			select { // the run is ending: continue once it has parked
 			case <-done:
 				continue
@@ -375,6 +407,9 @@ func (rt *runtime) resumeLocked(text string) error {
 	s := rt.s
 	if s.closing {
 		return ErrShuttingDown
+	}
+	if rt.wf != nil {
+		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.kind, rt.wf.file)
 	}
 	if rt.handedTo != "" {
 		return fmt.Errorf("runtime %s's session %s continues in runtime %s; prompt %s", rt.id, rt.sessionID, rt.handedTo, rt.handedTo)
@@ -409,8 +444,13 @@ func (rt *runtime) resumeLocked(text string) error {
 }
 
 // session returns the runtime's current session id.
+// For a loop or team it is the session of the phase in flight.
 func (rt *runtime) session() string {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.sessionID
+	sid, r := rt.sessionID, rt.runner
+	rt.mu.Unlock()
+	if rt.wf != nil && r != nil {
+		return r.Status().SessionID
+	}
+	return sid
 }

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// SpawnParams are the params of spawn (contract §5.6). Loop, team and roster
-// spawns are not available yet in this build.
+// SpawnParams are the params of spawn (contract §5.6). Relative
+// loop_file, team_file and roster_file paths are resolved against the
+// spawn's dir.
 type SpawnParams struct {
 	Prompt            string `json:"prompt,omitempty"`
 	PromptFile        string `json:"prompt_file,omitempty"`
@@ -62,12 +63,8 @@ func (p *SpawnParams) validate() error {
 	case p.Prompt == "" && p.PromptFile == "" && p.LoopFile == "" && p.TeamFile == "":
 		return errors.New("prompt, prompt_file, loop_file, or team_file is required")
 	}
-	for _, later := range []struct{ key, val string }{
-		{"loop_file", p.LoopFile}, {"team_file", p.TeamFile}, {"roster_file", p.RosterFile}, {"roster_entry", p.RosterEntry},
-	} {
-		if later.val != "" {
-			return fmt.Errorf("%s is not available yet in this avenor build", later.key)
-		}
+	if err := p.validateRoster(); err != nil {
+		return err
 	}
 	if p.MaxRetries != nil && *p.MaxRetries < 0 {
 		return fmt.Errorf("max_retries must not be negative, got %d", *p.MaxRetries)
@@ -77,6 +74,32 @@ func (p *SpawnParams) validate() error {
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
 		return errors.New("permission_handler supports file:<path> only")
+	}
+	return nil
+}
+
+// validateRoster checks the roster params as avenor run checks its roster
+// flags (contract §1.2): roster_file with roster_entry is direct mode and
+// excludes backend, agent and model; with loop_file or team_file,
+// roster_file alone is the phases' fallback roster.
+func (p *SpawnParams) validateRoster() error {
+	workflow := p.LoopFile != "" || p.TeamFile != ""
+	switch {
+	case p.RosterEntry == "" && p.RosterFile == "":
+		return nil
+	case p.RosterEntry != "" && p.RosterFile == "":
+		return errors.New("roster_entry requires roster_file")
+	case p.RosterEntry != "" && workflow:
+		return errors.New("roster_entry cannot be used with loop_file or team_file (set roster_entry on the phases)")
+	case p.RosterEntry == "" && !workflow:
+		return errors.New("roster_file requires roster_entry (or a loop_file or team_file whose phases set roster_entry)")
+	case workflow:
+		return nil
+	}
+	for _, f := range []struct{ key, val string }{{"backend", p.Backend}, {"agent", p.Agent}, {"model", p.Model}} {
+		if f.val != "" {
+			return fmt.Errorf("roster_entry and %s are mutually exclusive", f.key)
+		}
 	}
 	return nil
 }

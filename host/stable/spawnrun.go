@@ -9,6 +9,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrt "github.com/avenor-go/avenor/host/runtime"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
@@ -68,9 +69,27 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("dir %q: %v", p.Dir, err))
 	}
-	b, err := s.cfg.Resolve(absStart, p.configKeys())
+	roster, err := spawnRoster(p, absStart)
 	if err != nil {
 		return nil, err
+	}
+	keys := p.configKeys()
+	var entry loop.RosterEntry
+	if p.RosterEntry != "" {
+		// Direct mode (§1.2): the entry is the backend, agent and model; its
+		// thinking is the default under an explicit one.
+		if entry, err = rosterEntry(roster, p.RosterEntry); err != nil {
+			return nil, err
+		}
+		keys["backend"] = entry.Backend
+	}
+	b, err := s.cfg.Resolve(absStart, keys)
+	if err != nil {
+		return nil, err
+	}
+	if p.RosterEntry != "" {
+		id := loop.Identity{Thinking: b.Settings.Thinking}.FromEntry(entry)
+		b.Settings.Backend, b.Settings.Agent, b.Settings.Model, b.Settings.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
 	}
 	set := b.Settings
 	dir, err := filepath.Abs(set.Dir)
@@ -82,6 +101,12 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	if p.SessionID != "" {
 		if err := s.checkResume(p.SessionID, set.Backend); err != nil {
+			return nil, err
+		}
+	}
+	var wf *workflow
+	if p.LoopFile != "" || p.TeamFile != "" {
+		if wf, err = s.loadWorkflow(p, absStart, roster, b); err != nil {
 			return nil, err
 		}
 	}
@@ -98,6 +123,9 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	s.mu.Unlock()
 
 	rt, err := s.newRuntime(id, n, p, b, dir)
+	if err == nil {
+		rt.wf = wf
+	}
 	if err != nil {
 		s.mu.Lock()
 		s.releaseLocked(id)
@@ -119,7 +147,11 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		held = s.handOverLocked(p.SessionID, rt)
 	}
 	rt.mu.Lock()
-	rt.startRunLocked(prompt, p.SessionID, held)
+	if wf != nil {
+		rt.startWorkflowLocked(prompt)
+	} else {
+		rt.startRunLocked(prompt, p.SessionID, held)
+	}
 	rt.mu.Unlock()
 	s.mu.Unlock()
 
@@ -131,8 +163,12 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	case <-t.C:
 	}
 	sp := rt.spec
+	sid := rt.session()
+	if wf != nil {
+		sid = "" // every phase has a session of its own (§6.8)
+	}
 	res := map[string]any{
-		"runtime_id": id, "session_id": rt.session(), "on_event": sp.onEvent, "sentinel_file": sp.sentinel,
+		"runtime_id": id, "session_id": sid, "on_event": sp.onEvent, "sentinel_file": sp.sentinel,
 		"run_id": sp.runID, "effective_backend": sp.backend,
 	}
 	opt := func(key, v string) {
@@ -147,6 +183,8 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	opt("effective_agent", sp.agent)
 	opt("effective_model", sp.model)
 	opt("label", sp.label)
+	opt("roster_file", p.RosterFile)
+	opt("roster_entry", p.RosterEntry)
 	return res, nil
 }
 
@@ -185,6 +223,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		return nil, control.InvalidParams(err.Error())
 	}
 	sp.permBase = fileBase
+	sp.permFile = fileBase != ""
 	if sp.permBase == "" {
 		sp.permBase = permission.DerivePermBase(sp.sentinel)
 	}
@@ -204,6 +243,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	}
 	rt.broker = permission.New(perms)
 	rt.broker.SetControl(control.Resolver{Server: s.srv})
+	rt.debug = newDebugTarget(rt)
 	return rt, nil
 }
 
