@@ -18,7 +18,7 @@ BUF_VERSION            := v1.74.0
 PROTOC_GEN_GO_VERSION  := v1.36.11
 PROTOC_GEN_GRPC_VERSION := v1.6.1
 
-.PHONY: all build install run test test-short e2e bench proto lint clean
+.PHONY: all build install run test test-short e2e bench proto lint clean docs
 
 all: build
 
@@ -78,6 +78,12 @@ e2e: build
 	while IFS='=' read -r k v; do [ -n "$$k" ] && export "$$k=$$v"; done <<< "$$clis"; \
 	echo "AVENOR_TEST_BIN=$(BIN) $(GO) test -tags e2e -count=1 -timeout 25m -v ./e2e/..."; \
 	AVENOR_TEST_BIN=$(BIN) $(GO) test -tags e2e -count=1 -timeout 25m -v ./e2e/...
+
+# Regenerates docs/cli.md, docs/man/, docs/completion/ and the marked sections
+# of the hand-written pages (capability matrix, config keys, event tables) from
+# the command tree, host/config, host/event and the built plugins' Describe.
+docs: build
+	$(BIN)/avenor docs --src docs --plugin-dir $(BIN)
 
 bench: build
 	AVENOR_TEST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/ | tee bench/out.txt

@@ -89,6 +89,8 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.AddCommand(newVerifyCmd(env))
 	root.AddCommand(newStableCmd(env))
 	root.AddCommand(newAwaitCmd(env))
+	root.AddCommand(newDocsCmd(env))
+	root.AddCommand(newProbeCmd(env))
 	return root
 }
 
@@ -99,6 +101,8 @@ func defaultToRun(root *cobra.Command, args []string) []string {
 		return args
 	}
 	switch args[0] {
+	case "__complete", "__completeNoDesc": // cobra's shell completion
+		return args
 	case "--version", "-version", "-v", "--help", "-help", "-h", "help":
 		if len(args) == 1 {
 			return args

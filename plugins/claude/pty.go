@@ -1,0 +1,376 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/sdk/acp"
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// PTYName is the interactive backend's name.
+const PTYName = "claude"
+
+// TerminalEnv chooses the launcher; only the built-in PTY is implemented
+// (tmux is not yet).
+const TerminalEnv = "AVENOR_CLAUDE_TERMINAL"
+
+// EventPromptSubmitted says the prompt was typed into the TUI (§2.5).
+const EventPromptSubmitted = "agent.prompt_submitted"
+
+// Timings of the interactive backend.
+const (
+	ptyReadyTimeout = 60 * time.Second
+	ptyPoll         = 150 * time.Millisecond
+	ptyReEnter      = 750 * time.Millisecond // contract §7.7's re-Enter rule
+	ptyCancelWait   = 3 * time.Second
+	ptyIdleSettle   = time.Second // idle this long after an answer ends a turn without turn_duration
+	ptyKillGrace    = time.Second
+	ptyRetype       = 600 * time.Millisecond // an answer typed while the dialog ignored keys
+)
+
+// newPTYBackend is `claude`: Claude Code's interactive TUI in a
+// pseudo-terminal, progress from its JSONL transcript, idle/busy and
+// permission dialogs from the rendered screen (contract §7.7).
+func newPTYBackend() runtime.Backend { return &ptyBackend{} }
+
+type ptyBackend struct{}
+
+func (b *ptyBackend) Info() runtime.BackendInfo {
+	return runtime.BackendInfo{
+		Name: PTYName,
+		Description: "Claude Code's interactive TUI in a 220×50 pseudo-terminal: `claude --session-id <uuid> --permission-mode default`; " +
+			"events from the JSONL transcript, permission dialogs read from the screen (experimental)",
+		Capabilities: map[string]string{
+			runtime.CapNewSessions:         runtime.Supported,
+			runtime.CapPrompt:              runtime.Supported,
+			runtime.CapCancel:              runtime.Supported,
+			runtime.CapEventStreaming:      runtime.Supported,
+			runtime.CapPermissionRelay:     runtime.Experimental,
+			runtime.CapModelSelection:      runtime.Supported,
+			runtime.CapSubprocessDiscovery: runtime.Supported,
+		},
+		ThinkingLevels: thinkingLevels,
+		EventTypes: []string{runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
+			runtime.EventToolCallUpdate, runtime.EventWarning, EventPromptSubmitted},
+	}
+}
+
+func (b *ptyBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
+	return (&streamBackend{}).Check(ctx, req)
+}
+
+func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+	if strings.TrimSpace(req.Dir) == "" {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", PTYName)
+	}
+	if req.ResumeSessionID != "" {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s cannot resume session %q: the interactive backend keeps sessions only while its terminal lives; use claude-stream to resume across runs", PTYName, req.ResumeSessionID)
+	}
+	if req.ServerURL != "" {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends.%s].env", PTYName, PTYName)
+	}
+	env := acp.Environ(req.Env, map[string]string{"TERM": "xterm-256color"})
+	if v := lookupEnv(env, TerminalEnv); v != "" && v != "pty" {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: %s=%q is not supported by this plugin version (only the built-in pty); unset it", PTYName, TerminalEnv, v)
+	}
+	bin := binary(req.Options, req.Env)
+	_, version, err := claudeVersion(ctx, bin, env)
+	if err != nil {
+		return nil, err
+	}
+	id := newUUID()
+	args := []string{"--session-id", id, "--permission-mode", "default"}
+	if req.Agent != "" {
+		args = append(args, "--agent", req.Agent)
+	}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.Thinking != "" {
+		args = append(args, "--effort", req.Thinking)
+	}
+	log := host.Logger()
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	t, err := startTerminal(bin, args, env, req.Dir)
+	if err != nil {
+		var nf *agentproc.NotFoundError
+		if errors.As(err, &nf) {
+			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found; %s", PTYName, bin, installHint)
+		}
+		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: %v", PTYName, err)
+	}
+	s := &ptySession{id: id, bin: bin, version: version, host: host, log: log, term: t,
+		tail: &transcriptTail{configDir: claudeConfigDir(env), sessionID: id}, kinds: map[string]string{}}
+	if r, ok := host.(runtime.ProcessRecorder); ok {
+		r.RecordProcess(s.Process())
+	}
+	if err := s.waitReady(ctx); err != nil {
+		t.kill(ptyKillGrace)
+		return nil, err
+	}
+	return s, nil
+}
+
+// ptySession is one TUI; one turn at a time.
+type ptySession struct {
+	id, bin, version string
+	host             runtime.Host
+	log              hclog.Logger
+	term             *terminal
+	tail             *transcriptTail
+	kinds            map[string]string // tool_use id → kind
+
+	mu        sync.Mutex
+	cancel    chan struct{} // of the turn in flight
+	dead      error
+	closeOnce sync.Once
+}
+
+func (s *ptySession) ID() string { return s.id }
+
+func (s *ptySession) Process() runtime.ProcessInfo {
+	return runtime.ProcessInfo{PID: s.term.pid(), PGID: s.term.pid(), Binary: s.bin, Version: s.version}
+}
+
+func (s *ptySession) StartFields() map[string]any {
+	return map[string]any{"runtime": "claude-code", "runtime_version": s.version, "dangerously_load": false}
+}
+
+// waitReady waits for the input box.
+func (s *ptySession) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(ptyReadyTimeout)
+	for time.Now().Before(deadline) {
+		scr := s.term.screen()
+		st := readScreen(scr)
+		switch {
+		case st.idle():
+			return nil
+		case strings.Contains(scr, "Do you trust the files in this folder?"), strings.Contains(scr, "Choose the text style"),
+			strings.Contains(scr, "Do you want to use this API key?"):
+			return runtime.Errorf(runtime.FaultUser, "%s: Claude Code shows a first-run dialog; run `claude` once in %s (or pre-seed ~/.claude.json: hasCompletedOnboarding, the project's hasTrustDialogAccepted, customApiKeyResponses)\nscreen:\n%s",
+				PTYName, "the project directory", lastLines(scr, 12))
+		case s.term.done():
+			return runtime.Errorf(runtime.FaultRuntime, "%s: %s exited before its input box appeared (%v)\nscreen:\n%s", PTYName, s.bin, s.term.exitErr, lastLines(scr, 12))
+		}
+		select {
+		case <-ctx.Done():
+			return runtime.Errorf(runtime.FaultRuntime, "%s: interrupted while waiting for the TUI: %v", PTYName, ctx.Err())
+		case <-time.After(ptyPoll):
+		}
+	}
+	return runtime.Errorf(runtime.FaultRuntime, "%s: Claude Code's input box did not appear within %s\nscreen:\n%s", PTYName, ptyReadyTimeout, lastLines(s.term.screen(), 12))
+}
+
+// Prompt pastes the prompt and presses Enter, then follows the transcript
+// until the turn ends: system/turn_duration, or the screen idle for a
+// second after an answer.
+func (s *ptySession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnResult, error) {
+	s.mu.Lock()
+	if s.dead != nil {
+		err := s.dead
+		s.mu.Unlock()
+		return runtime.TurnResult{StopReason: runtime.StopError}, runtime.Errorf(runtime.FaultRuntime, "%s: the terminal is gone: %v", PTYName, err)
+	}
+	cancel := make(chan struct{})
+	s.cancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+	}()
+	done := func(stop string, final string) runtime.TurnResult {
+		r := runtime.TurnResult{StopReason: stop, Extra: map[string]any{"status": "done", "runtime_version": s.version}}
+		if final != "" {
+			r.FinalOutput, r.HasFinalOutput = final, true
+		}
+		return r
+	}
+
+	s.tail.skipToEnd()
+	if err := s.term.paste(turn.Text); err != nil {
+		return done(runtime.StopError, ""), runtime.Errorf(runtime.FaultRuntime, "%s: typing the prompt: %v", PTYName, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	_ = s.term.send("\r")
+	s.host.Emit(runtime.NewEvent(EventPromptSubmitted, map[string]any{"session_id": s.id, "source": "pty"}))
+	submitted := time.Now()
+	reEntered := false
+
+	var final string
+	answered := false
+	var idleSince time.Time
+	asked := false
+	var answer string // keys that answer the open dialog
+	var answeredAt time.Time
+	rejected := false // Esc on a dialog stops the turn without another answer
+	for {
+		for _, line := range s.tail.next() {
+			evs, end, text := transcriptEvents(s.id, line, s.kinds)
+			for _, ev := range evs {
+				s.host.Emit(ev)
+			}
+			if text != "" {
+				final, answered = text, true
+			}
+			if end {
+				return done(runtime.StopEndTurn, final), nil
+			}
+		}
+		st := readScreen(s.term.screen())
+		if !reEntered && time.Since(submitted) >= ptyReEnter {
+			reEntered = true
+			prefix := turn.Text
+			if len(prefix) > 96 {
+				prefix = prefix[:96]
+			}
+			if st.idle() && st.inputLine != "" && strings.HasPrefix(prefix, st.inputLine[:min(len(st.inputLine), len(prefix))]) {
+				s.log.Debug("the prompt is still in the input box; pressing Enter again")
+				_ = s.term.send("\r")
+			}
+		}
+		// Claude Code ignores keys for a moment after a dialog appears, so
+		// the answer is typed again until the dialog is gone.
+		switch {
+		case st.permission && !asked:
+			asked = true
+			stop, key := s.permission(ctx, cancel)
+			if stop != "" {
+				return done(stop, ""), nil
+			}
+			answer, answeredAt = key, time.Now()
+			rejected = rejected || key == "\x1b"
+			_ = s.term.send(answer)
+		case st.permission && answer != "" && time.Since(answeredAt) >= ptyRetype:
+			answeredAt = time.Now()
+			_ = s.term.send(answer)
+		case !st.permission:
+			asked, answer = false, ""
+		}
+		if st.idle() && (answered || rejected) {
+			if idleSince.IsZero() {
+				idleSince = time.Now()
+			} else if time.Since(idleSince) >= ptyIdleSettle {
+				return done(runtime.StopEndTurn, final), nil
+			}
+		} else {
+			idleSince = time.Time{}
+		}
+		if s.term.done() {
+			s.markDead(fmt.Errorf("claude exited (%v)", s.term.exitErr))
+			return done(runtime.StopEndTurn, final), nil // contract §7.7: terminal exit without cancel
+		}
+		select {
+		case <-ctx.Done():
+			return done(s.interrupt(), ""), nil
+		case <-cancel:
+			return done(s.interrupt(), ""), nil
+		case <-time.After(ptyPoll):
+		}
+	}
+}
+
+// permission raises the dialog on screen as a request and returns the keys
+// that answer it: the option's number to allow, Esc to reject; or the stop
+// reason when the turn was cancelled instead.
+func (s *ptySession) permission(ctx context.Context, cancel chan struct{}) (stop, keys string) {
+	scr := s.term.screen()
+	question, tool := "Do you want to proceed?", ""
+	lines := strings.Split(scr, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "Do you want to proceed?") {
+			var ctxLines []string
+			for j := max(0, i-6); j < i; j++ {
+				if t := strings.Trim(strings.TrimSpace(lines[j]), "─╌"); t != "" {
+					ctxLines = append(ctxLines, t)
+				}
+			}
+			if len(ctxLines) > 0 {
+				tool = strings.TrimSuffix(ctxLines[0], " command")
+				question = strings.Join(ctxLines, " · ") + " — Do you want to proceed?"
+			}
+			break
+		}
+	}
+	opts := []runtime.PermissionOption{{ID: "1", Kind: runtime.KindAllowOnce, Name: "Yes"}}
+	if strings.Contains(scr, "2. Yes, and") {
+		opts = append(opts, runtime.PermissionOption{ID: "2", Kind: runtime.KindAllowAlways, Name: "Yes, and always allow"})
+	}
+	opts = append(opts, runtime.PermissionOption{ID: "reject", Kind: runtime.KindReject, Name: "No (Esc)"})
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+	go func() {
+		select {
+		case <-cancel:
+			pcancel()
+		case <-pctx.Done():
+		}
+	}()
+	d, err := s.host.AskPermission(pctx, runtime.PermissionRequest{
+		ID: fmt.Sprintf("pty_%d", time.Now().UnixNano()), Options: opts, Tool: tool, Question: question,
+		Fields: map[string]any{"session_id": s.id, "source": "pty", "experimental": true},
+	})
+	switch {
+	case err != nil || d.Outcome == runtime.OutcomeCancelled:
+		return s.interrupt(), ""
+	case d.Allowed():
+		return "", d.OptionID
+	}
+	return "", "\x1b"
+}
+
+// interrupt presses Esc twice and waits up to 3 s for the TUI to go idle:
+// cancelled; else the terminal is killed: cancelled_forced.
+func (s *ptySession) interrupt() string {
+	if s.term.done() {
+		return runtime.StopCancelled
+	}
+	_ = s.term.send("\x1b")
+	time.Sleep(100 * time.Millisecond)
+	_ = s.term.send("\x1b")
+	deadline := time.Now().Add(ptyCancelWait)
+	for time.Now().Before(deadline) {
+		time.Sleep(ptyPoll)
+		if readScreen(s.term.screen()).idle() {
+			return runtime.StopCancelled
+		}
+	}
+	s.markDead(errors.New("killed after a cancel it did not honour"))
+	s.term.kill(ptyKillGrace)
+	return runtime.StopCancelledForced
+}
+
+func (s *ptySession) markDead(err error) {
+	s.mu.Lock()
+	if s.dead == nil {
+		s.dead = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *ptySession) Cancel(context.Context) error {
+	s.mu.Lock()
+	c := s.cancel
+	s.cancel = nil
+	s.mu.Unlock()
+	if c != nil {
+		close(c)
+	}
+	return nil
+}
+
+func (s *ptySession) Close(ctx context.Context) error {
+	_ = s.Cancel(ctx)
+	s.closeOnce.Do(func() { s.term.kill(ptyKillGrace) })
+	return nil
+}

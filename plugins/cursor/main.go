@@ -1,0 +1,16 @@
+// Command avenor-plugin-cursor serves avenor's cursor-acp backend: Cursor's
+// agent CLI driven over ACP (`agent acp`, contract §7.5,
+// runtime-protocols.md §6.2).
+package main
+
+import (
+	"github.com/avenor-go/avenor/sdk/plugin"
+)
+
+// Version is the plugin's version; release builds set it with
+// -ldflags "-X main.Version=1.2.0".
+var Version = "0.1.0"
+
+func main() {
+	plugin.Serve(plugin.Info{Name: "cursor", Version: Version}, newBackend())
+}

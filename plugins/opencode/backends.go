@@ -1,0 +1,13 @@
+package main
+
+import (
+	"github.com/avenor-go/avenor/plugins/opencode/internal/ocacp"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// backends are the OpenCode backends this plugin serves. opencode-http (an
+// `opencode serve` driven over HTTP and SSE, contract §7.2) joins them as
+// its own package, internal/ochttp, sharing internal/occonfig.
+func backends() []runtime.Backend {
+	return []runtime.Backend{ocacp.New()}
+}

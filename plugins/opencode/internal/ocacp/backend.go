@@ -1,0 +1,105 @@
+// Package ocacp is the opencode-acp backend: `opencode acp` driven over ACP
+// (contract §7.1, runtime-protocols.md §2.5).
+package ocacp
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/avenor-go/avenor/plugins/opencode/internal/occonfig"
+	"github.com/avenor-go/avenor/sdk/acp"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Name is the backend's name.
+const Name = "opencode-acp"
+
+// Environment the backend reads.
+const (
+	// BinaryEnv overrides the opencode binary (the "binary" option wins).
+	BinaryEnv = "AVENOR_OPENCODE_BIN"
+	// ServerURLEnv is opencode-http's default server; it makes this
+	// backend refuse to run (contract §1.14).
+	ServerURLEnv = "AVENOR_OPENCODE_URL"
+)
+
+const installHint = "install it with: npm install -g opencode-ai (or set the backend option binary, or " + BinaryEnv + ", to its path)"
+
+// New returns the opencode-acp backend.
+func New() runtime.Backend {
+	return acp.NewBackend(acp.BackendSpec{
+		Info: runtime.BackendInfo{
+			Name:        Name,
+			Description: "OpenCode over ACP: `opencode acp`, one process per session",
+			Capabilities: map[string]string{
+				runtime.CapNewSessions:         runtime.Supported,
+				runtime.CapResume:              runtime.Supported,
+				runtime.CapPrompt:              runtime.Supported,
+				runtime.CapCancel:              runtime.Supported,
+				runtime.CapEventStreaming:      runtime.Supported,
+				runtime.CapPermissionRelay:     runtime.Supported,
+				runtime.CapModelSelection:      runtime.Supported,
+				runtime.CapExternalServerURL:   runtime.Unsupported,
+				runtime.CapSubprocessDiscovery: runtime.Supported,
+			},
+			ResumeScope: runtime.ResumeCrossProcess,
+			EventTypes:  acp.EventTypes,
+		},
+		Binary:      "opencode",
+		BinaryEnv:   BinaryEnv,
+		InstallHint: installHint,
+		Configure:   configure,
+	})
+}
+
+// configure sets the command line, refuses a server URL, and resolves
+// --agent's model and mode from OpenCode's own config.
+func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
+	getenv := func(k string) string { return acp.Lookup(cfg.Env, k) }
+	if req.ServerURL != "" || getenv(ServerURLEnv) != "" {
+		return nil, runtime.Errorf(runtime.FaultUser,
+			"%s runs its own `opencode acp` and does not use a server URL, but --server-url or %s is set; use --backend opencode-http to drive an OpenCode server, or unset it",
+			Name, ServerURLEnv)
+	}
+	dir, err := filepath.Abs(req.Dir)
+	if err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: --dir %q: %v", Name, req.Dir, err)
+	}
+	cfg.Dir = dir
+	cfg.Args = []string{"acp", "--pure", "--log-level", "WARN", "--cwd", dir}
+	cfg.AuthHint = "log in with `opencode auth login`, or configure a provider in opencode.json"
+	if req.Agent == "" {
+		return nil, nil
+	}
+	layers, err := occonfig.Layers(dir, getenv)
+	if err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)
+	}
+	agent := occonfig.ResolveAgent(layers, req.Agent, getenv)
+	if cfg.Model == "" && agent.Model != "" {
+		cfg.Model = agent.Model
+	}
+	if agent.Mode != "subagent" {
+		return nil, nil
+	}
+	// A subagent is not selectable as the session's agent: a per-run config
+	// makes it "all" (contract §7.1).
+	rc, err := occonfig.WriteRunConfig(req.RunID, req.Agent, getenv)
+	if err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)
+	}
+	cfg.Env = setEnv(cfg.Env, "OPENCODE_CONFIG", rc.Path)
+	cfg.Env = setEnv(cfg.Env, "OPENCODE_CONFIG_CONTENT", rc.Content)
+	return func() { _ = os.Remove(rc.Path) }, nil
+}
+
+func setEnv(env []string, key, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}

@@ -1,0 +1,14 @@
+// Command avenor-plugin-opencode serves avenor's OpenCode backends.
+package main
+
+import (
+	"github.com/avenor-go/avenor/sdk/plugin"
+)
+
+// Version is the plugin's version; release builds set it with
+// -ldflags "-X main.Version=1.2.0".
+var Version = "0.1.0"
+
+func main() {
+	plugin.Serve(plugin.Info{Name: "opencode", Version: Version}, backends()...)
+}

@@ -1,0 +1,16 @@
+// Command avenor-plugin-pi serves avenor's pi backend: the pi coding agent
+// driven over its RPC mode (`pi --mode rpc`, contract §7.6,
+// runtime-protocols.md §4).
+package main
+
+import (
+	"github.com/avenor-go/avenor/sdk/plugin"
+)
+
+// Version is the plugin's version; release builds set it with
+// -ldflags "-X main.Version=1.2.0".
+var Version = "0.1.0"
+
+func main() {
+	plugin.Serve(plugin.Info{Name: "pi", Version: Version}, newBackend())
+}

@@ -1,0 +1,41 @@
+// Package acp is the client side of the Agent Client Protocol (ACP v1), shared
+// by the avenor plugins whose runtimes speak it: opencode-acp, gemini-acp and
+// cursor-acp.
+//
+// It owns everything between an agent CLI's stdio and sdk/runtime:
+//
+//   - framing (framing.go): NDJSON, one JSON-RPC 2.0 message per line, and
+//     also a Content-Length framed message; lines are bounded by
+//     agentproc.LineReader, so a runaway agent cannot make a plugin buffer
+//     without limit;
+//   - the JSON-RPC connection (conn.go): our requests with bounded waits,
+//     the agent's requests and notifications handled strictly in arrival
+//     order, request ids kept raw (agents send 0 and UUID strings), methods
+//     we do not serve answered -32601;
+//   - the ACP calls (client.go): initialize, authenticate, session/new,
+//     session/load, session/resume, modes, models and config options,
+//     session/prompt, session/cancel;
+//   - the mappings to avenor's vocabulary: session/update → events exactly as
+//     contract §2.2 (updates.go), session/request_permission → the host's
+//     permission broker (permission.go), the prompt result → the turn's end
+//     (result.go);
+//   - a runtime.Session over one agent process (session.go), which the
+//     plugins configure with a Config and extend with vendor methods
+//     (Cursor's cursor/*), and a runtime.Backend around it (backend.go,
+//     launch.go: which binary, its environment, Check).
+//
+// acptest builds a fake ACP agent (internal/fakeagent) that behaves like
+// opencode acp, gemini --acp or Cursor's agent acp, for the plugins' tests.
+//
+// Why not github.com/coder/acp-go-sdk (v0.13.0, read in full): it routes only
+// "_"-prefixed methods to extension handlers, so Cursor's blocking
+// cursor/ask_question and cursor/create_plan would be answered "method not
+// found"; it decodes session/update into typed structs, which loses the
+// fields the contract copies through as-is and has no way to pass an unknown
+// update kind on; its bufio.Scanner closes the whole connection on a line
+// over 10 MiB instead of skipping it; it has no Content-Length framing; and
+// a full notification queue closes the connection. What avenor needs of ACP
+// v1 is small, so this package implements it directly.
+//
+// Plugin authors of ACP backends import this package; the host does not.
+package acp
