@@ -74,9 +74,9 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypeError,
-		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics.",
+		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics. A permission decision that did not surely reach a plugin that died adds request_id, option_id, outcome and delivery (not_sent or possibly_sent).",
 		Fields:   []string{"source", "message"},
-		Optional: []string{"kind", "stop_reason", "model", "diagnostics"},
+		Optional: []string{"kind", "stop_reason", "model", "diagnostics", "request_id", "option_id", "outcome", "delivery"},
 	},
 	{
 		Name:   TypeWarning,
@@ -90,9 +90,10 @@ var HostEventTypes = []EventType{
 		Optional: []string{"requires_user_input", "kind", "input", "ui_request_id"},
 	},
 	{
-		Name:   TypePermissionResponse,
-		Doc:    "A permission request was decided; source is avenor (auto-approve), control or file.",
-		Fields: []string{"request_id", "option_id", "kind", "source"},
+		Name:     TypePermissionResponse,
+		Doc:      "A permission request was decided; source is avenor (auto-approve), control or file. outcome is set (cancelled) when the answer cancelled the run.",
+		Fields:   []string{"request_id", "option_id", "kind", "source"},
+		Optional: []string{"outcome"},
 	},
 	{
 		Name:   TypeSubscriberLagged,

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/permission"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -140,3 +141,15 @@ func (h *sessionHost) rebind(write func(event.Event) event.Event, p Permissions,
 // park detaches the session from its run (Options.KeepSession): until a
 // run rebinds it, events are dropped and permission requests refused.
 func (h *sessionHost) park() { h.rebind(nil, nil, nil) }
+
+// PermissionUndelivered implements sdk.DeliveryReporter: the broker's
+// session says so with an avenor.error carrying the delivery state.
+func (h *sessionHost) PermissionUndelivered(requestID string, d sdk.PermissionDecision, delivery string, cause error) {
+	if u, ok := h.permissions.(interface {
+		Undelivered(string, sdk.PermissionDecision, permission.Delivery, error)
+	}); ok {
+		u.Undelivered(requestID, d, permission.Delivery(delivery), cause)
+		return
+	}
+	h.logger.Error("a permission decision was not delivered", "request_id", requestID, "delivery", delivery, "error", cause)
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -54,7 +56,7 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		owner: b.owner, stream: stream, cancel: cancel, host: host,
 		turnEnded: make(chan *pb.TurnEnded, 1), closed: make(chan *pb.Closed, 1),
 		opened: make(chan *pb.Opened, 1), done: make(chan struct{}),
-		waits: map[string]context.CancelFunc{},
+		waits: map[string]context.CancelFunc{}, inflight: map[string]runtime.PermissionDecision{},
 	}
 	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Open{Open: open}}); err != nil {
 		cancel()
@@ -115,6 +117,9 @@ type remoteSession struct {
 	turnID string // the turn last prompted; Cancel names it
 	proc   runtime.ProcessInfo
 	waits  map[string]context.CancelFunc // pending permission waits
+	// inflight: decisions sent during the current turn, not yet known to
+	// have been received (the turn has not ended).
+	inflight map[string]runtime.PermissionDecision
 }
 
 func (s *remoteSession) ID() string {
@@ -236,7 +241,14 @@ func (s *remoteSession) recvLoop() {
 		for _, c := range s.waits {
 			c()
 		}
+		inflight := s.inflight
+		s.inflight = map[string]runtime.PermissionDecision{}
 		s.mu.Unlock()
+		if s.recvErr != nil && status.Code(s.recvErr) != codes.Canceled {
+			for id, d := range inflight {
+				s.undelivered(id, d, runtime.DeliveryPossiblySent, s.recvErr)
+			}
+		}
 		close(s.done)
 	}()
 	for {
@@ -260,12 +272,14 @@ func (s *remoteSession) recvLoop() {
 		case *pb.PluginMessage_PermissionRequest:
 			s.permission(m.PermissionRequest)
 		case *pb.PluginMessage_TurnEnded:
-			// A turn ended: any permission still pending for it is moot.
+			// A turn ended: any permission still pending for it is moot,
+			// and every decision sent for it was received.
 			s.mu.Lock()
 			for id, c := range s.waits {
 				c()
 				delete(s.waits, id)
 			}
+			clear(s.inflight)
 			s.mu.Unlock()
 			select {
 			case s.turnEnded <- m.TurnEnded:
@@ -312,8 +326,22 @@ func (s *remoteSession) permission(p *pb.PermissionRequest) {
 		if err != nil && d.Outcome == "" {
 			d = runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}
 		}
-		_ = s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(req.ID, d)}})
+		if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(req.ID, d)}}); err != nil {
+			s.undelivered(req.ID, d, runtime.DeliveryNotSent, err)
+			return
+		}
+		// Sent, but not surely acted on until the turn ends: if the plugin
+		// dies first, the decision may or may not have reached the runtime.
+		s.mu.Lock()
+		s.inflight[req.ID] = d
+		s.mu.Unlock()
 	}()
+}
+
+func (s *remoteSession) undelivered(id string, d runtime.PermissionDecision, state string, cause error) {
+	if r, ok := s.host.(runtime.DeliveryReporter); ok {
+		r.PermissionUndelivered(id, d, state, cause)
+	}
 }
 
 func (s *remoteSession) logger() hclog.Logger {

@@ -75,6 +75,21 @@ type StartFielder interface {
 	StartFields() map[string]any
 }
 
+// DeliveryReporter is an optional Host extension: sdk/plugin tells the host
+// when a permission decision did not reach the plugin (DeliveryNotSent: the
+// send failed) or may not have (DeliveryPossiblySent: sent, then the plugin
+// died before its turn ended), so the user learns what the runtime may or may
+// not have done. Nothing is ever retried or allowed in its place.
+type DeliveryReporter interface {
+	PermissionUndelivered(requestID string, d PermissionDecision, delivery string, cause error)
+}
+
+// Delivery states of a permission decision that was not surely delivered.
+const (
+	DeliveryNotSent      = "not_sent"
+	DeliveryPossiblySent = "possibly_sent"
+)
+
 // OpenRequest is everything a backend needs to open a session.
 type OpenRequest struct {
 	Backend         string
