@@ -234,7 +234,7 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 		return o, perms, fmt.Errorf("--dir %q: %w", f.dir, err)
 	}
 	project, _ := config.FindProject(absStart)
-	settings, _, err := config.Load(config.Sources{
+	settings, prov, err := config.Load(config.Sources{
 		Environ: env.Environ, Dirs: dirs, ProjectDir: project, Flags: changedSettings(cmd, f),
 	})
 	if err != nil {
@@ -316,7 +316,7 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 	})
 	f.backends = backendLookup(finder, settings, dirs, logger)
 	o = hostrt.Options{
-		Backend: settings.Backend, Dir: dir, Prompt: prompt,
+		Backend: settings.Backend, Dir: dir, DirExplicit: prov["dir"] != config.LayerDefault, Prompt: prompt,
 		Model: settings.Model, Agent: settings.Agent, Thinking: settings.Thinking,
 		Resume: f.resume, ServerURL: settings.ServerURL, RunID: f.runID, Label: settings.Label,
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,

@@ -18,6 +18,8 @@ type Options struct {
 	Backend string
 	// Dir is the agent's absolute working directory. Required.
 	Dir string
+	// DirExplicit says the user chose Dir (--dir, a spawn's dir).
+	DirExplicit bool
 	// Prompt is the first turn's text. Required.
 	Prompt string
 

@@ -290,7 +290,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		sess, err = l.Backend.Open(ctx, sdk.OpenRequest{
 			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
-			StateDir: o.StateDir, RunID: o.RunID,
+			StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {

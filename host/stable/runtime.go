@@ -31,6 +31,7 @@ type spec struct {
 	runID, onEvent, sentinel, permBase                                   string
 	parentID, parentRunID                                                string
 	autoApprove                                                          bool
+	dirExplicit                                                          bool // the spawn named its dir
 	permFile                                                             bool // a file permission handler answers
 	timeout, progressTimeout                                             time.Duration
 	maxRetries                                                           int
@@ -136,7 +137,7 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 	sp := rt.spec
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	runner := hostrt.New(hostrt.Options{
-		Backend: sp.backend, Dir: sp.dir, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
+		Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
 		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
 		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries,
 		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent,

@@ -193,7 +193,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	set := b.Settings
 	sp := spec{
 		backend: set.Backend, model: set.Model, agent: set.Agent, agentProfile: p.AgentProfile, thinking: set.Thinking,
-		label: set.Label, dir: dir, serverURL: set.ServerURL, runID: NewRunID(),
+		label: set.Label, dir: dir, dirExplicit: p.Dir != "", serverURL: set.ServerURL, runID: NewRunID(),
 		onEvent: p.OnEvent, sentinel: p.SentinelFile, parentID: p.ParentID, parentRunID: p.ParentRunID,
 		autoApprove: set.AutoApprove, timeout: set.Timeout, progressTimeout: set.ProgressTimeout,
 		maxRetries: set.MaxRetries, pluginOptions: b.PluginOptions, stateDir: b.StateDir, launch: b.Launch,

@@ -147,7 +147,7 @@ func (rt *runtime) startWorkflowLocked(initial string) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	rts := &loop.Runtimes{
 		Base: hostrt.Options{
-			Dir: sp.dir, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
+			Dir: sp.dir, DirExplicit: sp.dirExplicit, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
 			ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries, AutoApprove: sp.autoApprove,
 			Writer: rt.w, PermBase: sp.permBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
 		},

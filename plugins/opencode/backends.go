@@ -2,12 +2,13 @@ package main
 
 import (
 	"github.com/avenor-go/avenor/plugins/opencode/internal/ocacp"
+	"github.com/avenor-go/avenor/plugins/opencode/internal/ochttp"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// backends are the OpenCode backends this plugin serves. opencode-http (an
-// `opencode serve` driven over HTTP and SSE, contract §7.2) joins them as
-// its own package, internal/ochttp, sharing internal/occonfig.
+// backends are the OpenCode backends this plugin serves: opencode-acp and
+// opencode-http (an `opencode serve` driven over HTTP and SSE, contract
+// §7.2, internal/ochttp).
 func backends() []runtime.Backend {
-	return []runtime.Backend{ocacp.New()}
+	return []runtime.Backend{ocacp.New(), ochttp.New()}
 }

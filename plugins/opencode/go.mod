@@ -4,13 +4,13 @@ go 1.26.8
 
 require (
 	github.com/avenor-go/avenor/sdk v0.0.0
+	github.com/hashicorp/go-hclog v1.6.3
 	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
-	github.com/hashicorp/go-hclog v1.6.3 // indirect
 	github.com/hashicorp/go-plugin v1.7.0 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect

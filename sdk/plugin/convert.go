@@ -49,7 +49,7 @@ func openToProto(r runtime.OpenRequest) (*pb.Open, error) {
 	return &pb.Open{
 		Backend: r.Backend, Dir: r.Dir, Model: r.Model, Agent: r.Agent, Thinking: r.Thinking,
 		ResumeSessionId: r.ResumeSessionID, ServerUrl: r.ServerURL, Env: r.Env,
-		OptionsJson: opts, StateDir: r.StateDir, RunId: r.RunID,
+		OptionsJson: opts, StateDir: r.StateDir, RunId: r.RunID, DirExplicit: r.DirExplicit,
 	}, nil
 }
 
@@ -62,6 +62,7 @@ func openFromProto(o *pb.Open) (runtime.OpenRequest, error) {
 		Backend: o.GetBackend(), Dir: o.GetDir(), Model: o.GetModel(), Agent: o.GetAgent(),
 		Thinking: o.GetThinking(), ResumeSessionID: o.GetResumeSessionId(), ServerURL: o.GetServerUrl(),
 		Env: o.GetEnv(), Options: opts, StateDir: o.GetStateDir(), RunID: o.GetRunId(),
+		DirExplicit: o.GetDirExplicit(),
 	}, nil
 }
 

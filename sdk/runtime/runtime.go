@@ -92,8 +92,11 @@ const (
 
 // OpenRequest is everything a backend needs to open a session.
 type OpenRequest struct {
-	Backend         string
-	Dir             string // absolute working directory
+	Backend string
+	Dir     string // absolute working directory
+	// DirExplicit: the user chose Dir (--dir, a spawn's dir) rather than
+	// taking the working directory by default.
+	DirExplicit     bool
 	Model           string
 	Agent           string
 	Thinking        string // one of BackendInfo.ThinkingLevels, or empty

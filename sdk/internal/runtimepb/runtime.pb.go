@@ -536,8 +536,12 @@ type Open struct {
 	// JSON object of plugin options from [backends.<name>].options.
 	OptionsJson []byte `protobuf:"bytes,9,opt,name=options_json,json=optionsJson,proto3" json:"options_json,omitempty"`
 	// Directory the plugin may keep state in between processes.
-	StateDir      string `protobuf:"bytes,10,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
-	RunId         string `protobuf:"bytes,11,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	StateDir string `protobuf:"bytes,10,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
+	RunId    string `protobuf:"bytes,11,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The user chose dir explicitly (--dir, a spawn's dir); false when it is
+	// the working directory by default. Runtimes that serve several
+	// directories (opencode-http) pin the directory only when it is explicit.
+	DirExplicit   bool `protobuf:"varint,12,opt,name=dir_explicit,json=dirExplicit,proto3" json:"dir_explicit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -647,6 +651,13 @@ func (x *Open) GetRunId() string {
 		return x.RunId
 	}
 	return ""
+}
+
+func (x *Open) GetDirExplicit() bool {
+	if x != nil {
+		return x.DirExplicit
+	}
+	return false
 }
 
 type Prompt struct {
@@ -1701,7 +1712,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06cancel\x18\x03 \x01(\v2\x19.avenor.runtime.v1.CancelH\x00R\x06cancel\x12X\n" +
 	"\x13permission_decision\x18\x04 \x01(\v2%.avenor.runtime.v1.PermissionDecisionH\x00R\x12permissionDecision\x120\n" +
 	"\x05close\x18\x05 \x01(\v2\x18.avenor.runtime.v1.CloseH\x00R\x05closeB\x05\n" +
-	"\x03msg\"\x88\x03\n" +
+	"\x03msg\"\xab\x03\n" +
 	"\x04Open\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -1715,7 +1726,8 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\foptions_json\x18\t \x01(\fR\voptionsJson\x12\x1b\n" +
 	"\tstate_dir\x18\n" +
 	" \x01(\tR\bstateDir\x12\x15\n" +
-	"\x06run_id\x18\v \x01(\tR\x05runId\x1a6\n" +
+	"\x06run_id\x18\v \x01(\tR\x05runId\x12!\n" +
+	"\fdir_explicit\x18\f \x01(\bR\vdirExplicit\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +

@@ -1,0 +1,151 @@
+package ochttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxResponseBytes bounds a JSON answer of the server (a message with all
+// its parts can be large).
+const maxResponseBytes = 64 << 20
+
+// errNotFound is a 404 from the server.
+var errNotFound = errors.New("not found")
+
+// client speaks to one OpenCode server: base URL, basic auth, and the
+// ?directory= of contract decision 14 on every call.
+type client struct {
+	base      *url.URL // without user info
+	user      string
+	pass      string
+	hasAuth   bool
+	directory string // "" sends none
+	http      *http.Client
+}
+
+// newClient parses rawURL; user:pass@ in it wins over password (from
+// OPENCODE_SERVER_PASSWORD) and user (OPENCODE_SERVER_USERNAME, default
+// "opencode").
+func newClient(rawURL, user, password, directory string) (*client, error) {
+	u, err := url.Parse(strings.TrimRight(rawURL, "/"))
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("server URL %q is not an http(s) URL", rawURL)
+	}
+	c := &client{directory: directory, http: &http.Client{}}
+	if u.User != nil {
+		c.user = u.User.Username()
+		c.pass, _ = u.User.Password()
+		c.hasAuth = true
+		u.User = nil
+	} else if password != "" {
+		if user == "" {
+			user = "opencode"
+		}
+		c.user, c.pass, c.hasAuth = user, password, true
+	}
+	c.base = u
+	return c, nil
+}
+
+// String is the server URL without credentials.
+func (c *client) String() string { return c.base.String() }
+
+func (c *client) url(path string) string {
+	u := *c.base
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	if c.directory != "" {
+		u.RawQuery = url.Values{"directory": {c.directory}}.Encode()
+	}
+	return u.String()
+}
+
+func (c *client) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.hasAuth {
+		req.SetBasicAuth(c.user, c.pass)
+	}
+	return req, nil
+}
+
+// do sends a JSON request and decodes a JSON answer into out (nil: discard).
+func (c *client) do(ctx context.Context, method, path string, body, out any) error {
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%s %s: %w", method, path, errNotFound)
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("%s %s: 401 unauthorized: give the server's credentials as user:pass@ in the URL or in OPENCODE_SERVER_PASSWORD", method, path)
+	case resp.StatusCode/100 != 2:
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, firstLine(string(b)))
+	}
+	if out == nil || len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: bad JSON answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// events opens GET /event.
+func (c *client) events(ctx context.Context) (*http.Response, error) {
+	req, err := c.request(ctx, http.MethodGet, "/event", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET /event: HTTP %d", resp.StatusCode)
+	}
+	return resp, nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
