@@ -18,7 +18,7 @@ BUF_VERSION            := v1.74.0
 PROTOC_GEN_GO_VERSION  := v1.36.11
 PROTOC_GEN_GRPC_VERSION := v1.6.1
 
-.PHONY: all build install run test test-short e2e bench proto lint clean docs
+.PHONY: all build install run test test-short e2e bench reliability proto lint clean docs
 
 all: build
 
@@ -87,6 +87,14 @@ docs: build
 
 bench: build
 	AVENOR_TEST_BIN=$(BIN) $(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/ | tee bench/out.txt
+
+# The reliability suite (issue 11, hosttest/reliability_*_test.go, build tag reliability): crash
+# matrix, soak, security, bad input. Bounded for CI; the full run is e.g.
+# RELIABILITY_TRIALS=100 RELIABILITY_SOAK_RUNS=1000 RELIABILITY_SOAK_SPAWNS=200.
+# RELIABILITY_SEED replays a failed run's random choices.
+RELIABILITY_TRIALS ?= 20
+reliability: build
+	AVENOR_TEST_BIN=$(BIN) RELIABILITY_TRIALS=$(RELIABILITY_TRIALS) $(GO) test -tags reliability -count=1 -timeout 30m -run 'Reliability|CrashMatrix|Soak|BadInput|BadRuntimeOutput|StablePluginKilledDuringPermission|ControlSocketModes|HTTPDebugRefusesNonLoopback|HTTPDebugRequiresToken|PinnedPluginWrongHash|SecretsAcrossFailures' ./hosttest/
 
 proto:
 	@mkdir -p $(TOOLS)

@@ -10,5 +10,15 @@
 // gets its own HOME, XDG directories, TMPDIR and working directory, and sees
 // only the echo and scripted plugins.
 //
+// The reliability suite lives here too, behind the build tag `reliability`
+// (files reliability_*_test.go), so it shares this harness: `make test` never
+// runs it; `make reliability` does, with bounded counts (RELIABILITY_TRIALS,
+// 20 by default; RELIABILITY_SOAK_RUNS and RELIABILITY_SOAK_SPAWNS likewise):
+// a crash matrix (SIGKILL of the plugin, the runtime child or the host at
+// random points of a turn), a soak of sequential runs and stable spawns,
+// security checks (socket modes, the HTTP debug adapter, pinned-plugin hashes,
+// secret redaction) and bad input. Random choices come from one seeded RNG per
+// test (RELIABILITY_SEED replays one); the seed is printed on failure.
+//
 // Nothing here is imported by other packages.
 package hosttest

@@ -224,7 +224,9 @@ type proc struct {
 }
 
 // runGuard bounds every avenor process: no test waits longer on a hung run.
-const runGuard = 45 * time.Second
+// The reliability suite raises it: a supervisor lives through a whole crash
+// matrix or soak, each step with its own, shorter bound.
+var runGuard = 45 * time.Second
 
 // start starts avenor with args; extraEnv entries override the world's.
 func (w *world) start(extraEnv []string, args ...string) *proc {

@@ -33,7 +33,11 @@ func (s *Session) Undelivered(requestID string, d sdk.PermissionDecision, state 
 	if state == DeliveryPossiblySent {
 		what = "may not have reached it"
 	}
-	msg := fmt.Sprintf("permission decision for request %s (%s %s) %s: the plugin died", requestID, d.Outcome, d.OptionID, what)
+	decision := d.Outcome
+	if d.OptionID != "" {
+		decision += " " + d.OptionID
+	}
+	msg := fmt.Sprintf("permission decision for request %s (%s) %s: the plugin died", requestID, decision, what)
 	if cause != nil {
 		msg += ": " + cause.Error()
 	}

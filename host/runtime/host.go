@@ -45,10 +45,19 @@ func (h *sessionHost) emit(ev event.Event) {
 	write := h.write
 	h.mu.Unlock()
 	if write == nil {
-		// A kept session between runs (Options.KeepSession): no run owns the
-		// stream, whose last event must stay the session.end.
-		h.logger.Debug("dropped an event of a kept session between runs", "event", ev.Type())
+		// After session.end, or a kept session between runs
+		// (Options.KeepSession): no turn owns the stream, whose last event
+		// must stay the session.end.
+		h.logger.Warn("an event after session.end is not written to the log", "event", ev.Type(), "source", ev["source"], "message", ev["message"])
 		return
+	}
+	if ev.Type() == "session.end" {
+		// session.end is the last event of the attempt: whatever the
+		// plugin's goroutines still report (a decision that could not be
+		// delivered to a plugin that just died…) goes to the log instead.
+		h.mu.Lock()
+		h.write = nil
+		h.mu.Unlock()
 	}
 	stamped := write(ev)
 	h.final.Observe(stamped)

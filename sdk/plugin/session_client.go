@@ -326,8 +326,14 @@ func (s *remoteSession) permission(p *pb.PermissionRequest) {
 		if err != nil && d.Outcome == "" {
 			d = runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}
 		}
+		abandoned := err != nil // the wait ended without a decision (turn over, plugin gone)
 		if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(req.ID, d)}}); err != nil {
-			s.undelivered(req.ID, d, runtime.DeliveryNotSent, err)
+			if !abandoned {
+				// Only a real decision that failed to leave is news; a
+				// wait abandoned because the plugin died has nothing to
+				// deliver.
+				s.undelivered(req.ID, d, runtime.DeliveryNotSent, err)
+			}
 			return
 		}
 		// Sent, but not surely acted on until the turn ends: if the plugin

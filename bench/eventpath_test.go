@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avenor-go/avenor/client"
+)
+
+// The event-path cases of issue 11 (§1–3) that BenchmarkFlood leaves out: a
+// raw baseline next to the flood through the host to a real file, the flood
+// to a control-socket subscriber, emit → subscriber latency at 1k events/s,
+// and the permission round trip through answer_permission.
+
+const pathFloodEvents = 20000
+
+// BenchmarkFloodToFile: the flood through the whole host into a real file,
+// each mode, next to the raw baseline: a Go loop appending the very lines
+// the host wrote (one write per line, as the host's event writer does) to a
+// file of its own.
+func BenchmarkFloodToFile(b *testing.B) {
+	var lines [][]byte
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) {
+			state, dir := b.TempDir(), b.TempDir()
+			var total int64
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				path := filepath.Join(dir, fmt.Sprintf("events-%d.ndjson", i))
+				f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				run(b, m, "scripted", fmt.Sprintf("flood %d", pathFloodEvents), state, f)
+				elapsed += time.Since(start)
+				f.Close()
+				data, _ := os.ReadFile(path)
+				ls := bytes.SplitAfter(data, []byte("\n"))
+				total += int64(len(ls) - 1)
+				if lines == nil {
+					lines = ls[:len(ls)-1]
+				}
+			}
+			b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+		})
+	}
+	b.Run("raw-baseline", func(b *testing.B) {
+		dir := b.TempDir()
+		var total int64
+		var elapsed time.Duration
+		for i := 0; i < b.N; i++ {
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("raw-%d.ndjson", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			for _, l := range lines {
+				if _, err := f.Write(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+			elapsed += time.Since(start)
+			f.Close()
+			total += int64(len(lines))
+		}
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+	})
+}
+
+// startRun starts the built avenor on the scripted plugin with a control
+// socket, subscribes to it before the turn's work begins (the script must
+// open with a short sleep), and returns the subscription.
+func startRun(b *testing.B, script string) (*client.Client, *client.Subscription, func()) {
+	b.Helper()
+	tmp, err := os.MkdirTemp("", "avb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(tmp, "c.sock")
+	cmd := exec.Command(avenorBinary(b), "--backend", "scripted", "--dir", tmp, "--control-socket", sock,
+		"--on-event", filepath.Join(tmp, "events.ndjson"), "--prompt", script)
+	cmd.Env = append(os.Environ(), "AVENOR_PLUGIN_PATH="+binDir, "TMPDIR="+tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var c *client.Client
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if c, err = client.Dial(ctx, sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			b.Fatalf("no control socket: %v\n%s", err, stderr.String())
+		}
+	}
+	sub, err := c.Subscribe(ctx, client.SubscribeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, sub, func() {
+		c.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("avenor: %v\n%s", err, stderr.String())
+		}
+		os.RemoveAll(tmp)
+	}
+}
+
+// BenchmarkFloodToSocketSubscriber: the flood through the built avenor to
+// one control-socket subscriber; events/s counts the events it received,
+// from its first message chunk to session.end. dropped counts events the
+// subscriber never saw (seq gaps); lagged/op the subscriber.lagged notices
+// the host sent for them.
+func BenchmarkFloodToSocketSubscriber(b *testing.B) {
+	var total, dropped, lagged int64
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		_, sub, done := startRun(b, fmt.Sprintf("sleep 300ms\nflood %d", pathFloodEvents))
+		var first time.Time
+		var got, lastSeq int64
+		for ev := range sub.C() {
+			if ev.Name == "subscriber.lagged" {
+				lagged++
+			}
+			if ev.Name == "agent.message_chunk" && first.IsZero() {
+				first = time.Now()
+			}
+			if ev.Seq > 0 {
+				if lastSeq > 0 && ev.Seq != lastSeq+1 {
+					dropped += ev.Seq - lastSeq - 1
+				}
+				lastSeq = ev.Seq
+			}
+			if !first.IsZero() {
+				got++
+			}
+			if ev.Name == "session.end" {
+				break
+			}
+		}
+		elapsed += time.Since(first)
+		total += got
+		done()
+	}
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(dropped)/float64(b.N), "dropped/op")
+	b.ReportMetric(float64(lagged)/float64(b.N), "lagged/op")
+}
+
+// tickerEnv makes this test binary a runtime that prints its clock
+// (UnixNano) once a millisecond, BENCH_TICKER lines in all: run through the
+// scripted plugin's `lines`, each line is one message chunk whose text says
+// when the runtime emitted it.
+const tickerEnv = "BENCH_TICKER"
+
+func init() {
+	n, err := strconv.Atoi(os.Getenv(tickerEnv))
+	if err != nil || n <= 0 {
+		return
+	}
+	w := bufio.NewWriter(os.Stdout)
+	next := time.Now()
+	for i := 0; i < n; i++ {
+		next = next.Add(time.Millisecond)
+		time.Sleep(time.Until(next))
+		fmt.Fprintf(w, "%d\n", time.Now().UnixNano())
+		w.Flush()
+	}
+	os.Exit(0)
+}
+
+// BenchmarkLatencyToSubscriber: a runtime emits 1 000 lines/s; each one's
+// latency is the time from the runtime writing it to the socket subscriber
+// decoding it (runtime pipe → plugin → gRPC → host → socket → client), a
+// slight superset of the issue's plugin emit → subscriber.
+func BenchmarkLatencyToSubscriber(b *testing.B) {
+	const perOp = 3000
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lat []time.Duration
+	for i := 0; i < b.N; i++ {
+		_, sub, done := startRun(b, fmt.Sprintf("sleep 300ms\nlines %s=%d %s", tickerEnv, perOp, self))
+		for ev := range sub.C() {
+			if ev.Name == "agent.message_chunk" {
+				now := time.Now()
+				var f struct {
+					Content struct{ Text string } `json:"content"`
+				}
+				if ev.Decode(&f) == nil {
+					if ns, err := strconv.ParseInt(strings.TrimSpace(f.Content.Text), 10, 64); err == nil {
+						lat = append(lat, now.Sub(time.Unix(0, ns)))
+					}
+				}
+			}
+			if ev.Name == "session.end" {
+				break
+			}
+		}
+		done()
+	}
+	if len(lat) < perOp*b.N*9/10 {
+		b.Fatalf("%d latencies measured of %d lines", len(lat), perOp*b.N)
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkPermissionRoundTrip: the plugin asks, the subscriber sees
+// permission.request and answers through answer_permission, the plugin
+// receives it and says so in a message chunk. Measured from the subscriber
+// seeing the request to it seeing that chunk: the issue's request → answer →
+// plugin receives, plus one plugin → subscriber leg.
+func BenchmarkPermissionRoundTrip(b *testing.B) {
+	const perOp = 300
+	script := "sleep 300ms\n" + strings.Repeat("permission tool=bash\n", perOp)
+	var rtt []time.Duration
+	for i := 0; i < b.N; i++ {
+		// The subscribed client answers too: one connection.
+		answer, tmpSub, done := startRun(b, script)
+		ctx := context.Background()
+		var asked time.Time
+		for ev := range tmpSub.C() {
+			switch ev.Name {
+			case "permission.request":
+				var f struct {
+					RequestID string `json:"request_id"`
+				}
+				_ = ev.Decode(&f)
+				asked = time.Now()
+				if err := answer.AnswerPermission(ctx, f.RequestID, "allow", ""); err != nil {
+					b.Fatalf("answer_permission: %v", err)
+				}
+			case "agent.message_chunk":
+				if !asked.IsZero() {
+					rtt = append(rtt, time.Since(asked))
+					asked = time.Time{}
+				}
+			}
+			if ev.Name == "session.end" {
+				break
+			}
+		}
+		done()
+	}
+	if len(rtt) != perOp*b.N {
+		b.Fatalf("%d round trips measured of %d", len(rtt), perOp*b.N)
+	}
+	reportPercentiles(b, rtt)
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	slices.Sort(d)
+	pct := func(p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(d[len(d)-1].Microseconds())/1000, "max-ms")
+}

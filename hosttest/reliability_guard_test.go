@@ -1,0 +1,7 @@
+//go:build reliability
+
+package hosttest
+
+import "time"
+
+func init() { runGuard = 10 * time.Minute }
