@@ -281,9 +281,6 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 	if f.httpDebugTokenFile != "" && f.httpDebug == "" {
 		return o, perms, errors.New("--http-debug-token-file needs --http-debug")
 	}
-	if f.httpDebug != "" && (f.loopFile != "" || f.teamFile != "") {
-		return o, perms, errors.New("--http-debug is not available yet with --loop-file or --team-file")
-	}
 
 	prompt := f.prompt
 	if f.promptFile != "" {
