@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,6 +213,20 @@ func (c *Client) read() {
 	sc := bufio.NewScanner(c.nc)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for sc.Scan() {
+		if raw, ok := notificationParams(sc.Bytes()); ok {
+			// The common line under a flood: parsed once, not twice.
+			if ev, err := parseEvent(bytes.Clone(raw)); err == nil {
+				c.mu.Lock()
+				sub := c.sub
+				c.mu.Unlock()
+				if sub != nil {
+					sub.push(ev)
+				}
+				continue
+			}
+			// Not what it seemed (another key after params…): the
+			// general path below decides.
+		}
 		var in incoming
 		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
 			continue // not ours to fix; the next line may be fine
@@ -243,6 +258,20 @@ func (c *Client) read() {
 		}
 	}
 	c.readErr = sc.Err()
+}
+
+// notificationPrefix opens every event notification the server writes
+// (host/control.EncodeEvent).
+const notificationPrefix = `{"jsonrpc":"2.0","method":"event","params":`
+
+// notificationParams returns the params of a line shaped exactly as the
+// server writes an event notification. The caller still checks that they
+// parse: a line with more keys after params does not.
+func notificationParams(line []byte) ([]byte, bool) {
+	if len(line) < len(notificationPrefix)+2 || string(line[:len(notificationPrefix)]) != notificationPrefix || line[len(line)-1] != '}' {
+		return nil, false
+	}
+	return line[len(notificationPrefix) : len(line)-1], true
 }
 
 // shutdown fails pending calls and ends the subscription.

@@ -23,13 +23,20 @@ type Event struct {
 }
 
 func newEvent(raw json.RawMessage) Event {
+	ev, _ := parseEvent(raw)
+	return ev
+}
+
+// parseEvent is newEvent that also says whether raw was a JSON object with
+// well-typed envelope fields.
+func parseEvent(raw json.RawMessage) (Event, error) {
 	var h struct {
 		Name      string `json:"event"`
 		Seq       int64  `json:"seq"`
 		RuntimeID string `json:"runtime_id"`
 	}
-	_ = json.Unmarshal(raw, &h)
-	return Event{Name: h.Name, Seq: h.Seq, RuntimeID: h.RuntimeID, Raw: raw}
+	err := json.Unmarshal(raw, &h)
+	return Event{Name: h.Name, Seq: h.Seq, RuntimeID: h.RuntimeID, Raw: raw}, err
 }
 
 // Fields decodes the whole event (numbers as json.Number).

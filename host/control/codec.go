@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
+
+	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/sdk/jsonenc"
 )
 
 // MaxRequestLine bounds one request line (contract §5.1), newline excluded.
@@ -119,15 +123,43 @@ func EncodeError(id json.RawMessage, e *Error) []byte {
 // EncodeEvent returns the notification line for an event: params are the
 // event's JSON exactly as its NDJSON line (sorted keys, HTML escaping).
 func EncodeEvent(ev any) ([]byte, error) {
-	raw, err := json.Marshal(ev)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(raw)+48)
-	b = append(b, `{"jsonrpc":"2.0","method":"event","params":`...)
-	b = append(b, raw...)
-	return append(b, '}', '\n'), nil
+	return AppendEvent(nil, ev)
 }
+
+const eventPrefix = `{"jsonrpc":"2.0","method":"event","params":`
+
+// AppendEvent appends EncodeEvent's line to dst; on error dst is returned
+// as it was. An event map is encoded by jsonenc (the same bytes as
+// json.Marshal, without its reflection: every subscriber encodes every
+// event, issue 11).
+func AppendEvent(dst []byte, ev any) ([]byte, error) {
+	var m map[string]any
+	switch v := ev.(type) {
+	case event.Event:
+		m = v
+	case map[string]any:
+		m = v
+	default:
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, eventPrefix...)
+		dst = append(dst, raw...)
+		return append(dst, '}', '\n'), nil
+	}
+	e := encoders.Get().(*jsonenc.Encoder)
+	defer encoders.Put(e)
+	n := len(dst)
+	out, err := e.AppendObject(append(dst, eventPrefix...), m)
+	if err != nil {
+		return dst[:n], err
+	}
+	return append(out, '}', '\n'), nil
+}
+
+// encoders pools the encoders' scratch: forwarders encode concurrently.
+var encoders = sync.Pool{New: func() any { return new(jsonenc.Encoder) }}
 
 func appendNL(b []byte, err error) ([]byte, error) {
 	if err != nil {

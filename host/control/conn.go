@@ -134,13 +134,27 @@ func (c *Conn) write(line []byte) bool {
 // for control views (contract §2.1). It reports false when the connection
 // is gone.
 func (c *Conn) Notify(ev event.Event) bool {
-	line, err := EncodeEvent(event.Truncate(ev, event.FinalOutputLimit))
-	if err != nil {
-		c.s.log.Error("control event could not be encoded", "event", ev.Type(), "error", err)
+	line := c.appendNotification(nil, ev)
+	if len(line) == 0 {
 		return true
 	}
 	return c.write(line)
 }
+
+// appendNotification appends ev's notification line to dst, or nothing
+// (logged) when it cannot be encoded.
+func (c *Conn) appendNotification(dst []byte, ev event.Event) []byte {
+	out, err := AppendEvent(dst, event.Truncate(ev, event.FinalOutputLimit))
+	if err != nil {
+		c.s.log.Error("control event could not be encoded", "event", ev.Type(), "error", err)
+		return dst
+	}
+	return out
+}
+
+// maxKeptNotifyBuffer bounds the batch buffer a forwarder keeps between
+// batches: a huge event should not pin its buffer for the connection's life.
+const maxKeptNotifyBuffer = 1 << 20
 
 // Forward sends replay at once, then the subscription's live events from a
 // goroutine, skipping every event whose seq is not above the last one sent
@@ -159,26 +173,46 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 	c.wg.Add(1)
 	c.mu.Unlock()
 	last := afterSeq
-	send := func(ev event.Event) bool {
+	// add appends ev's line unless its seq was already sent.
+	add := func(buf []byte, ev event.Event) []byte {
 		if seq, ok := seqOf(ev); ok {
 			if seq <= last {
-				return true
+				return buf
 			}
 			last = seq
 		}
-		return c.Notify(ev)
+		return c.appendNotification(buf, ev)
 	}
 	for _, ev := range replay {
-		if !send(ev) {
+		if line := add(nil, ev); len(line) > 0 && !c.write(line) {
 			c.wg.Done()
 			return
 		}
 	}
 	go func() {
 		defer c.wg.Done()
-		for ev := range sub.C() {
-			if !send(ev) {
+		// Everything queued is taken at once and sent in one write: under a
+		// flood one system call carries a whole batch of lines (whole lines
+		// only, so responses never interleave), which is what lets a
+		// subscriber keep up (issue 11). A lone event goes out at once.
+		var batch []event.Event
+		var buf []byte
+		for {
+			var more bool
+			batch, more = sub.Receive(batch[:0])
+			buf = buf[:0]
+			for _, ev := range batch {
+				buf = add(buf, ev)
+			}
+			clear(batch) // the events belong to the writer's history
+			if len(buf) > 0 && !c.write(buf) {
 				return
+			}
+			if !more {
+				return
+			}
+			if cap(buf) > maxKeptNotifyBuffer {
+				buf = nil
 			}
 		}
 	}()

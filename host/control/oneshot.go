@@ -105,16 +105,21 @@ func (r *runMethods) status(_ context.Context, c *Call) (any, error) {
 func (r *runMethods) trackResult(ctx context.Context) {
 	sub := r.rt.Events().Subscribe(4 * SubscriberQueue)
 	defer sub.Close()
+	// Batches, not one channel hand-off per event: this reader sees every
+	// event of a flood and keeps only session.end.
+	stop := context.AfterFunc(ctx, sub.Close)
+	defer stop()
+	var batch []event.Event
 	for {
-		select {
-		case ev, ok := <-sub.C():
-			if !ok {
-				return
-			}
+		var more bool
+		batch, more = sub.Receive(batch[:0])
+		for _, ev := range batch {
 			if ev.Type() == event.TypeSessionEnd {
 				r.noteEnd(ev)
 			}
-		case <-ctx.Done():
+		}
+		clear(batch)
+		if !more {
 			return
 		}
 	}

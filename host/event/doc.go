@@ -14,6 +14,14 @@
 // from plugins pass through unchanged. [FinalOutput] and [Truncate] implement
 // the final_output rules of §2.1.
 //
+// The log lines are encoded by sdk/jsonenc, byte for byte what
+// json.Encoder wrote before it (the old encoder is the tests' oracle). A
+// Writer made with Options.Batched hands its lines to a goroutine that
+// writes them many to a system call and exists only while lines wait: the
+// runtime's own writer uses it (issue 11); its owner flushes before the
+// sentinel. A subscriber that writes events out takes them in batches with
+// Subscription.Receive.
+//
 // Imported by host/runtime, host/loop, host/control and host/stable. It
-// depends on the standard library only.
+// depends on the standard library and sdk/jsonenc only.
 package event

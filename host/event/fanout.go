@@ -16,13 +16,19 @@ import "sync"
 // carries no seq: it is per subscriber, it is not in the log or the history,
 // and giving it a runtime seq would open a hole in every other consumer's
 // sequence. A consumer reconciling by seq simply skips it.
+//
+// Events are taken either from C (a goroutine, the pump, feeds it one at a
+// time) or in batches with Receive (no goroutine), never both.
 type Subscription struct {
 	w      *Writer
 	out    chan Event
 	wake   chan struct{} // capacity 1: "the queue changed"
 	done   chan struct{} // closed by Close
-	exited chan struct{} // closed when the pump returns
+	exited chan struct{} // closed when the pump returns, or by Close when none ran
 	once   sync.Once
+
+	modeMu sync.Mutex
+	mode   int // modeNone, modeChannel (C started the pump), modeBatch or modeClosed
 
 	mu       sync.Mutex
 	after    int64 // live events with seq <= after are not wanted
@@ -70,23 +76,103 @@ func (w *Writer) subscribeLocked(after int64, queue int) *Subscription {
 	} else {
 		w.subs[s] = struct{}{}
 	}
-	go s.pump()
 	return s
 }
 
-// C returns the channel of events. It is closed after Close, or after the
-// Writer closed and everything queued was delivered.
-func (s *Subscription) C() <-chan Event { return s.out }
+// Ways a subscription is read (Subscription.mode).
+const (
+	modeNone = iota
+	modeChannel
+	modeBatch
+	modeClosed // closed before C was called: out and exited are closed
+)
 
-// Close ends the subscription and waits for its goroutine to stop; queued
-// events are discarded and C is closed. It is idempotent and safe to call
-// while another goroutine reads C.
+// setMode fixes how the subscription is read; it reports whether the pump
+// must be started. Mixing C and Receive is a programming error.
+func (s *Subscription) setMode(m int) (start bool) {
+	s.modeMu.Lock()
+	defer s.modeMu.Unlock()
+	switch s.mode {
+	case m, modeClosed:
+		return false
+	case modeNone:
+		s.mode = m
+		return m == modeChannel
+	}
+	panic("event: a Subscription is read with C or with Receive, not both")
+}
+
+// C returns the channel of events. It is closed after Close, or after the
+// Writer closed and everything queued was delivered. The first call starts
+// the goroutine that feeds it.
+func (s *Subscription) C() <-chan Event {
+	if s.setMode(modeChannel) {
+		go s.pump()
+	}
+	return s.out
+}
+
+// Receive waits for events and returns everything queued at once, appended
+// to buf, oldest first: a subscriber.lagged notice first when events were
+// dropped since the last call (§5.7). It returns false, with nothing
+// appended, once the subscription is closed, or once the Writer closed and
+// everything queued was returned. A consumer that writes events out (a
+// control socket) pays one write per batch instead of one per event. The
+// events are shared with the Writer: read-only.
+func (s *Subscription) Receive(buf []Event) ([]Event, bool) {
+	s.setMode(modeBatch)
+	for {
+		select {
+		case <-s.done:
+			return buf, false
+		default:
+		}
+		n := len(buf)
+		s.mu.Lock()
+		if s.dropped > 0 {
+			buf = append(buf, s.w.lagged(s.dropped))
+			s.dropped = 0
+		}
+		for ; s.n > 0; s.n-- {
+			buf = append(buf, s.queue[s.head])
+			s.queue[s.head] = nil
+			s.head = (s.head + 1) % len(s.queue)
+		}
+		finished := s.finished
+		s.mu.Unlock()
+		if len(buf) > n {
+			return buf, true
+		}
+		if finished {
+			return buf, false
+		}
+		select {
+		case <-s.wake:
+		case <-s.done:
+			return buf, false
+		}
+	}
+}
+
+// Close ends the subscription and waits for its goroutine, if C started
+// one, to stop; queued events are discarded and C is closed. It is
+// idempotent and safe to call while another goroutine reads C or waits in
+// Receive.
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		s.w.mu.Lock()
 		delete(s.w.subs, s)
 		s.w.mu.Unlock()
 		close(s.done)
+		s.modeMu.Lock()
+		if s.mode != modeChannel {
+			// No pump ran or will run: C, if ever called, gets a closed
+			// channel.
+			s.mode = modeClosed
+			close(s.out)
+			close(s.exited)
+		}
+		s.modeMu.Unlock()
 	})
 	<-s.exited
 }

@@ -302,3 +302,96 @@ func seqsOf(evs []Event) []any {
 	}
 	return out
 }
+
+// Receive takes everything queued at once, the lag notice first, the
+// survivors in order, and reports the end of the stream; no goroutine.
+func TestSubscriptionReceiveBatches(t *testing.T) {
+	const queue = 4
+	w := NewWriter(nil, Stamp{RunID: "r", Now: newFakeClock(5000).Now}, Options{})
+	sub := w.Subscribe(queue)
+	defer sub.Close()
+	for range 10 {
+		if _, err := w.Write(Event{"event": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok := sub.Receive(nil)
+	if !ok || len(got) != queue+1 {
+		t.Fatalf("Receive = %d events, %v; want a notice and %d events", len(got), ok, queue)
+	}
+	if got[0].Type() != TypeSubscriberLagged || got[0]["dropped_count"] != int64(10-queue) {
+		t.Fatalf("first item %v, want a lag notice for %d events", got[0], 10-queue)
+	}
+	if s := seqs(got[1:]); !equalSeqs(s, []int64{7, 8, 9, 10}) {
+		t.Fatalf("survivors %v, want 7..10", s)
+	}
+
+	// Live again, appended to the caller's buffer; a waiting Receive wakes.
+	done := make(chan []Event)
+	go func() {
+		b, _ := sub.Receive(got[:0])
+		done <- b
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if _, err := w.Write(Event{"event": "y"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-done:
+		if len(b) != 1 || b[0]["seq"] != int64(11) {
+			t.Fatalf("woken Receive = %v, want seq 11", seqsOf(b))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Receive did not wake for a new event")
+	}
+
+	// The writer closes: what is queued comes out, then false.
+	if _, err := w.Write(Event{"event": "z"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if b, ok := sub.Receive(nil); !ok || len(b) != 1 {
+		t.Fatalf("after writer close Receive = %v, %v; want the last event", seqsOf(b), ok)
+	}
+	if b, ok := sub.Receive(nil); ok || len(b) != 0 {
+		t.Fatalf("at the end Receive = %v, %v; want nothing, false", seqsOf(b), ok)
+	}
+}
+
+// Close wakes a waiting Receive; after Close, Receive and C both report
+// the end, and reading with both C and Receive is refused.
+func TestSubscriptionReceiveClose(t *testing.T) {
+	w := NewWriter(nil, Stamp{}, Options{})
+	sub := w.Subscribe(4)
+	done := make(chan bool)
+	go func() {
+		_, ok := sub.Receive(nil)
+		done <- ok
+	}()
+	time.Sleep(10 * time.Millisecond)
+	sub.Close()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("Receive reported true after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake Receive")
+	}
+	if _, ok := sub.Receive(nil); ok {
+		t.Fatal("Receive after Close reported true")
+	}
+	if _, ok := <-sub.C(); ok {
+		t.Fatal("C after Close delivered an event")
+	}
+
+	mixed := w.Subscribe(4)
+	defer mixed.Close()
+	mixed.C()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Receive on a subscription read with C did not panic")
+		}
+	}()
+	mixed.Receive(nil)
+}

@@ -1,6 +1,18 @@
 package event
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // ring keeps the latest events in seq order. It is guarded by Writer.mu.
+//
+// It holds each event as its encoded NDJSON line, not as the map: a line is
+// about a third of the map's memory, and `avenor stable` keeps a ring per
+// runtime (at 200 runtimes the maps were half the supervisor's live heap,
+// issue 11). Replays are rare and short, so decoding them on demand costs
+// little. Decoding keeps other numbers as json.Number, so a replayed event
+// encodes to the very bytes of its line.
 type ring struct {
 	entries []ringEntry
 	start   int // index of the oldest entry
@@ -8,22 +20,24 @@ type ring struct {
 }
 
 type ringEntry struct {
-	seq int64
-	ev  Event
+	seq  int64
+	line []byte // the event's NDJSON line, without the newline
 }
 
 func newRing(size int) ring {
 	return ring{entries: make([]ringEntry, size)}
 }
 
-func (r *ring) push(seq int64, ev Event) {
+// push keeps a copy of line (the caller reuses its buffer).
+func (r *ring) push(seq int64, line []byte) {
+	line = bytes.Clone(bytes.TrimSuffix(line, []byte("\n")))
 	size := len(r.entries)
 	if r.n < size {
-		r.entries[(r.start+r.n)%size] = ringEntry{seq, ev}
+		r.entries[(r.start+r.n)%size] = ringEntry{seq, line}
 		r.n++
 		return
 	}
-	r.entries[r.start] = ringEntry{seq, ev}
+	r.entries[r.start] = ringEntry{seq, line}
 	r.start = (r.start + 1) % size
 }
 
@@ -43,10 +57,37 @@ func (r *ring) after(afterSeq int64, limit int) []Event {
 	if count == 0 {
 		return nil
 	}
-	out := make([]Event, count)
+	out := make([]Event, 0, count)
 	first := r.n - count
 	for i := range count {
-		out[i] = r.entries[(r.start+first+i)%size].ev
+		e := r.entries[(r.start+first+i)%size]
+		ev, err := decodeLine(e.line)
+		if err != nil {
+			// Cannot happen: the line is the writer's own encoding. Keep
+			// the seq visible rather than dropping the entry silently.
+			ev = Event{KeyEvent: "avenor.error", KeySeq: e.seq, "message": "history entry unreadable: " + err.Error()}
+		}
+		// The stamped fields get the Go types a live event has (seq and
+		// ts int64), so readers treat replayed and live events alike.
+		ev[KeySeq] = e.seq
+		if ts, ok := ev[KeyTS].(json.Number); ok {
+			if v, err := ts.Int64(); err == nil {
+				ev[KeyTS] = v
+			}
+		}
+		out = append(out, ev)
 	}
 	return out
+}
+
+// decodeLine decodes one of the writer's own lines; numbers stay json.Number
+// so that re-encoding gives the same bytes.
+func decodeLine(line []byte) (Event, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var ev Event
+	if err := dec.Decode(&ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
 }

@@ -1,8 +1,6 @@
 package event
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +44,16 @@ type Options struct {
 	// History is how many of the latest events History and
 	// SubscribeWithReplay can return. Zero or negative means DefaultHistory.
 	History int
+	// Batched hands the log lines to a goroutine that writes them in
+	// batches: Write returns once the line is queued, history and
+	// subscribers get the event at once, and a line reaches the log a
+	// moment later — at once when nothing else is queued, together with
+	// the lines queued behind it under a flood. The caller must Flush (or
+	// Close) before anything that says the log is complete, such as the
+	// sentinel file, and before the process exits. A log write error then
+	// surfaces through Flush and Err, and once through a later Write.
+	// Default false: every Write writes its own line before it returns.
+	Batched bool
 }
 
 // Writer stamps events, appends them to the NDJSON log, remembers the latest
@@ -60,12 +68,14 @@ type Writer struct {
 	mu        sync.Mutex
 	seq       int64
 	sessionID string
-	buf       bytes.Buffer
-	enc       *json.Encoder
+	line      []byte // the line being encoded
+	enc       lineEncoder
 	history   ring
 	subs      map[*Subscription]struct{}
 	err       error
 	closed    bool
+
+	batch *batcher // Options.Batched; nil: each Write writes its line
 }
 
 // NewWriter returns a Writer appending to out; a nil out discards the lines
@@ -86,9 +96,9 @@ func NewWriter(out io.Writer, stamp Stamp, opts Options) *Writer {
 		size = DefaultHistory
 	}
 	w.history = newRing(size)
-	// The contract's encoding is json.Encoder's defaults: sorted map keys,
-	// HTML escaping of <, > and &, and a trailing newline.
-	w.enc = json.NewEncoder(&w.buf)
+	if opts.Batched && out != nil {
+		w.batch = newBatcher(out)
+	}
 	return w
 }
 
@@ -110,17 +120,33 @@ func (w *Writer) SetSessionID(id string) {
 // own when it is a non-empty string, else the SetSessionID value, and is
 // omitted when neither is set.
 //
-// The line is written with a single Write call so a harness tailing the log
-// never sees half of it. A failed log write does not stop the history or the
-// fan-out: the event is still published and the error is returned and kept
-// for Err. An event that cannot be encoded is not published at all and does
-// not use a seq.
+// The line is written with a single Write call (batched: whole lines only)
+// so a harness tailing the log never sees half of it. A failed log write
+// does not stop the history or the fan-out: the event is still published
+// and the error is returned (batched: once, by a later Write, and by every
+// Flush) and kept for Err.
+// An event that cannot be encoded is not published at all and does not use
+// a seq.
 func (w *Writer) Write(ev Event) (Event, error) {
-	typ := ev.Type()
-	if typ == "" {
+	if ev.Type() == "" {
 		return nil, ErrNoType
 	}
-	out := clone(ev)
+	return w.write(clone(ev))
+}
+
+// WriteOwned is Write for an event the caller hands over: it is stamped in
+// place and published as it is, saving the copy Write makes (under a flood
+// every map built per event counts). The caller must not use ev afterwards
+// except to read it, even when an error is returned.
+func (w *Writer) WriteOwned(ev Event) (Event, error) {
+	if ev.Type() == "" {
+		return nil, ErrNoType
+	}
+	return w.write(ev)
+}
+
+func (w *Writer) write(out Event) (Event, error) {
+	typ := out.Type()
 	if sid, ok := out[KeySessionID]; ok && (sid == nil || sid == "") {
 		delete(out, KeySessionID)
 	}
@@ -142,27 +168,34 @@ func (w *Writer) Write(ev Event) (Event, error) {
 	seq := w.seq + 1
 	out[KeySeq] = seq
 
-	w.buf.Reset()
-	if err := w.enc.Encode(out); err != nil {
+	line, err := w.enc.appendLine(w.line[:0], out)
+	if err != nil {
 		return nil, fmt.Errorf("encode %s event: %w", typ, err)
 	}
 	w.seq = seq
+	w.history.push(seq, line)
 
 	var werr error
-	if w.out != nil {
-		if _, err := w.out.Write(w.buf.Bytes()); err != nil {
+	switch {
+	case w.batch != nil:
+		w.batch.add(line)
+		// A failed batch is news for the run's log once, here; Flush and
+		// Err keep reporting it.
+		werr = w.batch.news()
+	case w.out != nil:
+		if _, err := w.out.Write(line); err != nil {
 			werr = fmt.Errorf("write %s event (seq %d) to event log: %w", typ, seq, err)
 			if w.err == nil {
 				w.err = werr
 			}
 		}
 	}
-	if w.buf.Cap() > maxKeptBuffer {
+	if cap(line) > maxKeptBuffer {
 		// One huge final_output should not pin its buffer for the run.
-		w.buf = bytes.Buffer{}
+		line = nil
 	}
+	w.line = line
 
-	w.history.push(seq, out)
 	for s := range w.subs {
 		s.push(seq, out)
 	}
@@ -185,8 +218,22 @@ func stampIfAbsent(ev Event, key, value string) {
 // a line is missing, the log is incomplete for good.
 func (w *Writer) Err() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
+	err := w.err
+	w.mu.Unlock()
+	if err == nil && w.batch != nil {
+		err = w.batch.error()
+	}
+	return err
+}
+
+// Flush waits until every line written before the call is in the log, and
+// returns the first log write error (see Err). Without Options.Batched the
+// lines are already there and it only reports Err.
+func (w *Writer) Flush() error {
+	if w.batch != nil {
+		w.batch.flush()
+	}
+	return w.Err()
 }
 
 // LatestSeq returns the seq of the last published event, 0 before the first.
@@ -209,18 +256,22 @@ func (w *Writer) History(afterSeq int64, limit int) []Event {
 
 // Close ends the stream: later Writes fail with ErrClosed, and every
 // subscription delivers what it has queued and then closes its channel.
-// History stays readable. Close does not close the log writer. It is
-// idempotent.
+// History stays readable. A batched Writer flushes its lines first and
+// returns the first log write error. Close does not close the log writer.
+// It is idempotent.
 func (w *Writer) Close() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil
+	if !w.closed {
+		w.closed = true
+		for s := range w.subs {
+			s.finish()
+			delete(w.subs, s)
+		}
 	}
-	w.closed = true
-	for s := range w.subs {
-		s.finish()
-		delete(w.subs, s)
+	w.mu.Unlock()
+	if w.batch != nil {
+		w.batch.flush()
+		return w.batch.error()
 	}
 	return nil
 }

@@ -17,7 +17,9 @@ import (
 // watchdog, synthesises final output, and hands permission requests to the
 // broker in stream order.
 type sessionHost struct {
-	write       func(event.Event) event.Event // the runner's stamped write
+	// write is the runner's stamped write; owned: the event is handed
+	// over (Runner.write).
+	write       func(ev event.Event, owned bool) event.Event
 	logger      hclog.Logger
 	permissions Permissions
 	final       *event.FinalOutput
@@ -32,15 +34,18 @@ type sessionHost struct {
 	onProcess func(sdk.ProcessInfo) // the status snapshot's pid
 }
 
-func newSessionHost(write func(event.Event) event.Event, logger hclog.Logger, p Permissions) *sessionHost {
+func newSessionHost(write func(event.Event, bool) event.Event, logger hclog.Logger, p Permissions) *sessionHost {
 	return &sessionHost{
 		write: write, logger: logger, permissions: p, final: &event.FinalOutput{},
 		activity: make(chan struct{}, 1), fatal: make(chan error, 1),
 	}
 }
 
-// emit writes a host or plugin event.
-func (h *sessionHost) emit(ev event.Event) {
+// emit writes a host event.
+func (h *sessionHost) emit(ev event.Event) { h.emitEvent(ev, false) }
+
+// emitEvent writes a host or plugin event; owned as in Runner.write.
+func (h *sessionHost) emitEvent(ev event.Event, owned bool) {
 	h.mu.Lock()
 	write := h.write
 	h.mu.Unlock()
@@ -59,7 +64,7 @@ func (h *sessionHost) emit(ev event.Event) {
 		h.write = nil
 		h.mu.Unlock()
 	}
-	stamped := write(ev)
+	stamped := write(ev, owned)
 	h.final.Observe(stamped)
 	select {
 	case h.activity <- struct{}{}:
@@ -67,14 +72,16 @@ func (h *sessionHost) emit(ev event.Event) {
 	}
 }
 
-// Emit implements sdk.Host for plugin events.
+// Emit implements sdk.Host for plugin events. It takes ev.Fields over and
+// stamps it in place: sdk/plugin hands it a map freshly decoded for this
+// event alone, and under a flood every copy of it counts (issue 11).
 func (h *sessionHost) Emit(ev sdk.Event) {
-	out := make(event.Event, len(ev.Fields)+1)
-	for k, v := range ev.Fields {
-		out[k] = v
+	out := event.Event(ev.Fields)
+	if out == nil {
+		out = event.Event{}
 	}
 	out["event"] = ev.Type
-	h.emit(out)
+	h.emitEvent(out, true)
 }
 
 // AskPermission implements sdk.Host; the plugin client prefers RecordPermission.
@@ -130,7 +137,7 @@ var errNoRun = errors.New("no run owns this session now: it is kept open between
 
 // rebind hands the session to another run: its events, permission requests
 // and process reports go to that run from now on (Options.Held).
-func (h *sessionHost) rebind(write func(event.Event) event.Event, p Permissions, onProcess func(sdk.ProcessInfo)) {
+func (h *sessionHost) rebind(write func(event.Event, bool) event.Event, p Permissions, onProcess func(sdk.ProcessInfo)) {
 	h.mu.Lock()
 	h.write, h.permissions, h.onProcess = write, p, onProcess
 	h.mu.Unlock()

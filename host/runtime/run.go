@@ -57,7 +57,10 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 	opts.defaults()
 	w := opts.Writer
 	if w == nil {
-		w = event.NewWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now}, event.Options{})
+		// Batched: under a flood the log is written by its own goroutine,
+		// many lines a system call (issue 11); Run flushes it before the
+		// sentinel says the run is over.
+		w = event.NewWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now}, event.Options{Batched: true})
 	}
 	if permissions == nil {
 		permissions = BrokerPermissions(permission.New(permission.Options{AutoApprove: opts.AutoApprove}))
@@ -117,6 +120,13 @@ func (r *Runner) Run(ctx context.Context) Result {
 	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID, Held: res.held}
 	r.turns.finish()
 	r.status.update(func(s *Status) { s.Phase, s.TurnState = PhaseEnded, TurnEnded })
+	if !r.shared {
+		// The sentinel tells a harness the log is complete: every line
+		// must be in it first. (A shared writer belongs to its owner.)
+		if err := r.w.Flush(); err != nil {
+			r.opts.Logger.Error("writing the event log failed", "error", err)
+		}
+	}
 	r.writeSentinel(result)
 	return result
 }
@@ -155,31 +165,40 @@ func (r *Runner) writeSentinel(res Result) {
 }
 
 // emit writes an event, preceded by the agent.status events it triggers.
-func (r *Runner) emit(ev event.Event) { r.write(ev) }
+func (r *Runner) emit(ev event.Event) { r.write(ev, false) }
 
 // write stamps and writes ev (after its synthesised statuses) and returns
-// the stamped event.
-func (r *Runner) write(ev event.Event) event.Event {
+// the stamped event. owned: ev is handed over and may be stamped in place
+// (event.Writer.WriteOwned); else the writer stamps a copy.
+func (r *Runner) write(ev event.Event, owned bool) event.Event {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for _, st := range r.status.before(ev) {
-		r.writeOne(st)
+		r.writeOne(st, true) // built for this write alone
 	}
-	return r.writeOne(ev)
+	return r.writeOne(ev, owned)
 }
 
-func (r *Runner) writeOne(ev event.Event) event.Event {
+func (r *Runner) writeOne(ev event.Event, owned bool) event.Event {
 	if r.shared && r.sessionID != "" {
 		if sid, _ := ev[event.KeySessionID].(string); sid == "" {
-			own := make(event.Event, len(ev)+1)
-			for k, v := range ev {
-				own[k] = v
+			if !owned {
+				own := make(event.Event, len(ev)+1)
+				for k, v := range ev {
+					own[k] = v
+				}
+				ev, owned = own, true
 			}
-			own[event.KeySessionID] = r.sessionID
-			ev = own
+			ev[event.KeySessionID] = r.sessionID
 		}
 	}
-	stamped, err := r.w.Write(ev)
+	var stamped event.Event
+	var err error
+	if owned {
+		stamped, err = r.w.WriteOwned(ev)
+	} else {
+		stamped, err = r.w.Write(ev)
+	}
 	if err != nil {
 		r.opts.Logger.Error("writing the event log failed", "error", err)
 		return ev
@@ -228,9 +247,16 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	// Each attempt's statuses start afresh, so its session.end gets its own done.
 	r.status.update(func(s *Status) { s.Phase, s.PhaseLabel = PhaseIdle, "" })
 	if held != nil && !held.Alive() {
-		// The kept plugin died between runs: a fresh one resumes the session.
+		// The kept plugin died between runs: a fresh one resumes a
+		// cross_process session; an in_process one died with it, and is
+		// reported lost rather than silently replaced.
+		scope := held.l.Backend.Info().ResumeScope
 		held.Close()
 		held = nil
+		if scope == sdk.ResumeInProcess {
+			r.fail(nil, "plugin", fmt.Sprintf("backend %s: session %s is lost: its plugin exited after the previous run, and the backend continues sessions only inside the plugin process that holds them (resume scope in_process); start a new session", o.Backend, resume))
+			return r.endEarly(nil, sdk.StopError, resume, true)
+		}
 	}
 	var l *plugins.Launched
 	var h *sessionHost

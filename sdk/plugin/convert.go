@@ -6,8 +6,10 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/jsonenc"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -82,10 +84,12 @@ func eventToProto(ev runtime.Event) (*pb.Event, error) {
 	return &pb.Event{Type: ev.Type, Json: data}, nil
 }
 
-func eventFromProto(e *pb.Event) (runtime.Event, error) {
-	fields, err := unmarshalObject(e.GetJson())
+// eventFromProto decodes with d, the receiving session's decoder (the hot
+// path of a flood: see objectDecoder).
+func eventFromProto(e *pb.Event, d *objectDecoder) (runtime.Event, error) {
+	fields, err := d.decode(e.GetJson())
 	if err != nil {
-		return runtime.Event{}, fmt.Errorf("event %q: %w", e.GetType(), err)
+		return runtime.Event{}, fmt.Errorf("event %q: not a JSON object: %w", e.GetType(), err)
 	}
 	if fields == nil {
 		fields = map[string]any{}
@@ -187,13 +191,19 @@ func errorFromProto(e *pb.Error) error {
 	return &runtime.Error{Fault: fault, Message: e.GetMessage()}
 }
 
-// marshalObject encodes a JSON object; nil encodes as nothing.
+// marshalObject encodes a JSON object, as json.Marshal does; nil encodes
+// as nothing. It runs once per event a plugin emits, from any goroutine,
+// so the encoders' scratch is pooled.
 func marshalObject(m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	return json.Marshal(m)
+	e := encoders.Get().(*jsonenc.Encoder)
+	defer encoders.Put(e)
+	return e.AppendObject(make([]byte, 0, 256), m)
 }
+
+var encoders = sync.Pool{New: func() any { return new(jsonenc.Encoder) }}
 
 // unmarshalObject decodes a JSON object; empty input is a nil map. Numbers
 // stay float64, as the contract's passthrough fields require.

@@ -236,7 +236,11 @@ func (s *remoteSession) goneErr(doing string) error {
 }
 
 func (s *remoteSession) recvLoop() {
+	em := newEmitter(s.host)
 	defer func() {
+		// Every event received is emitted before anyone learns that the
+		// stream ended.
+		em.stop()
 		s.mu.Lock()
 		for _, c := range s.waits {
 			c()
@@ -251,24 +255,33 @@ func (s *remoteSession) recvLoop() {
 		}
 		close(s.done)
 	}()
+	var dec objectDecoder // this loop's alone
 	for {
 		msg, err := s.stream.Recv()
 		if err != nil {
 			s.recvErr = err
 			return
 		}
+		if _, ok := msg.Msg.(*pb.PluginMessage_Events); !ok {
+			// Whatever follows events in the stream — a permission
+			// request, a turn end, the close — acts only once they were
+			// all emitted, as when this loop emitted them itself.
+			em.drain()
+		}
 		switch m := msg.Msg.(type) {
 		case *pb.PluginMessage_Opened:
 			s.opened <- m.Opened
 		case *pb.PluginMessage_Events:
+			batch := make([]runtime.Event, 0, len(m.Events.GetEvents()))
 			for _, pe := range m.Events.GetEvents() {
-				ev, err := eventFromProto(pe)
+				ev, err := eventFromProto(pe, &dec)
 				if err != nil {
 					s.logger().Error("dropping a malformed event from the plugin", "error", err)
 					continue
 				}
-				s.host.Emit(ev)
+				batch = append(batch, ev)
 			}
+			em.emit(batch)
 		case *pb.PluginMessage_PermissionRequest:
 			s.permission(m.PermissionRequest)
 		case *pb.PluginMessage_TurnEnded:
