@@ -78,7 +78,7 @@ func ParseResponse(data []byte, options []sdk.PermissionOption) (Answer, error) 
 			return Answer{}, invalid(ErrMessageNotUTF8, "message is not valid UTF-8")
 		}
 		if err := json.Unmarshal(raw.Message, &a.Message); err != nil {
-			return Answer{}, invalid(ErrBadResponse, "message is not a string: %s", truncate(string(raw.Message), 40))
+			return Answer{}, invalid(ErrBadResponse, "message is not a string: %s", sdk.Truncate(string(raw.Message), 40))
 		}
 	}
 	return ValidateAnswer(a, options)
@@ -98,7 +98,7 @@ func ValidateAnswer(a Answer, options []sdk.PermissionOption) (Answer, error) {
 		a.Outcome = sdk.OutcomeSelected
 	case sdk.OutcomeSelected, sdk.OutcomeCancelled:
 	default:
-		return Answer{}, invalid(ErrBadOutcome, "outcome %q is neither selected nor cancelled", truncate(a.Outcome, 40))
+		return Answer{}, invalid(ErrBadOutcome, "outcome %q is neither selected nor cancelled", sdk.Truncate(a.Outcome, 40))
 	}
 	if !utf8.ValidString(a.Message) {
 		return Answer{}, invalid(ErrMessageNotUTF8, "message is not valid UTF-8")
@@ -135,9 +135,9 @@ func offered(id string, options []sdk.PermissionOption) (sdk.PermissionOption, e
 		valid = append(valid, o.ID)
 	}
 	if len(valid) == 0 {
-		return sdk.PermissionOption{}, invalid(ErrUnknownOption, "option %q is not in the offered set; no options were offered", truncate(id, 80))
+		return sdk.PermissionOption{}, invalid(ErrUnknownOption, "option %q is not in the offered set; no options were offered", sdk.Truncate(id, 80))
 	}
-	return sdk.PermissionOption{}, invalid(ErrUnknownOption, "option %q is not in the offered set; valid options: %s", truncate(id, 80), strings.Join(valid, ", "))
+	return sdk.PermissionOption{}, invalid(ErrUnknownOption, "option %q is not in the offered set; valid options: %s", sdk.Truncate(id, 80), strings.Join(valid, ", "))
 }
 
 // validJSONStringUTF8 reports whether a JSON string literal is valid UTF-8
@@ -183,12 +183,4 @@ func hex4(b []byte, at int) (rune, bool) {
 	}
 	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 32)
 	return rune(n), err == nil
-}
-
-// truncate bounds user input quoted in an error message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -219,7 +219,7 @@ func (s *session) openDialog(t *turnState, ev piEvent) {
 	if tc, ok := t.tools[t.lastTool]; ok {
 		req.Tool = tc.name
 		req.Fields["toolCallId"] = t.lastTool
-		req.Fields["input"] = truncate(string(tc.args), maxInputBytes)
+		req.Fields["input"] = runtime.Truncate(string(tc.args), maxInputBytes)
 	}
 	t.mu.Unlock()
 	if req.Tool == "" && strings.HasPrefix(ev.Title, gateTitlePrefix) {

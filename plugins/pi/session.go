@@ -264,7 +264,7 @@ func (s *session) read() {
 		}
 		var f frame
 		if err := json.Unmarshal(line.Data, &f); err != nil {
-			s.countUnknown("invalid_json", map[string]any{"line": truncate(string(line.Data), 512)})
+			s.countUnknown("invalid_json", map[string]any{"line": runtime.Truncate(string(line.Data), 512)})
 			continue
 		}
 		f.raw = line.Data
@@ -498,13 +498,6 @@ func (s *session) stop() {
 		_ = agentproc.KillGroup(s.proc.PGID())
 		s.log.Debug("pi session closed", "session_id", s.id, "unknown_frames", s.unknown.Load(), "runtime_version", s.version)
 	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func (t *turnState) stopReason() string {

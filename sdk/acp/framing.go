@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // LineSource yields an agent's stdout one line at a time, without the
@@ -153,7 +154,7 @@ func hasPrefixFold(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && strings.EqualFold(string(b[:len(prefix)]), prefix)
 }
 
-func clip(b []byte) string { return truncate(string(b), 120) }
+func clip(b []byte) string { return runtime.Truncate(string(b), 120) }
 
 // Decoder reads JSON-RPC messages from a LineSource.
 type Decoder struct {

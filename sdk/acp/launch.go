@@ -104,7 +104,7 @@ func Check(ctx context.Context, backend, binary string, env []string, installHin
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		r.Message = fmt.Sprintf("%s: `%s --version` failed: %v: %s", backend, path, err, truncate(strings.TrimSpace(out.String()), 300))
+		r.Message = fmt.Sprintf("%s: `%s --version` failed: %v: %s", backend, path, err, runtime.Truncate(strings.TrimSpace(out.String()), 300))
 		return r
 	}
 	r.Version = firstLine(out.String())
@@ -118,5 +118,5 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[:i])
 	}
-	return truncate(s, 200)
+	return runtime.Truncate(s, 200)
 }

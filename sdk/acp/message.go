@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Message is one JSON-RPC 2.0 message in either direction: a request
@@ -38,7 +40,7 @@ type RPCError struct {
 
 func (e *RPCError) Error() string {
 	if len(e.Data) > 0 && !bytes.Equal(e.Data, []byte("null")) {
-		return fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, truncate(string(e.Data), 300))
+		return fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, runtime.Truncate(string(e.Data), 300))
 	}
 	return fmt.Sprintf("%s (code %d)", e.Message, e.Code)
 }
@@ -100,11 +102,4 @@ func IDString(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

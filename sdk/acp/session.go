@@ -430,7 +430,7 @@ func lastLines(s string, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return truncate(strings.Join(lines, "\n"), 2000)
+	return runtime.Truncate(strings.Join(lines, "\n"), 2000)
 }
 
 func isDone(ch <-chan struct{}) bool {
