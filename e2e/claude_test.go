@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/e2e/fakellm"
 )
 
@@ -113,7 +114,75 @@ func TestClaude(t *testing.T) {
 		t.Run("allow/permission-file", func(t *testing.T) { testPermissionFile(t, &pty, "allow") })
 		t.Run("reject/permission-file", func(t *testing.T) { testPermissionFile(t, &pty, "reject") })
 		t.Run("cancel", func(t *testing.T) { testPTYCancel(t, &pty) })
+		t.Run("stable-follow-up", func(t *testing.T) { testPTYStableFollowUp(t, &pty) })
 	})
+	// The same TUI in a private tmux server (AVENOR_CLAUDE_TERMINAL=tmux).
+	tmux := pty
+	tmux.setup = func(w *world) {
+		pty.setup(w)
+		w.env = append(w.env, "AVENOR_CLAUDE_TERMINAL=tmux")
+	}
+	t.Run(pty.backend+"-tmux", func(t *testing.T) {
+		if _, err := exec.LookPath("tmux"); err != nil {
+			t.Fatalf("tmux is not installed (.ci/run installs it): %v", err)
+		}
+		t.Run("allow/auto-approve", func(t *testing.T) { testTmuxRun(t, &tmux) })
+		t.Run("allow/permission-file", func(t *testing.T) { testPermissionFile(t, &tmux, "allow") })
+		t.Run("reject/permission-file", func(t *testing.T) { testPermissionFile(t, &tmux, "reject") })
+		t.Run("cancel", func(t *testing.T) { testPTYCancel(t, &tmux) })
+		t.Run("stable-follow-up", func(t *testing.T) { testPTYStableFollowUp(t, &tmux) })
+		t.Run("host-and-plugin-killed", func(t *testing.T) { testTmuxHostKilled(t, &tmux) })
+	})
+}
+
+// testTmuxRun: one prompt through the TUI under tmux ends in session.end
+// with the transcript's events, the delay from the transcript's final
+// message to session.end is measured, and nothing of the private tmux
+// server is left once avenor has exited.
+func testTmuxRun(t *testing.T, rt *runtimeSpec) {
+	w, evs := testPTYEndDelay(t, rt)
+	if starts := only(evs, "session.start"); len(starts) != 1 || starts[0].str("terminal") != "tmux" {
+		t.Errorf("session.start %v, want one with terminal tmux", starts)
+	}
+	if subs := only(evs, "agent.prompt_submitted"); len(subs) != 1 || subs[0].str("source") != "tmux" || subs[0].str("delivery") != "tmux" || subs[0]["prompt_length"] == nil {
+		t.Errorf("agent.prompt_submitted %v, want one with source and delivery tmux and a prompt_length (§2.5)", subs)
+	}
+	for _, typ := range []string{"session.start", "agent.prompt_submitted", "tool.call", "tool.call_update", "agent.message_chunk"} {
+		if len(only(evs, typ)) == 0 {
+			t.Errorf("no %s event under tmux", typ)
+		}
+	}
+	if !strings.Contains(finalText(evs), "DONE") {
+		t.Errorf("final text %q, want DONE", finalText(evs))
+	}
+	checkOutFile(t, w, true)
+	// The tmux server (its argv names the socket under the world's TMPDIR)
+	// and claude must be gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := processesNaming(w.tmp)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes still running after avenor exited: %v", left)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesNaming lists the command lines (from /proc) containing s.
+func processesNaming(s string) []string {
+	var found []string
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(b), s) {
+			found = append(found, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
 }
 
 // testClaudeEndExtras checks what claude-stream adds to session.end:
@@ -200,7 +269,7 @@ func testPTYCancel(t *testing.T, rt *runtimeSpec) {
 // testPTYEndDelay measures, for the last run of the world, the delay
 // between the transcript's final assistant record and avenor's session.end
 // (the issue's closing note asks for it).
-func testPTYEndDelay(t *testing.T, rt *runtimeSpec) {
+func testPTYEndDelay(t *testing.T, rt *runtimeSpec) (*world, []event) {
 	t.Helper()
 	w := newWorld(t, rt, fakellm.Config{})
 	run := w.startAvenor("delay", "--prompt", shellPrompt, "--auto-approve")
@@ -229,8 +298,156 @@ func testPTYEndDelay(t *testing.T, rt *runtimeSpec) {
 		t.Fatalf("no final assistant record (%v) or session.end ts (%v)", last, endMS)
 	}
 	delay := time.UnixMilli(int64(endMS)).Sub(last)
-	t.Logf("claude (PTY): transcript final message → session.end: %v", delay.Round(time.Millisecond))
+	t.Logf("%s: transcript final message → session.end: %v", t.Name(), delay.Round(time.Millisecond))
 	if delay > 10*time.Second {
 		t.Errorf("session.end came %v after the transcript's final message", delay)
 	}
+	return w, evs
+}
+
+// testPTYStableFollowUp: under `avenor stable` a parked claude runtime
+// (resume scope in_process) keeps its plugin and TUI, and a follow-up
+// prompt continues the same conversation in the same claude process: the
+// model sees the first exchange in the second request. Then the kept
+// plugin is SIGKILLed, and the next follow-up is refused as session lost
+// rather than starting a new session.
+func testPTYStableFollowUp(t *testing.T, rt *runtimeSpec) {
+	w := newWorld(t, rt, fakellm.Config{Script: func(r *fakellm.Request) fakellm.Reply {
+		if strings.Contains(r.LastUserText(), "second") {
+			return fakellm.Text("SECOND")
+		}
+		return fakellm.Text("FIRST")
+	}})
+	sock := filepath.Join(w.tmp, "s.sock")
+	sup := w.start("stable", "--control-socket", sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var c *client.Client
+	for c == nil {
+		var err error
+		if c, err = client.Dial(ctx, sock); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("avenor stable did not listen: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	defer c.Close()
+	ended := func(id, what string, cond func(client.Runtime) bool) client.Runtime {
+		t.Helper()
+		for {
+			r, err := c.Runtime(ctx, id)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if r.Status == "ended" && cond(r) {
+				return r
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: not reached: %s", what, r.Raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: rt.backend, Dir: w.work, Prompt: "Say the first word.", AutoApprove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ended(sp.RuntimeID, "first turn", func(r client.Runtime) bool { return r.FinalOutput == "FIRST" })
+	if !first.Parked || first.PluginPID == 0 || first.PID == 0 || !strings.Contains(string(first.Raw), `"resume_scope":"in_process"`) {
+		t.Fatalf("parked with its plugin and TUI kept (resume scope in_process), got: %s", first.Raw)
+	}
+	if err := c.Prompt(ctx, "Now say the second word.", sp.RuntimeID); err != nil {
+		t.Fatalf("follow-up: %v", err)
+	}
+	second := ended(sp.RuntimeID, "follow-up", func(r client.Runtime) bool { return r.FinalOutput == "SECOND" })
+	if second.SessionID != first.SessionID || second.PID != first.PID || second.PluginPID != first.PluginPID {
+		t.Errorf("the follow-up did not continue in the same TUI: first %s\nsecond %s", first.Raw, second.Raw)
+	}
+	var last *fakellm.Request
+	for _, r := range w.llm.MainRequests() {
+		last = r
+	}
+	if last == nil || !last.Contains("Say the first word.") || !last.Contains("FIRST") {
+		t.Errorf("the follow-up's model request does not carry the first exchange: %+v", last)
+	}
+
+	if err := syscall.Kill(first.PluginPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ended(sp.RuntimeID, "plugin gone", func(r client.Runtime) bool { return r.PluginPID == 0 })
+	err = c.Prompt(ctx, "A third word?", sp.RuntimeID)
+	if err == nil || !strings.Contains(err.Error(), "session lost") || !strings.Contains(err.Error(), "in_process") {
+		t.Errorf("follow-up after the plugin died: %v, want a session-lost refusal", err)
+	}
+	// The host kills the dead plugin's TUI process group (under tmux the
+	// guardian does too).
+	tuiGone := func() bool { _, _, state, ok := statOf(first.PID); return !ok || state == "Z" }
+	for deadline := time.Now().Add(10 * time.Second); !tuiGone(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("claude (pid %d) still runs 10s after its plugin was SIGKILLed", first.PID)
+			break
+		}
+	}
+	if err := c.Shutdown(ctx, "graceful"); err != nil {
+		t.Logf("shutdown: %v", err)
+	}
+	res := sup.wait()
+	sup.checkNoLeftovers()
+	if res.code != 0 {
+		t.Logf("avenor stable: %v", res)
+	}
+}
+
+// testTmuxHostKilled: avenor and its plugin are SIGKILLed mid-turn, so
+// nobody kills claude's group; the tmux server would keep claude alive,
+// but the plugin's guardian sees the plugin gone and kills claude and the
+// server (a PTY needs no guardian: the kernel hangs up its terminal).
+func testTmuxHostKilled(t *testing.T, rt *runtimeSpec) {
+	w := newWorld(t, rt, fakellm.Config{Script: func(*fakellm.Request) fakellm.Reply {
+		return fakellm.Slow(1200, 100*time.Millisecond)
+	}})
+	run := w.startAvenor("run", "--prompt", "Count slowly to a thousand.", "--auto-approve")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if !w.llm.Wait(ctx, func(rs []*fakellm.Request) bool { return len(rs) > 0 }) {
+		t.Fatalf("no model request within 2 min\n%v", run.p.wait())
+	}
+	plugin := 0
+	for id, cmdline := range descendants(run.p.cmd.Process.Pid) {
+		if strings.Contains(cmdline, "avenor-plugin-claude") {
+			plugin = id.pid
+		}
+	}
+	if plugin == 0 || len(processesIn(w.work)) == 0 {
+		t.Fatalf("plugin %d, processes in the work dir %v", plugin, processesIn(w.work))
+	}
+	killed := time.Now()
+	_ = syscall.Kill(run.p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(plugin, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := append(processesNaming(w.tmp), processesIn(w.work)...)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still running 10s after avenor and its plugin were SIGKILLed: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("claude and its tmux server were gone %v after the SIGKILLs", time.Since(killed).Round(100*time.Millisecond))
+}
+
+// processesIn lists the processes whose working directory is dir.
+func processesIn(dir string) []string {
+	var found []string
+	links, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil && target == dir {
+			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(l), "cmdline"))
+			found = append(found, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return found
 }

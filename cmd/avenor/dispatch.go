@@ -91,6 +91,7 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.AddCommand(newAwaitCmd(env))
 	root.AddCommand(newDocsCmd(env))
 	root.AddCommand(newProbeCmd(env))
+	root.AddCommand(newClaudeChannelCmd(env), newChannelCleanupCmd(env))
 	return root
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ type Launched struct {
 // go-plugin's SecureConfig right before it is executed; a mismatch is a
 // *PinError and nothing runs.
 func Launch(ctx context.Context, found Found, backend string, logger hclog.Logger) (*Launched, error) {
-	cfg := plugin.LaunchConfig{Path: found.Path, Logger: logger}
+	cfg := plugin.LaunchConfig{Path: found.Path, Logger: logger, Env: executableEnv()}
 	if found.Pin != nil {
 		sc, err := secureConfig(found.Pin.Hash)
 		if err != nil {
@@ -47,6 +48,19 @@ func Launch(ctx context.Context, found Found, backend string, logger hclog.Logge
 		return nil, fmt.Errorf("plugin %s (%s) does not serve backend %q; it serves: %v", c.Info().Name, found.Path, backend, c.SortedBackendNames())
 	}
 	return &Launched{Client: c, Backend: b, Found: found}, nil
+}
+
+// ExecutableEnv names, in every plugin process, the avenor executable that
+// launched it: plugins that hand a command line to their runtime (the
+// claude-channel sidecar in .mcp.json) point it at avenor.
+const ExecutableEnv = "AVENOR_EXECUTABLE"
+
+func executableEnv() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{ExecutableEnv + "=" + exe}
 }
 
 // secureConfig is a fresh SecureConfig for hash: its hash.Hash is used up

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	"github.com/avenor-go/avenor/sdk/plugintest/scripted"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // chunkTexts joins the message chunk texts of a log.
@@ -98,6 +102,49 @@ func TestKeptSessionPluginDiedResumes(t *testing.T) {
 	}
 	if text := chunkTexts(f.events(t)); !strings.Contains(text, "turn 2") {
 		t.Fatalf("chunks %q", text)
+	}
+}
+
+// A kept in_process session whose plugin died is lost: the next run says
+// so (avenor.error, session.end error) and launches no fresh plugin to
+// resume it.
+func TestKeptInProcessSessionPluginDiedIsLost(t *testing.T) {
+	f := newFixture(t, "announce")
+	var launches atomic.Int32
+	f.opts.Launch = func(ctx context.Context) (*plugins.Launched, error) {
+		launches.Add(1)
+		c, err := plugin.ServeInProcess(ctx, plugin.Info{Name: "scripted", Version: "test"}, nil, scripted.NewInProcess())
+		if err != nil {
+			return nil, err
+		}
+		b, _ := c.Backend("scripted")
+		return &plugins.Launched{Client: c, Backend: b, Found: plugins.Found{Family: "scripted", Path: "in-process"}}, nil
+	}
+	f.opts.KeepSession = true
+	first := New(f.opts, nil).Run(context.Background())
+	if first.Held == nil {
+		t.Fatalf("first run: %+v", first)
+	}
+	first.Held.Plugin().Client.Kill()
+	o := f.opts
+	o.Held, o.Resume, o.KeepSession = first.Held, first.SessionID, false
+	o.Events = &f.log
+	second := New(o, nil).Run(context.Background())
+	if second.ExitCode == 0 || second.StopReason != sdk.StopError || launches.Load() != 1 {
+		t.Fatalf("second run: %+v after %d launches; want an error and no fresh plugin", second, launches.Load())
+	}
+	evs := f.events(t)
+	var lost bool
+	for _, ev := range evs {
+		if ev["event"] == "avenor.error" && ev["source"] == "plugin" && strings.Contains(fmt.Sprint(ev["message"]), "is lost") {
+			lost = true
+		}
+	}
+	if !lost || evs[len(evs)-1]["event"] != "session.end" {
+		t.Fatalf("no session-lost avenor.error or no final session.end: %v", f.types(t))
+	}
+	if text := chunkTexts(evs); strings.Contains(text, "turn 2") {
+		t.Fatalf("the lost session ran a turn: %q", text)
 	}
 }
 

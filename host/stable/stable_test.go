@@ -371,6 +371,20 @@ func TestInProcessSessionLost(t *testing.T) {
 		t.Fatal("no kept plugin")
 	}
 	held.Plugin().Client.Kill()
+	// The loss shows in the runtime's entry at once, before any follow-up;
+	// the stream gets nothing after its session.end (contract §2.1).
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rt, err := c.Runtime(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(rt.Raw), `"session_lost":"its plugin scripted exited while the runtime was parked"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no session_lost after the kept plugin died: %s", rt.Raw)
+		}
+	}
 	err = c.Prompt(ctx, "say three", ids[0])
 	if err == nil || !strings.Contains(err.Error(), "session lost") || !strings.Contains(err.Error(), "in_process") {
 		t.Fatalf("follow-up after the plugin died: %v", err)

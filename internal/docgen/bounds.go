@@ -55,6 +55,12 @@ var Bounds = []Bound{
 	{"sdk/acp", "DefaultCancelWait", "ACP backends", "wait for the turn to end after `session/cancel`"},
 	{"sdk/acp", "DefaultWriteTimeout", "ACP backends", "one write to the agent's stdin"},
 	{"sdk/acp", "DefaultQueueSize", "ACP backends", "messages read ahead from the agent before reading pauses"},
+	{"sdk/mcpconfig", "MaxFileBytes", "`.mcp.json` edits (claude-channel, `claude-channel-cleanup`)", "largest file rewritten; a larger one is an error and left as it is"},
+	{"plugins/claude/internal/channel", "MaxBodyBytes", "claude-channel broker", "largest request body (413 beyond)"},
+	{"plugins/claude/internal/channel", "MaxPollWait", "claude-channel broker", "longest `/poll-control` long-poll"},
+	{"plugins/claude/internal/channel", "MaxQueuedControls", "claude-channel broker", "control messages waiting for the sidecar (429 beyond)"},
+	{"plugins/claude/internal/channel", "HeartbeatInterval", "claude-channel sidecar", "time between heartbeats"},
+	{"plugins/claude/internal/channel", "MaxFrameBytes", "claude-channel sidecar", "longest MCP stdio line; a longer one is answered with a parse error"},
 }
 
 // BoundsTable renders Bounds from the source under root.

@@ -100,15 +100,15 @@ func claudeVersion(ctx context.Context, bin string, env []string) (path, version
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: `%s --version` failed: %v: %s", StreamName, path, err, truncate(strings.TrimSpace(out.String()), 300))
+		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: `%s --version` failed: %v: %s", StreamName, path, err, runtime.Truncate(strings.TrimSpace(out.String()), 300))
 	}
 	said := strings.TrimSpace(out.String())
 	if !strings.Contains(said, "Claude Code") {
-		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: %s is not Claude Code: `--version` says %q; %s", StreamName, path, truncate(said, 200), installHint)
+		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: %s is not Claude Code: `--version` says %q; %s", StreamName, path, runtime.Truncate(said, 200), installHint)
 	}
 	version = versionRE.FindString(said)
 	if version == "" {
-		version = truncate(said, 100)
+		version = runtime.Truncate(said, 100)
 	}
 	return path, version, nil
 }

@@ -7,6 +7,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
+	go.uber.org/goleak v1.3.0
 )
 
 require (

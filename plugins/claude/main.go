@@ -4,15 +4,32 @@
 //     Agent SDK's control protocol (runtime-protocols.md §5.1–5.3), one
 //     process per session, permissions relayed over stdio, resumable across
 //     avenor runs by session id;
-//   - claude: the interactive TUI in a pseudo-terminal (contract §7.7),
+//   - claude: the interactive TUI in a pseudo-terminal, or with
+//     AVENOR_CLAUDE_TERMINAL=tmux in a private tmux server (contract §7.7),
 //     events from its JSONL transcript, idle/busy and permission dialogs read
-//     from the screen rendered by a terminal emulator.
+//     from the screen rendered by a terminal emulator;
+//   - claude-channel (experimental, contract §7.8): the same TUI started
+//     with a development channel, an MCP server (this binary, run as
+//     `avenor-plugin-claude claude-channel …`) that connects Claude Code to
+//     a broker the session owns (internal/channel).
 //
-// claude-channel (contract §7.8) and the tmux launcher of `claude` are not
-// implemented yet, so they are not advertised.
+// Run as `avenor-plugin-claude claude-channel --run-id R --token T
+// --broker-url U` it is that MCP stdio sidecar instead of a plugin;
+// `avenor claude-channel` execs it that way.
 package main
 
 import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/plugins/claude/internal/channel"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -21,5 +38,38 @@ import (
 var Version = "0.1.0"
 
 func main() {
-	plugin.Serve(plugin.Info{Name: "claude", Version: Version}, newStreamBackend(), newPTYBackend())
+	if len(os.Args) > 1 && os.Args[1] == sidecarCommand {
+		os.Exit(sidecarMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	plugin.Serve(plugin.Info{Name: "claude", Version: Version}, newStreamBackend(), newPTYBackend(), newChannelBackend())
+}
+
+// sidecarCommand is the first argument that makes this binary the MCP
+// sidecar of a claude-channel session.
+const sidecarCommand = "claude-channel"
+
+// sidecarMain runs the sidecar; it returns the exit code (2: bad flags).
+func sidecarMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(sidecarCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runID := fs.String("run-id", "", "the session's run id (required)")
+	token := fs.String("token", "", "the session's broker token (required)")
+	brokerURL := fs.String("broker-url", "", "the session's broker URL (required)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *runID == "" || *token == "" || *brokerURL == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "--run-id, --token, and --broker-url are required")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := hclog.New(&hclog.LoggerOptions{Name: "avenor-channel", Output: stderr, Level: hclog.Info})
+	err := channel.RunSidecar(ctx, channel.SidecarConfig{RunID: *runID, Token: *token, BrokerURL: *brokerURL,
+		In: stdin, Out: stdout, Log: log, Version: Version})
+	if err != nil {
+		log.Error("sidecar stopped", "error", err)
+		return 1
+	}
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -18,8 +19,8 @@ import (
 // PTYName is the interactive backend's name.
 const PTYName = "claude"
 
-// TerminalEnv chooses the launcher; only the built-in PTY is implemented
-// (tmux is not yet).
+// TerminalEnv chooses the launcher: unset or "pty" is the built-in
+// pseudo-terminal, "tmux" a private tmux server (contract §1.14).
 const TerminalEnv = "AVENOR_CLAUDE_TERMINAL"
 
 // EventPromptSubmitted says the prompt was typed into the TUI (§2.5).
@@ -46,10 +47,15 @@ type ptyBackend struct{}
 func (b *ptyBackend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name: PTYName,
-		Description: "Claude Code's interactive TUI in a 220×50 pseudo-terminal: `claude --session-id <uuid> --permission-mode default`; " +
-			"events from the JSONL transcript, permission dialogs read from the screen (experimental)",
+		Description: "Claude Code's interactive TUI in a 220×50 pseudo-terminal (or a private tmux server with " + TerminalEnv + "=tmux): " +
+			"`claude --session-id <uuid> --permission-mode default`; events from the JSONL transcript, permission dialogs read from the screen (experimental)",
 		Capabilities: map[string]string{
-			runtime.CapNewSessions:         runtime.Supported,
+			runtime.CapNewSessions: runtime.Supported,
+			// Follow-ups continue the session in its live terminal, so only
+			// while this plugin process holds it (resume scope in_process):
+			// `avenor stable` keeps a parked claude runtime's plugin for
+			// that and says "session lost" once it is gone.
+			runtime.CapResume:              runtime.Supported,
 			runtime.CapPrompt:              runtime.Supported,
 			runtime.CapCancel:              runtime.Supported,
 			runtime.CapEventStreaming:      runtime.Supported,
@@ -57,14 +63,29 @@ func (b *ptyBackend) Info() runtime.BackendInfo {
 			runtime.CapModelSelection:      runtime.Supported,
 			runtime.CapSubprocessDiscovery: runtime.Supported,
 		},
+		ResumeScope:    runtime.ResumeInProcess,
 		ThinkingLevels: thinkingLevels,
 		EventTypes: []string{runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
 			runtime.EventToolCallUpdate, runtime.EventWarning, EventPromptSubmitted},
 	}
 }
 
+// Check is claude-stream's (Claude Code is there), plus tmux when
+// AVENOR_CLAUDE_TERMINAL=tmux (contract §7.7: required only then).
 func (b *ptyBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
-	return (&streamBackend{}).Check(ctx, req)
+	r := (&streamBackend{}).Check(ctx, req)
+	l, err := terminalLauncher(acp.Environ(req.Env, nil), PTYName, launcherPTY)
+	switch {
+	case err != nil:
+		r.Ready, r.Message = false, err.Error()
+	case l == launcherTmux:
+		if _, err := exec.LookPath("tmux"); err != nil {
+			r.Ready, r.Message = false, fmt.Sprintf("%s: %s=tmux but %v; or unset %s to use the built-in pseudo-terminal", PTYName, TerminalEnv, errNoTmux, TerminalEnv)
+		} else if r.Ready {
+			r.Message += "; terminal: tmux"
+		}
+	}
+	return r
 }
 
 func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
@@ -72,14 +93,19 @@ func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host run
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", PTYName)
 	}
 	if req.ResumeSessionID != "" {
-		return nil, runtime.Errorf(runtime.FaultUser, "%s cannot resume session %q: the interactive backend keeps sessions only while its terminal lives; use claude-stream to resume across runs", PTYName, req.ResumeSessionID)
+		// A live session is continued by the host without a new Open (it
+		// keeps the plugin), so a resume by id always names a session this
+		// process does not hold.
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: session %q: %v: the interactive backend continues a session only in the plugin process whose terminal holds it (resume scope in_process), and that process is gone or closed it; start a new session, or use claude-stream, which resumes from Claude Code's transcript on disk",
+			PTYName, req.ResumeSessionID, runtime.ErrSessionNotFound)
 	}
 	if req.ServerURL != "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends.%s].env", PTYName, PTYName)
 	}
 	env := acp.Environ(req.Env, map[string]string{"TERM": "xterm-256color"})
-	if v := lookupEnv(env, TerminalEnv); v != "" && v != "pty" {
-		return nil, runtime.Errorf(runtime.FaultUser, "%s: %s=%q is not supported by this plugin version (only the built-in pty); unset it", PTYName, TerminalEnv, v)
+	launch, err := terminalLauncher(env, PTYName, launcherPTY)
+	if err != nil {
+		return nil, err
 	}
 	bin := binary(req.Options, req.Env)
 	_, version, err := claudeVersion(ctx, bin, env)
@@ -87,7 +113,30 @@ func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host run
 		return nil, err
 	}
 	id := newUUID()
-	args := []string{"--session-id", id, "--permission-mode", "default"}
+	args := append([]string{"--session-id", id, "--permission-mode", "default"}, optionalFlags(req)...)
+	log := host.Logger()
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s, err := startTUI(PTYName, launch, "avenor-"+id[:8], id, bin, args, env, req.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s.version, s.host, s.log = version, host, log
+	if r, ok := host.(runtime.ProcessRecorder); ok {
+		r.RecordProcess(s.Process())
+	}
+	if err := s.waitReady(ctx); err != nil {
+		s.term.kill(ptyKillGrace)
+		return nil, err
+	}
+	return s, nil
+}
+
+// optionalFlags are the flags both terminal backends pass when asked
+// (contract §7.7, §7.8).
+func optionalFlags(req runtime.OpenRequest) []string {
+	var args []string
 	if req.Agent != "" {
 		args = append(args, "--agent", req.Agent)
 	}
@@ -97,28 +146,42 @@ func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host run
 	if req.Thinking != "" {
 		args = append(args, "--effort", req.Thinking)
 	}
-	log := host.Logger()
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	t, err := startTerminal(bin, args, env, req.Dir)
+	return args
+}
+
+// startTUI starts Claude Code's TUI in a terminal named name and wraps it in
+// session id's session, whose transcript is followed; the caller sets its
+// version, host and log. Errors name the backend and the fix.
+func startTUI(backend string, launch launcher, name, id, bin string, args, env []string, dir string) (*ptySession, error) {
+	t, err := startTerminal(launch, name, bin, args, env, dir)
 	if err != nil {
 		var nf *agentproc.NotFoundError
-		if errors.As(err, &nf) {
-			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found; %s", PTYName, bin, installHint)
+		switch {
+		case errors.As(err, &nf):
+			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found; %s", backend, bin, installHint)
+		case errors.Is(err, errNoTmux):
+			return nil, runtime.Errorf(runtime.FaultUser, "%s: %v; or set %s=pty to use the built-in pseudo-terminal", backend, err, TerminalEnv)
 		}
-		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: %v", PTYName, err)
+		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: %v", backend, err)
 	}
-	s := &ptySession{id: id, bin: bin, version: version, host: host, log: log, term: t,
-		tail: &transcriptTail{configDir: claudeConfigDir(env), sessionID: id}, kinds: map[string]string{}}
-	if r, ok := host.(runtime.ProcessRecorder); ok {
-		r.RecordProcess(s.Process())
+	return &ptySession{id: id, bin: bin, term: t, launcher: launch, kinds: map[string]string{},
+		tail: &transcriptTail{configDir: claudeConfigDir(env), sessionID: id}}, nil
+}
+
+// terminalLauncher reads AVENOR_CLAUDE_TERMINAL from the session's
+// environment: unset means def (claude: the built-in pseudo-terminal,
+// §7.7; claude-channel: tmux, §7.8), "pty" or "tmux" choose.
+func terminalLauncher(env []string, backend string, def launcher) (launcher, error) {
+	switch v := strings.TrimSpace(lookupEnv(env, TerminalEnv)); v {
+	case "":
+		return def, nil
+	case string(launcherPTY):
+		return launcherPTY, nil
+	case string(launcherTmux):
+		return launcherTmux, nil
+	default:
+		return "", runtime.Errorf(runtime.FaultUser, "%s: %s=%q is not a terminal launcher; set it to %q or %q, or unset it (%s)", backend, TerminalEnv, v, launcherTmux, launcherPTY, def)
 	}
-	if err := s.waitReady(ctx); err != nil {
-		t.kill(ptyKillGrace)
-		return nil, err
-	}
-	return s, nil
 }
 
 // ptySession is one TUI; one turn at a time.
@@ -126,7 +189,8 @@ type ptySession struct {
 	id, bin, version string
 	host             runtime.Host
 	log              hclog.Logger
-	term             *terminal
+	term             terminal
+	launcher         launcher // how term was started: pty or tmux
 	tail             *transcriptTail
 	kinds            map[string]string // tool_use id → kind
 
@@ -143,7 +207,7 @@ func (s *ptySession) Process() runtime.ProcessInfo {
 }
 
 func (s *ptySession) StartFields() map[string]any {
-	return map[string]any{"runtime": "claude-code", "runtime_version": s.version, "dangerously_load": false}
+	return map[string]any{"runtime": "claude-code", "runtime_version": s.version, "dangerously_load": false, "terminal": string(s.launcher)}
 }
 
 // waitReady waits for the input box.
@@ -160,7 +224,7 @@ func (s *ptySession) waitReady(ctx context.Context) error {
 			return runtime.Errorf(runtime.FaultUser, "%s: Claude Code shows a first-run dialog; run `claude` once in %s (or pre-seed ~/.claude.json: hasCompletedOnboarding, the project's hasTrustDialogAccepted, customApiKeyResponses)\nscreen:\n%s",
 				PTYName, "the project directory", lastLines(scr, 12))
 		case s.term.done():
-			return runtime.Errorf(runtime.FaultRuntime, "%s: %s exited before its input box appeared (%v)\nscreen:\n%s", PTYName, s.bin, s.term.exitErr, lastLines(scr, 12))
+			return runtime.Errorf(runtime.FaultRuntime, "%s: %s exited before its input box appeared (%v)\nscreen:\n%s", PTYName, s.bin, s.term.exitErr(), lastLines(scr, 12))
 		}
 		select {
 		case <-ctx.Done():
@@ -171,24 +235,80 @@ func (s *ptySession) waitReady(ctx context.Context) error {
 	return runtime.Errorf(runtime.FaultRuntime, "%s: Claude Code's input box did not appear within %s\nscreen:\n%s", PTYName, ptyReadyTimeout, lastLines(s.term.screen(), 12))
 }
 
+// beginTurn starts a turn on a live terminal: the returned channel is
+// closed by Cancel. endTurn must follow.
+func (s *ptySession) beginTurn(backend string) (chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead != nil {
+		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the terminal is gone: %v", backend, s.dead)
+	}
+	s.cancel = make(chan struct{})
+	return s.cancel, nil
+}
+
+func (s *ptySession) endTurn() {
+	s.mu.Lock()
+	s.cancel = nil
+	s.mu.Unlock()
+}
+
+// typePrompt pastes text as one bracketed paste and presses Enter, then
+// says so with agent.prompt_submitted (§2.5: delivery is the launcher).
+// The pause lets the TUI take the paste before the Enter that submits it.
+func (s *ptySession) typePrompt(backend, text string) error {
+	if err := s.term.paste(text); err != nil {
+		return runtime.Errorf(runtime.FaultRuntime, "%s: typing the prompt: %v", backend, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	_ = s.term.send("\r")
+	s.host.Emit(runtime.NewEvent(EventPromptSubmitted, map[string]any{"session_id": s.id, "delivery": string(s.launcher),
+		"prompt_length": len([]rune(text)), "source": string(s.launcher)}))
+	return nil
+}
+
+// followTranscript emits the events of the transcript's new complete
+// lines. text is the latest assistant text among them ("" if none), ended
+// whether the turn ended there (the lines after that are the next turn's).
+func (s *ptySession) followTranscript() (text string, ended bool) {
+	for _, line := range s.tail.next() {
+		evs, end, t := transcriptEvents(s.id, line, s.kinds)
+		for _, ev := range evs {
+			s.host.Emit(ev)
+		}
+		if t != "" {
+			text = t
+		}
+		if end {
+			return text, true
+		}
+	}
+	return text, false
+}
+
+// reEnter is contract §7.7's re-Enter rule, checked once ptyReEnter after
+// the paste: if the TUI is idle and its input box still shows the start of
+// the prompt (the first 96 bytes), the Enter was lost; press it again.
+func (s *ptySession) reEnter(prompt string, st screenState) {
+	prefix := prompt
+	if len(prefix) > 96 {
+		prefix = prefix[:96]
+	}
+	if st.idle() && st.inputLine != "" && strings.HasPrefix(prefix, st.inputLine[:min(len(st.inputLine), len(prefix))]) {
+		s.log.Debug("the prompt is still in the input box; pressing Enter again")
+		_ = s.term.send("\r")
+	}
+}
+
 // Prompt pastes the prompt and presses Enter, then follows the transcript
 // until the turn ends: system/turn_duration, or the screen idle for a
 // second after an answer.
 func (s *ptySession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnResult, error) {
-	s.mu.Lock()
-	if s.dead != nil {
-		err := s.dead
-		s.mu.Unlock()
-		return runtime.TurnResult{StopReason: runtime.StopError}, runtime.Errorf(runtime.FaultRuntime, "%s: the terminal is gone: %v", PTYName, err)
+	cancel, err := s.beginTurn(PTYName)
+	if err != nil {
+		return runtime.TurnResult{StopReason: runtime.StopError}, err
 	}
-	cancel := make(chan struct{})
-	s.cancel = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.cancel = nil
-		s.mu.Unlock()
-	}()
+	defer s.endTurn()
 	done := func(stop string, final string) runtime.TurnResult {
 		r := runtime.TurnResult{StopReason: stop, Extra: map[string]any{"status": "done", "runtime_version": s.version}}
 		if final != "" {
@@ -198,12 +318,9 @@ func (s *ptySession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.Tur
 	}
 
 	s.tail.skipToEnd()
-	if err := s.term.paste(turn.Text); err != nil {
-		return done(runtime.StopError, ""), runtime.Errorf(runtime.FaultRuntime, "%s: typing the prompt: %v", PTYName, err)
+	if err := s.typePrompt(PTYName, turn.Text); err != nil {
+		return done(runtime.StopError, ""), err
 	}
-	time.Sleep(100 * time.Millisecond)
-	_ = s.term.send("\r")
-	s.host.Emit(runtime.NewEvent(EventPromptSubmitted, map[string]any{"session_id": s.id, "source": "pty"}))
 	submitted := time.Now()
 	reEntered := false
 
@@ -215,29 +332,17 @@ func (s *ptySession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.Tur
 	var answeredAt time.Time
 	rejected := false // Esc on a dialog stops the turn without another answer
 	for {
-		for _, line := range s.tail.next() {
-			evs, end, text := transcriptEvents(s.id, line, s.kinds)
-			for _, ev := range evs {
-				s.host.Emit(ev)
-			}
-			if text != "" {
-				final, answered = text, true
-			}
-			if end {
-				return done(runtime.StopEndTurn, final), nil
-			}
+		text, ended := s.followTranscript()
+		if text != "" {
+			final, answered = text, true
+		}
+		if ended {
+			return done(runtime.StopEndTurn, final), nil
 		}
 		st := readScreen(s.term.screen())
 		if !reEntered && time.Since(submitted) >= ptyReEnter {
 			reEntered = true
-			prefix := turn.Text
-			if len(prefix) > 96 {
-				prefix = prefix[:96]
-			}
-			if st.idle() && st.inputLine != "" && strings.HasPrefix(prefix, st.inputLine[:min(len(st.inputLine), len(prefix))]) {
-				s.log.Debug("the prompt is still in the input box; pressing Enter again")
-				_ = s.term.send("\r")
-			}
+			s.reEnter(turn.Text, st)
 		}
 		// Claude Code ignores keys for a moment after a dialog appears, so
 		// the answer is typed again until the dialog is gone.
@@ -267,7 +372,7 @@ func (s *ptySession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.Tur
 			idleSince = time.Time{}
 		}
 		if s.term.done() {
-			s.markDead(fmt.Errorf("claude exited (%v)", s.term.exitErr))
+			s.markDead(fmt.Errorf("claude exited (%v)", s.term.exitErr()))
 			return done(runtime.StopEndTurn, final), nil // contract §7.7: terminal exit without cancel
 		}
 		select {
@@ -318,7 +423,7 @@ func (s *ptySession) permission(ctx context.Context, cancel chan struct{}) (stop
 	}()
 	d, err := s.host.AskPermission(pctx, runtime.PermissionRequest{
 		ID: fmt.Sprintf("pty_%d", time.Now().UnixNano()), Options: opts, Tool: tool, Question: question,
-		Fields: map[string]any{"session_id": s.id, "source": "pty", "experimental": true},
+		Fields: map[string]any{"session_id": s.id, "source": string(s.launcher), "experimental": true},
 	})
 	switch {
 	case err != nil || d.Outcome == runtime.OutcomeCancelled:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,12 +116,48 @@ func TestClaudeConfigDir(t *testing.T) {
 }
 
 // TestPTYDescribe: the interactive backend is honest about what it is.
+// Open with a resume id (a fresh plugin asked for a session another held)
+// is tested in TestPTYResumeRefused.
 func TestPTYDescribe(t *testing.T) {
 	info := newPTYBackend().Info()
-	if info.Capability(runtime.CapResume) != runtime.Unsupported || info.ResumeScope != "" {
-		t.Errorf("claude advertises resume %q (%q); sessions live only with their terminal", info.Capability(runtime.CapResume), info.ResumeScope)
+	if info.Capability(runtime.CapResume) != runtime.Supported || info.ResumeScope != runtime.ResumeInProcess {
+		t.Errorf("claude advertises resume %q (%q); want supported in_process: sessions live only with their terminal", info.Capability(runtime.CapResume), info.ResumeScope)
 	}
 	if info.Capability(runtime.CapPermissionRelay) != runtime.Experimental {
 		t.Errorf("claude permission relay %q, want experimental (read from the screen)", info.Capability(runtime.CapPermissionRelay))
+	}
+}
+
+// TestPTYResumeRefused: a resume by id names a session this process does
+// not hold; it is the user's "not found", saying why and what to use.
+func TestPTYResumeRefused(t *testing.T) {
+	_, err := newPTYBackend().Open(context.Background(), runtime.OpenRequest{Dir: t.TempDir(),
+		ResumeSessionID: "22222222-2222-3333-4444-555555555555"}, nil)
+	if err == nil || !strings.Contains(err.Error(), runtime.ErrSessionNotFound.Error()) || runtime.FaultOf(err) != runtime.FaultUser ||
+		!strings.Contains(err.Error(), "in_process") || !strings.Contains(err.Error(), "claude-stream") {
+		t.Errorf("Open with a resume id: %v (fault %s); want a user-fault session-not-found naming in_process and claude-stream", err, runtime.FaultOf(err))
+	}
+}
+
+// TestPTYCheckTmux: with AVENOR_CLAUDE_TERMINAL=tmux the backend is ready
+// only where tmux is installed, and a bad launcher name is not ready.
+func TestPTYCheckTmux(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '2.1.332 (Claude Code)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := map[string]any{"binary": fake}
+	check := func(env map[string]string) runtime.Readiness {
+		return newPTYBackend().Check(context.Background(), runtime.CheckRequest{Options: opts, Env: env})
+	}
+	if r := check(nil); !r.Ready {
+		t.Fatalf("pty: not ready: %s", r.Message)
+	}
+	if r := check(map[string]string{TerminalEnv: "screen"}); r.Ready || !strings.Contains(r.Message, "not a terminal launcher") {
+		t.Errorf("launcher screen: ready %v, %q", r.Ready, r.Message)
+	}
+	t.Setenv("PATH", t.TempDir()) // no tmux
+	if r := check(map[string]string{TerminalEnv: "tmux"}); r.Ready || !strings.Contains(r.Message, "tmux is not installed") || !strings.Contains(r.Message, "unset "+TerminalEnv) {
+		t.Errorf("tmux missing: ready %v, %q", r.Ready, r.Message)
 	}
 }

@@ -228,7 +228,7 @@ func lastLines(s string, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return truncate(strings.Join(lines, "\n"), 2000)
+	return runtime.Truncate(strings.Join(lines, "\n"), 2000)
 }
 
 func isClosed(ch <-chan struct{}) bool {
@@ -265,10 +265,10 @@ func (s *streamSession) handle(line []byte) {
 	if line[0] != '{' || json.Unmarshal(line, &f) != nil {
 		s.mu.Lock()
 		if len(s.noise) < 5 {
-			s.noise = append(s.noise, truncate(string(line), 200))
+			s.noise = append(s.noise, runtime.Truncate(string(line), 200))
 		}
 		s.mu.Unlock()
-		s.log.Debug("non-JSON output on stdout", "line", truncate(string(line), 200))
+		s.log.Debug("non-JSON output on stdout", "line", runtime.Truncate(string(line), 200))
 		return
 	}
 	sid := s.cfg.SessionID
@@ -635,7 +635,7 @@ func (s *streamSession) turnResult(t *streamTurn, r resultFrame) (runtime.TurnRe
 			msg = "no detail given"
 		}
 		res.Extra["error"] = msg
-		return res, runtime.Errorf(runtime.FaultRuntime, "%s: claude ended the turn with %s: %s", s.cfg.Backend, r.Subtype, truncate(msg, 500))
+		return res, runtime.Errorf(runtime.FaultRuntime, "%s: claude ended the turn with %s: %s", s.cfg.Backend, r.Subtype, runtime.Truncate(msg, 500))
 	}
 	switch r.StopReason {
 	case "max_tokens":

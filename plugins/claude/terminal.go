@@ -22,22 +22,75 @@ const (
 	termRows = 50
 )
 
-// terminal is Claude Code's TUI running in a pseudo-terminal, rendered by a
-// terminal emulator so that the screen can be read as text (never regexes
-// over the raw bytes).
-type terminal struct {
+// launcher chooses how Claude Code's TUI gets its terminal.
+type launcher string
+
+const (
+	// launcherPTY: a pseudo-terminal of this process, rendered by the vt10x
+	// emulator (no dependency).
+	launcherPTY launcher = "pty"
+	// launcherTmux: a detached session of a private tmux server
+	// (tmux.go); the screen is tmux's own rendering.
+	launcherTmux launcher = "tmux"
+)
+
+// terminal is Claude Code's TUI in a terminal whose screen can be read as
+// text (never regexes over the raw bytes). Implementations: ptyTerminal,
+// tmuxTerminal. All methods are safe for concurrent use.
+type terminal interface {
+	// send types keys: raw bytes as a terminal would send them ("\r" is
+	// Enter, "\x1b" Esc).
+	send(keys string) error
+	// paste pastes text as one bracketed paste, so newlines do not submit.
+	paste(text string) error
+	// screen is the rendered screen, trailing blanks trimmed.
+	screen() string
+	// pid is the TUI's pid; it leads its own process group.
+	pid() int
+	// done reports whether the TUI has exited.
+	done() bool
+	// exited is closed once the TUI has exited.
+	exited() <-chan struct{}
+	// exitErr says how the TUI exited (nil while it runs or when it is
+	// not known).
+	exitErr() error
+	// kill ends the TUI and everything in its process group (SIGTERM,
+	// SIGKILL after grace) and releases the terminal; it returns once all
+	// is gone.
+	kill(grace time.Duration)
+}
+
+// errNoTmux: the tmux launcher was chosen and tmux is not installed.
+var errNoTmux = errors.New("tmux is not installed (not found in PATH); install it, e.g. `apt-get install tmux` or `brew install tmux`")
+
+// startTerminal starts bin with args in dir, in a 220×50 terminal of the
+// launcher l, as a new process group. name names the terminal where the
+// launcher has names (the tmux session: "avenor-<first 8 chars of the
+// session id>", contract §7.7).
+func startTerminal(l launcher, name, bin string, args, env []string, dir string) (terminal, error) {
+	switch l {
+	case launcherPTY, "":
+		return startPTY(bin, args, env, dir)
+	case launcherTmux:
+		return startTmux(name, bin, args, env, dir)
+	}
+	return nil, fmt.Errorf("unknown terminal launcher %q; use %q or %q", l, launcherPTY, launcherTmux)
+}
+
+// ptyTerminal is a pseudo-terminal of this process rendered by vt10x.
+type ptyTerminal struct {
 	cmd  *exec.Cmd
 	pty  *os.File
 	term vt10x.Terminal
 
 	writeMu sync.Mutex
-	exited  chan struct{}
-	exitErr error
+	exitCh  chan struct{}
+	err     error // set before exitCh closes
 }
 
-// startTerminal starts bin in a new session (its own process group) with a
-// 220×50 terminal.
-func startTerminal(bin string, args, env []string, dir string) (*terminal, error) {
+// startPTY starts bin in a new session (its own process group) with a
+// 220×50 pseudo-terminal.
+func startPTY(bin string, args, env []string, dir string) (*ptyTerminal, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, &agentproc.NotFoundError{Path: bin, Hint: installHint}
@@ -48,13 +101,13 @@ func startTerminal(bin string, args, env []string, dir string) (*terminal, error
 	if err != nil {
 		return nil, fmt.Errorf("starting %s in a terminal: %w", bin, err)
 	}
-	t := &terminal{cmd: cmd, pty: f, exited: make(chan struct{})}
+	t := &ptyTerminal{cmd: cmd, pty: f, exitCh: make(chan struct{})}
 	// The emulator answers the TUI's terminal queries (cursor position…).
 	t.term = vt10x.New(vt10x.WithSize(termCols, termRows), vt10x.WithWriter(writerFunc(t.write)))
 	go t.read()
 	go func() {
-		t.exitErr = cmd.Wait()
-		close(t.exited)
+		t.err = cmd.Wait()
+		close(t.exitCh)
 	}()
 	return t, nil
 }
@@ -63,7 +116,7 @@ type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
 
-func (t *terminal) read() {
+func (t *ptyTerminal) read() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := t.pty.Read(buf)
@@ -76,56 +129,57 @@ func (t *terminal) read() {
 	}
 }
 
-func (t *terminal) write(b []byte) (int, error) {
+func (t *ptyTerminal) write(b []byte) (int, error) {
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
 	return t.pty.Write(b)
 }
 
-// send types keys.
-func (t *terminal) send(keys string) error {
+func (t *ptyTerminal) send(keys string) error {
 	_, err := t.write([]byte(keys))
 	return err
 }
 
-// paste pastes text as one bracketed paste, so newlines do not submit.
-func (t *terminal) paste(text string) error {
+func (t *ptyTerminal) paste(text string) error {
 	return t.send("\x1b[200~" + text + "\x1b[201~")
 }
 
-// screen is the rendered screen, trailing blanks trimmed.
-func (t *terminal) screen() string {
-	lines := strings.Split(t.term.String(), "\n")
+func (t *ptyTerminal) screen() string { return trimScreen(t.term.String()) }
+
+// trimScreen trims the blanks at the end of every line and the empty lines
+// at the end of the screen.
+func trimScreen(s string) string {
+	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
 
-func (t *terminal) pid() int { return t.cmd.Process.Pid }
+func (t *ptyTerminal) pid() int { return t.cmd.Process.Pid }
 
-func (t *terminal) done() bool {
-	select {
-	case <-t.exited:
-		return true
-	default:
-		return false
+func (t *ptyTerminal) done() bool { return isClosed(t.exitCh) }
+
+func (t *ptyTerminal) exited() <-chan struct{} { return t.exitCh }
+
+func (t *ptyTerminal) exitErr() error {
+	if !t.done() {
+		return nil
 	}
+	return t.err
 }
 
-// kill ends the TUI and everything in its process group: SIGTERM, then
-// SIGKILL after grace.
-func (t *terminal) kill(grace time.Duration) {
+func (t *ptyTerminal) kill(grace time.Duration) {
 	pgid := t.pid()
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
-	case <-t.exited:
+	case <-t.exitCh:
 	case <-time.After(grace):
 	}
 	if err := agentproc.KillGroup(pgid); err != nil && !errors.Is(err, syscall.ESRCH) {
 		_ = t.cmd.Process.Kill()
 	}
-	<-t.exited
+	<-t.exitCh
 	_ = t.pty.Close()
 }
 

@@ -152,7 +152,7 @@ func toolTitle(name string, input json.RawMessage) string {
 	_ = json.Unmarshal(input, &in)
 	for _, k := range []string{"description", "command", "file_path", "path", "pattern", "url", "query"} {
 		if v, ok := in[k].(string); ok && strings.TrimSpace(v) != "" {
-			return name + ": " + truncate(strings.TrimSpace(v), 120)
+			return name + ": " + runtime.Truncate(strings.TrimSpace(v), 120)
 		}
 	}
 	return name
@@ -205,8 +205,8 @@ func toolResultEvent(sid string, b block, kind string) runtime.Event {
 	return runtime.NewEvent(runtime.EventToolCallUpdate, map[string]any{
 		"session_id": sid, "session_update": "tool_call_update",
 		"toolCallId": b.ToolUseID, "kind": kind, "status": status,
-		"content":   []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": truncate(text, 64<<10)}}},
-		"rawOutput": map[string]any{"output": truncate(text, 64<<10), "is_error": b.IsError},
+		"content":   []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": runtime.Truncate(text, 64<<10)}}},
+		"rawOutput": map[string]any{"output": runtime.Truncate(text, 64<<10), "is_error": b.IsError},
 	})
 }
 
@@ -220,13 +220,6 @@ func nativeEvent(nativeType, sid string, line []byte) runtime.Event {
 		f["session_id"] = sid
 	}
 	return runtime.NewEvent(runtime.EventNative, f)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // eventTypes are every event type claude-stream emits.

@@ -36,3 +36,12 @@ func TestConformance(t *testing.T) {
 func TestConformanceBinary(t *testing.T) {
 	plugintest.RunBinary(t, pluginBinary(t), conformance)
 }
+
+// TestConformanceInProcess runs the kit against the in_process variant: it
+// still resumes its own sessions, and the fresh-process check is skipped.
+func TestConformanceInProcess(t *testing.T) {
+	h := conformance
+	h.Plugin = plugin.Info{Name: "scripted", Version: scripted.Version}
+	h.Backends = []runtime.Backend{scripted.NewInProcess()}
+	plugintest.Run(t, h)
+}

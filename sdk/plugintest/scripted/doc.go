@@ -64,7 +64,10 @@
 // Session ids look like scr_<hex>. Sessions and their turn counts are kept in
 // scripted-sessions.json in the OpenRequest's StateDir, so a fresh plugin
 // process resumes them (ResumeScope cross_process); an unknown resume id is a
-// user-fault "not found" error.
+// user-fault "not found" error. With SCRIPTED_RESUME_SCOPE=in_process in the
+// plugin's environment (or NewInProcess) the backend claims resume scope
+// in_process and resumes only the sessions its own process opened, like a
+// backend whose sessions live in memory.
 //
 // `child` reports the new process through the host's optional
 // runtime.ProcessRecorder and from Session.Process; Close kills its process

@@ -29,12 +29,52 @@ const PIDFileEnv = "SCRIPTED_CHILD_PIDFILE"
 // maxScriptFile bounds an @file: script.
 const maxScriptFile = 1 << 20
 
-// New returns the scripted backend.
-func New() runtime.Backend { return backend{} }
+// ResumeScopeEnv names the variable that, set to "in_process" in the
+// plugin's environment when New runs, makes the backend claim resume scope
+// in_process, as a backend whose sessions live only in its process does
+// (claude's TUI): it then resumes only sessions this process opened.
+const ResumeScopeEnv = "SCRIPTED_RESUME_SCOPE"
 
-type backend struct{}
+// New returns the scripted backend; its resume scope is cross_process
+// unless ResumeScopeEnv says in_process.
+func New() runtime.Backend {
+	if os.Getenv(ResumeScopeEnv) == runtime.ResumeInProcess {
+		return NewInProcess()
+	}
+	return backend{}
+}
 
-func (backend) Info() runtime.BackendInfo {
+// NewInProcess returns the scripted backend with resume scope in_process.
+func NewInProcess() runtime.Backend { return backend{live: &liveSessions{ids: map[string]bool{}}} }
+
+type backend struct {
+	// live, when set (resume scope in_process), is every session this
+	// process opened: only those resume.
+	live *liveSessions
+}
+
+type liveSessions struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (l *liveSessions) add(id string) {
+	l.mu.Lock()
+	l.ids[id] = true
+	l.mu.Unlock()
+}
+
+func (l *liveSessions) has(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ids[id]
+}
+
+func (b backend) Info() runtime.BackendInfo {
+	scope := runtime.ResumeCrossProcess
+	if b.live != nil {
+		scope = runtime.ResumeInProcess
+	}
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
@@ -49,7 +89,7 @@ func (backend) Info() runtime.BackendInfo {
 			runtime.CapExternalServerURL:   runtime.Unsupported,
 			runtime.CapSubprocessDiscovery: runtime.Supported,
 		},
-		ResumeScope:    runtime.ResumeCrossProcess,
+		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []string{
 			runtime.EventMessageChunk, runtime.EventThoughtChunk,
@@ -75,6 +115,8 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if id == "" {
 		id = "scr_" + randomHex()
 		err = st.Update(func(turns map[string]int) error { turns[id] = 0; return nil })
+	} else if b.live != nil && !b.live.has(id) {
+		return nil, runtime.Errorf(runtime.FaultUser, "scripted session %q: %v in this plugin process (resume scope in_process: a session continues only in the process that opened it)", id, runtime.ErrSessionNotFound)
 	} else {
 		err = st.Update(func(turns map[string]int) error {
 			if _, ok := turns[id]; !ok {
@@ -85,6 +127,9 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	}
 	if err != nil {
 		return nil, err
+	}
+	if b.live != nil {
+		b.live.add(id)
 	}
 	pidFile := req.Env[PIDFileEnv]
 	if pidFile == "" {

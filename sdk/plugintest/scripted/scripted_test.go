@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/avenor-go/avenor/sdk/plugin"
 	"github.com/avenor-go/avenor/sdk/plugintest/scripted"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -384,5 +385,43 @@ func TestOverlongRuntimeLineIsAWarningAndTheTurnEnds(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 		t.Fatalf("allocated %d MiB reading a 100 MB line", grew>>20)
+	}
+}
+
+// TestResumeInProcessOnly: with resume scope in_process a session resumes
+// in the process that opened it, and a fresh process refuses it as not
+// found, though the state directory knows it.
+func TestResumeInProcessOnly(t *testing.T) {
+	serveIn := func() runtime.Backend {
+		c, err := plugin.ServeInProcess(context.Background(), plugin.Info{Name: "scripted", Version: scripted.Version}, nil, scripted.NewInProcess())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Kill)
+		return backend(t, c)
+	}
+	b := serveIn()
+	if got := b.Info().ResumeScope; got != runtime.ResumeInProcess {
+		t.Fatalf("resume scope %q, want in_process", got)
+	}
+	state := t.TempDir()
+	first := openWith(t, b, runtime.OpenRequest{StateDir: state}, &testHost{})
+	await(t, first.run("announce"), 5*time.Second)
+	_ = first.sess.Close(context.Background())
+	again := openWith(t, b, runtime.OpenRequest{StateDir: state, ResumeSessionID: first.sess.ID()}, &testHost{})
+	await(t, again.run("announce"), 5*time.Second)
+	if got := again.host.text(msg); got != "turn 2" {
+		t.Errorf("resumed in the same process: said %q, want turn 2", got)
+	}
+	_, err := serveIn().Open(context.Background(), runtime.OpenRequest{Backend: scripted.Name, Dir: t.TempDir(), StateDir: state, ResumeSessionID: first.sess.ID()}, &testHost{})
+	if err == nil || runtime.FaultOf(err) != runtime.FaultUser || !strings.Contains(err.Error(), "session not found") || !strings.Contains(err.Error(), "in_process") {
+		t.Errorf("resume in a fresh process: %v (fault %s), want a user-fault session not found naming in_process", err, runtime.FaultOf(err))
+	}
+	if got := scripted.New().Info().ResumeScope; got != runtime.ResumeCrossProcess {
+		t.Errorf("New without %s: scope %q", scripted.ResumeScopeEnv, got)
+	}
+	t.Setenv(scripted.ResumeScopeEnv, runtime.ResumeInProcess)
+	if got := scripted.New().Info().ResumeScope; got != runtime.ResumeInProcess {
+		t.Errorf("New with %s=in_process: scope %q", scripted.ResumeScopeEnv, got)
 	}
 }

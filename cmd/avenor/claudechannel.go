@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/sdk/mcpconfig"
+)
+
+// channelBackend is the backend whose plugin implements the sidecar.
+const channelBackend = "claude-channel"
+
+// channelServerPrefix names the .mcp.json entries claude-channel sessions
+// add (contract §7.8): avenor-channel-<slug>.
+const channelServerPrefix = "avenor-channel-"
+
+// errChannelFlags is contract §1.9's message, exact.
+var errChannelFlags = errors.New("--run-id, --token, and --broker-url are required")
+
+// newClaudeChannelCmd is the MCP stdio sidecar Claude Code starts from
+// .mcp.json. The sidecar lives in the claude plugin binary (it shares the
+// broker's wire types with the backend), so this command finds that binary
+// the way `avenor run --backend claude-channel` would (pins and their
+// hashes included) and execs it: stdio passes straight through.
+func newClaudeChannelCmd(env Env) *cobra.Command {
+	var runID, token, brokerURL string
+	cmd := &cobra.Command{
+		Use:   "claude-channel --run-id <id> --token <token> --broker-url <url>",
+		Short: "MCP stdio sidecar of the claude-channel backend (started by Claude Code, not by hand)",
+		Long: `The MCP stdio server a claude-channel session writes into .mcp.json: Claude Code starts it,
+it relays control messages from the session's broker into Claude as claude/channel
+notifications and gives Claude the avenor_report, avenor_finish, avenor_reply, avenor_send
+and avenor_upsend tools. It is implemented by the claude plugin (avenor-plugin-claude), which
+this command finds and executes with the same arguments.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runID == "" || token == "" || brokerURL == "" {
+				return usageError{errChannelFlags}
+			}
+			path, err := findChannelPlugin(env)
+			if err != nil {
+				return err
+			}
+			argv := []string{path, "claude-channel", "--run-id", runID, "--token", token, "--broker-url", brokerURL}
+			if err := syscall.Exec(path, argv, env.Environ); err != nil {
+				return fmt.Errorf("executing the claude plugin %s: %w", path, err)
+			}
+			return nil // not reached
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&runID, "run-id", "", "the session's run id (required)")
+	fl.StringVar(&token, "token", "", "the session's broker token (required)")
+	fl.StringVar(&brokerURL, "broker-url", "", "the session's broker, http://127.0.0.1:<port> (required)")
+	return cmd
+}
+
+// findChannelPlugin resolves the plugin serving claude-channel: the
+// project's pin (hash-checked by Find), then the usual search order.
+func findChannelPlugin(env Env) (string, error) {
+	dirs, err := config.DefaultDirs(env.Getenv)
+	if err != nil {
+		return "", err
+	}
+	finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil)
+	if wd, err := os.Getwd(); err == nil {
+		if project, ok := config.FindProject(wd); ok {
+			if finder.Lock, err = plugins.ReadLock(project); err != nil {
+				return "", err
+			}
+		}
+	}
+	found, err := finder.Find(channelBackend)
+	if err != nil {
+		return "", err
+	}
+	return found.Path, nil
+}
+
+// newChannelCleanupCmd removes the .mcp.json entries a crashed
+// claude-channel session left behind (contract §1.9).
+func newChannelCleanupCmd(env Env) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "claude-channel-cleanup [--dir <project>]",
+		Short: "Remove every avenor-channel-* server from <project>/.mcp.json",
+		Long: `Remove every mcpServers entry whose name starts with avenor-channel- from <dir>/.mcp.json
+(entries a claude-channel session left behind when it could not clean up). The mcpServers key
+goes when it becomes empty, and the file goes when nothing else is left in it. Other entries and
+keys are kept. Prints how many entries were removed; exit 0 even when none (or no file).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path := mcpconfig.Path(dir)
+			n, err := mcpconfig.RemovePrefix(path, channelServerPrefix)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "removed %d avenor-channel entries from %s\n", n, path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".", "project directory holding .mcp.json")
+	return cmd
+}

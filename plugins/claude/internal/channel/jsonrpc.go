@@ -1,0 +1,91 @@
+package channel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// MCP's stdio transport is newline-delimited JSON-RPC 2.0: one message (or,
+// in protocol 2024-11-05, one batch array) per line, no embedded newlines.
+
+// JSON-RPC error codes.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+)
+
+// rpcMessage is any JSON-RPC message: a request (ID and Method), a
+// notification (Method only) or a response (ID and Result or Error).
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (m rpcMessage) isRequest() bool      { return m.Method != "" && len(m.ID) > 0 }
+func (m rpcMessage) isNotification() bool { return m.Method != "" && len(m.ID) == 0 }
+
+var errNotJSONRPC = errors.New(`not a JSON-RPC 2.0 message (want an object with "jsonrpc":"2.0")`)
+
+// parseFrame parses one line: a message, or a batch of them. A batch is
+// reported so the answers can go back as one array.
+func parseFrame(line []byte) (msgs []rpcMessage, batch bool, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, false, nil
+	}
+	if line[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(line, &raws); err != nil {
+			return nil, true, fmt.Errorf("parse error: %w", err)
+		}
+		if len(raws) == 0 {
+			return nil, true, errors.New("empty batch")
+		}
+		for _, r := range raws {
+			m, err := parseMessage(r)
+			if err != nil {
+				return nil, true, err
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, true, nil
+	}
+	m, err := parseMessage(line)
+	if err != nil {
+		return nil, false, err
+	}
+	return []rpcMessage{m}, false, nil
+}
+
+func parseMessage(data []byte) (rpcMessage, error) {
+	var m rpcMessage
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return m, errNotJSONRPC
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("parse error: %w", err)
+	}
+	if m.JSONRPC != "2.0" {
+		return m, errNotJSONRPC
+	}
+	if bytes.Equal(bytes.TrimSpace(m.ID), []byte("null")) {
+		m.ID = nil
+	}
+	if m.Method == "" && len(m.ID) == 0 {
+		return m, errors.New("neither a request, a notification nor a response")
+	}
+	return m, nil
+}
