@@ -20,5 +20,10 @@
 // secret redaction) and bad input. Random choices come from one seeded RNG per
 // test (RELIABILITY_SEED replays one); the seed is printed on failure.
 //
+// A few tests need root, to run a client or avenor itself as another uid
+// (65534): a peer with another uid refused by the control socket
+// (control_peer_test.go) and unreadable input files (unreadable_test.go,
+// since root reads a mode-000 file). They skip with the reason elsewhere.
+//
 // Nothing here is imported by other packages.
 package hosttest

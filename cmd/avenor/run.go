@@ -25,6 +25,7 @@ import (
 	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runtime"
 	"github.com/avenor-go/avenor/host/sentinel"
+	"github.com/avenor-go/avenor/internal/regularfile"
 )
 
 // runFlags are the flags of `avenor run` (contract §1.2).
@@ -284,7 +285,7 @@ func buildRun(cmd *cobra.Command, f *runFlags, env Env) (hostrt.Options, permiss
 
 	prompt := f.prompt
 	if f.promptFile != "" {
-		data, err := os.ReadFile(f.promptFile)
+		data, err := regularfile.ReadFile(f.promptFile)
 		if err != nil {
 			return o, perms, fmt.Errorf("--prompt-file: %w", err)
 		}

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/avenor-go/avenor/internal/regularfile"
 )
 
 // Phase kinds: the kind field of avenor.phase.start and avenor.phase.end.
@@ -422,7 +423,7 @@ func decodeFile(path string, v any) error {
 }
 
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path) // a FIFO would block the load forever
 	if err != nil {
 		return nil, err
 	}

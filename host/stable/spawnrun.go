@@ -12,6 +12,7 @@ import (
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrt "github.com/avenor-go/avenor/host/runtime"
+	"github.com/avenor-go/avenor/internal/regularfile"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -55,7 +56,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, error) {
 	prompt := p.Prompt
 	if p.PromptFile != "" {
-		data, err := os.ReadFile(p.PromptFile)
+		data, err := regularfile.ReadFile(p.PromptFile)
 		if err != nil {
 			return nil, control.InvalidParams(fmt.Sprintf("prompt_file: %v", err))
 		}

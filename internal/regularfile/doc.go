@@ -1,0 +1,9 @@
+// Package regularfile reads the files a user names on avenor's command line
+// or in its configs (prompt files, loop, team and roster configs, a spawn's
+// prompt_file) without ever blocking on them: a named pipe, a device or a
+// socket given where a file belongs is refused at once, with an error
+// naming the path and what it is, instead of hanging the run (issue 11, bad
+// input: "no hang").
+//
+// Imported by cmd/avenor, host/loop and host/stable.
+package regularfile
