@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -134,19 +133,7 @@ func (b *channelBackend) Info() runtime.BackendInfo {
 // Check is claude-stream's (Claude Code found and said so) plus tmux when
 // the launcher is tmux, the default.
 func (b *channelBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
-	r := (&streamBackend{}).Check(ctx, req)
-	r.Message = strings.Replace(r.Message, StreamName+":", ChannelName+":", 1)
-	launch, err := terminalLauncher(acp.Environ(req.Env, nil), ChannelName, launcherTmux)
-	switch {
-	case err != nil:
-		r.Ready, r.Message = false, err.Error()
-	case launch == launcherTmux && r.Ready:
-		if _, err := exec.LookPath("tmux"); err != nil {
-			r.Ready = false
-			r.Message = fmt.Sprintf("%s: %v; or set %s=pty to use the built-in pseudo-terminal", ChannelName, errNoTmux, TerminalEnv)
-		}
-	}
-	return r
+	return checkTUI(ctx, req, ChannelName, launcherTmux)
 }
 
 // sidecarCommand is the .mcp.json entry: avenor (or this plugin) run as

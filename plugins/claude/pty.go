@@ -73,14 +73,30 @@ func (b *ptyBackend) Info() runtime.BackendInfo {
 // Check is claude-stream's (Claude Code is there), plus tmux when
 // AVENOR_CLAUDE_TERMINAL=tmux (contract §7.7: required only then).
 func (b *ptyBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
+	return checkTUI(ctx, req, PTYName, launcherPTY)
+}
+
+// checkTUI is Check of the terminal backends: claude-stream's check of the
+// CLI, in backend's name, plus the launcher's (tmux must be on PATH when
+// chosen; def is the backend's default launcher).
+func checkTUI(ctx context.Context, req runtime.CheckRequest, backend string, def launcher) runtime.Readiness {
 	r := (&streamBackend{}).Check(ctx, req)
-	l, err := terminalLauncher(acp.Environ(req.Env, nil), PTYName, launcherPTY)
+	r.Message = strings.Replace(r.Message, StreamName+":", backend+":", 1)
+	l, err := terminalLauncher(acp.Environ(req.Env, nil), backend, def)
 	switch {
 	case err != nil:
 		r.Ready, r.Message = false, err.Error()
 	case l == launcherTmux:
 		if _, err := exec.LookPath("tmux"); err != nil {
-			r.Ready, r.Message = false, fmt.Sprintf("%s: %s=tmux but %v; or unset %s to use the built-in pseudo-terminal", PTYName, TerminalEnv, errNoTmux, TerminalEnv)
+			fix := "set " + TerminalEnv + "=pty"
+			if def == launcherPTY {
+				fix = "unset " + TerminalEnv
+			}
+			msg := fmt.Sprintf("%s: %v; or %s to use the built-in pseudo-terminal", backend, errNoTmux, fix)
+			if !r.Ready { // both are missing: say both
+				msg = r.Message + "; and " + msg
+			}
+			r.Ready, r.Message = false, msg
 		} else if r.Ready {
 			r.Message += "; terminal: tmux"
 		}

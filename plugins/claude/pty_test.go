@@ -156,6 +156,11 @@ func TestPTYCheckTmux(t *testing.T) {
 	if r := check(map[string]string{TerminalEnv: "screen"}); r.Ready || !strings.Contains(r.Message, "not a terminal launcher") {
 		t.Errorf("launcher screen: ready %v, %q", r.Ready, r.Message)
 	}
+	// The CLI check is claude-stream's, but it speaks in this backend's name.
+	noCLI := newPTYBackend().Check(context.Background(), runtime.CheckRequest{Options: map[string]any{"binary": filepath.Join(t.TempDir(), "nope")}})
+	if noCLI.Ready || !strings.HasPrefix(noCLI.Message, PTYName+": ") {
+		t.Errorf("no claude CLI: ready %v, %q, want a message naming %s", noCLI.Ready, noCLI.Message, PTYName)
+	}
 	t.Setenv("PATH", t.TempDir()) // no tmux
 	if r := check(map[string]string{TerminalEnv: "tmux"}); r.Ready || !strings.Contains(r.Message, "tmux is not installed") || !strings.Contains(r.Message, "unset "+TerminalEnv) {
 		t.Errorf("tmux missing: ready %v, %q", r.Ready, r.Message)
