@@ -16,6 +16,7 @@ import (
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turngate"
 )
 
 // maxResultText bounds a tool result's text in an event (toolResultEvent
@@ -113,11 +114,13 @@ func FuzzStreamFrames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h := &fuzzHost{}
 		s := &streamSession{cfg: streamConfig{Backend: "claude", Binary: "claude", SessionID: "ses"}, host: h, log: hclog.NewNullLogger(),
-			proc: proc, gone: make(chan struct{}), pending: map[string]chan controlResponse{}, streamed: map[string]bool{}, tools: map[string]string{}}
+			proc: proc, gone: make(chan struct{}), pending: map[string]chan controlResponse{}, streamed: map[string]bool{}, tools: map[string]string{},
+			gate: turngate.New(h, maxHeld, "claude")}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		turn := &streamTurn{result: make(chan resultFrame, 1), ctx: ctx, cancel: cancel, cancelled: make(chan struct{})}
 		s.turn = turn
+		s.gate.Open()
 		results := 0
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(nil, 1<<20)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turngate"
 )
 
 // streamConfig is how to launch one `claude -p` stream-json process.
@@ -59,18 +60,17 @@ type streamSession struct {
 
 	gone chan struct{} // closed when stdout has ended
 
+	gate *turngate.Gate // keeps events inside turns
+
 	mu       sync.Mutex
 	pending  map[string]chan controlResponse
 	turn     *streamTurn
-	held     []runtime.Event
-	dropped  int
 	closed   bool
 	dead     error
 	streamed map[string]bool // message ids whose text came as stream_event deltas
 	curMsg   string          // the message id being streamed
 	tools    map[string]string
 	noise    []string
-	emitMu   sync.Mutex
 
 	closeOnce sync.Once
 }
@@ -112,7 +112,8 @@ func openStream(ctx context.Context, cfg streamConfig, host runtime.Host) (*stre
 		log = hclog.NewNullLogger()
 	}
 	s := &streamSession{cfg: cfg, host: host, log: log, gone: make(chan struct{}),
-		pending: map[string]chan controlResponse{}, streamed: map[string]bool{}, tools: map[string]string{}}
+		pending: map[string]chan controlResponse{}, streamed: map[string]bool{}, tools: map[string]string{},
+		gate: turngate.New(host, maxHeld, cfg.Backend)}
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
 		InstallHint: cfg.InstallHint, CancelGrace: cfg.StopGrace, Logger: log.Named("claude"),
@@ -442,7 +443,7 @@ func (s *streamSession) permission(requestID string, req canUseTool) {
 	if req.DecisionReason != "" {
 		fields["decision_reason"] = req.DecisionReason
 	}
-	s.flush()
+	s.gate.Flush()
 	d, err := s.host.AskPermission(ctx, runtime.PermissionRequest{
 		ID: requestID, Options: opts, Tool: req.ToolName, Question: question, Fields: fields,
 	})
@@ -477,42 +478,7 @@ func (s *streamSession) permission(requestID string, req canUseTool) {
 
 // emit sends an event in stream order; between turns events are held and
 // sent when the next turn starts.
-func (s *streamSession) emit(ev runtime.Event) {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	if s.turn == nil {
-		if len(s.held) < maxHeld {
-			s.held = append(s.held, ev)
-		} else {
-			s.dropped++
-		}
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	s.host.Emit(ev)
-}
-
-func (s *streamSession) flush() {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.mu.Lock()
-	held, dropped := s.held, s.dropped
-	s.held, s.dropped = nil, 0
-	s.mu.Unlock()
-	for _, ev := range held {
-		s.host.Emit(ev)
-	}
-	if dropped > 0 {
-		s.host.Emit(runtime.NewEvent(runtime.EventWarning, map[string]any{"source": "backend",
-			"message": fmt.Sprintf("%s: %d events claude sent between turns were dropped (over %d held)", s.cfg.Backend, dropped, maxHeld)}))
-	}
-}
+func (s *streamSession) emit(ev runtime.Event) { s.gate.Emit(ev) }
 
 func (s *streamSession) warn(msg string) {
 	s.log.Warn(msg)
@@ -666,19 +632,18 @@ func (s *streamSession) beginTurn() (*streamTurn, error) {
 	t := &streamTurn{result: make(chan resultFrame, 1), ctx: ctx, cancel: cancel, cancelled: make(chan struct{})}
 	s.turn = t
 	s.mu.Unlock()
-	s.flush()
+	s.gate.Open()
 	return t, nil
 }
 
 func (s *streamSession) endTurn(t *streamTurn) {
 	t.cancel()
-	s.emitMu.Lock() // no event of this turn lands after it ended
 	s.mu.Lock()
 	if s.turn == t {
 		s.turn = nil
+		s.gate.Shut() // no event of this turn lands after it ended
 	}
 	s.mu.Unlock()
-	s.emitMu.Unlock()
 }
 
 func (s *streamSession) markDead(err error) {
@@ -736,5 +701,6 @@ func (s *streamSession) shutdown() {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.gate.Close()
 	})
 }

@@ -161,7 +161,7 @@ func (s *Session) approval(ctx context.Context, method, requestID string, params
 		stop = context.AfterFunc(t.ctx, cancel)
 		defer func() { stop(); cancel() }()
 	}
-	s.flush()
+	s.gate.Flush()
 	d, err := s.host.AskPermission(ctx, req)
 	chosen := "cancel"
 	if err == nil && d.Outcome == runtime.OutcomeSelected {

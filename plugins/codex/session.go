@@ -16,6 +16,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/acp"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turngate"
 )
 
 // Bounds of a session.
@@ -66,12 +67,12 @@ type Session struct {
 
 	unknown atomic.Int64 // frames without a mapping (avenor.native)
 
-	emitMu   sync.Mutex // keeps Emit calls in order
-	mu       sync.Mutex
-	turn     *turnState
-	buffered []runtime.Event
-	closed   bool
-	dead     error
+	gate *turngate.Gate // keeps events inside turns
+
+	mu     sync.Mutex
+	turn   *turnState
+	closed bool
+	dead   error
 
 	closeOnce sync.Once
 }
@@ -113,7 +114,7 @@ func open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	s := &Session{cfg: cfg, host: host, log: log}
+	s := &Session{cfg: cfg, host: host, log: log, gate: turngate.New(host, maxBuffered, Name)}
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: []string{"app-server"}, Dir: cfg.Dir, Env: cfg.Env,
 		MaxLineBytes: MaxLineBytes, InstallHint: installHint, CancelGrace: cfg.StopGrace, Logger: log.Named("codex"),
@@ -347,36 +348,7 @@ func (s *Session) UnknownFrames() int64 { return s.unknown.Load() }
 
 // emit sends an event in stream order; between turns events are held for
 // the next turn, so none lands outside a turn's session.start…session.end.
-func (s *Session) emit(ev runtime.Event) {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	if s.turn == nil {
-		if len(s.buffered) < maxBuffered {
-			s.buffered = append(s.buffered, ev)
-		}
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	s.host.Emit(ev)
-}
-
-func (s *Session) flush() {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.mu.Lock()
-	held := s.buffered
-	s.buffered = nil
-	s.mu.Unlock()
-	for _, ev := range held {
-		s.host.Emit(ev)
-	}
-}
+func (s *Session) emit(ev runtime.Event) { s.gate.Emit(ev) }
 
 func (s *Session) warn(msg string) {
 	s.log.Warn(msg)
@@ -463,7 +435,7 @@ func (s *Session) beginTurn() (*turnState, error) {
 	t := &turnState{ctx: ctx, cancel: cancel, cancelled: make(chan struct{}), done: make(chan struct{})}
 	s.turn = t
 	s.mu.Unlock()
-	s.flush()
+	s.gate.Open()
 	return t, nil
 }
 
@@ -472,6 +444,7 @@ func (s *Session) endTurn(t *turnState) {
 	s.mu.Lock()
 	if s.turn == t {
 		s.turn = nil
+		s.gate.Shut() // no event of this turn lands after it ended
 	}
 	s.mu.Unlock()
 }
@@ -557,6 +530,7 @@ func (s *Session) shutdown() {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.gate.Close()
 		s.conn.Close()
 		if err := s.proc.Stop(s.cfg.StopGrace); err != nil {
 			s.log.Debug("stopping codex", "error", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turngate"
 )
 
 // Config is how to launch and drive one ACP agent. Zero values are valid
@@ -147,13 +148,12 @@ type Session struct {
 	noisy   chan struct{} // closed at the first non-ACP output
 	noisyMu sync.Once
 
-	emitMu   sync.Mutex // keeps Emit calls in order
-	mu       sync.Mutex
-	turn     *turnState
-	buffered []runtime.Event
-	dropped  int
-	closed   bool
-	dead     error // the agent is gone; no more turns
+	gate *turngate.Gate // keeps events inside turns
+
+	mu     sync.Mutex
+	turn   *turnState
+	closed bool
+	dead   error // the agent is gone; no more turns
 
 	closeOnce sync.Once
 	onClose   []func() // run once the agent is stopped
@@ -199,7 +199,8 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	s := &Session{cfg: cfg, host: host, log: log, mapper: newMapper(), noisy: make(chan struct{})}
+	s := &Session{cfg: cfg, host: host, log: log, mapper: newMapper(), noisy: make(chan struct{}),
+		gate: turngate.New(host, maxBuffered, cfg.Backend)}
 
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
@@ -638,26 +639,7 @@ func (s *Session) Stats() (unknown, bad, replayed int64) {
 // session.end of its turn.
 func (s *Session) Emit(ev runtime.Event) { s.emit(ev) }
 
-func (s *Session) emit(ev runtime.Event) {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	if s.turn == nil {
-		if len(s.buffered) < maxBuffered {
-			s.buffered = append(s.buffered, ev)
-		} else {
-			s.dropped++
-		}
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	s.host.Emit(ev)
-}
+func (s *Session) emit(ev runtime.Event) { s.gate.Emit(ev) }
 
 // AnnounceTool emits a synthetic tool.call for a tool call not seen before
 // (toolCallId, title, kind… in call), so that a request about it (a
@@ -672,25 +654,8 @@ func (s *Session) AnnounceTool(call map[string]any) {
 // AskPermission asks the host. Requests are already serialised: they are
 // handled one at a time, in stream order.
 func (s *Session) AskPermission(ctx context.Context, req runtime.PermissionRequest) (runtime.PermissionDecision, error) {
-	s.flush()
+	s.gate.Flush()
 	return s.host.AskPermission(ctx, req)
-}
-
-// flush sends the events held between turns.
-func (s *Session) flush() {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	s.mu.Lock()
-	held, dropped := s.buffered, s.dropped
-	s.buffered, s.dropped = nil, 0
-	s.mu.Unlock()
-	for _, ev := range held {
-		s.host.Emit(ev)
-	}
-	if dropped > 0 {
-		s.host.Emit(runtime.NewEvent(runtime.EventWarning, map[string]any{"source": "backend",
-			"message": fmt.Sprintf("%s: %d events the agent sent between turns were dropped (over %d held)", s.cfg.Backend, dropped, maxBuffered)}))
-	}
 }
 
 // turnScoped is ctx, also ended by the cancel of the turn in flight.
@@ -843,7 +808,7 @@ func (s *Session) beginTurn() (*turnState, error) {
 	s.mu.Unlock()
 	// Whatever came before this turn is not part of a replay any more.
 	s.replaying.Store(false)
-	s.flush()
+	s.gate.Open()
 	return t, nil
 }
 
@@ -856,6 +821,7 @@ func (s *Session) detachTurn(t *turnState) {
 	s.mu.Lock()
 	if s.turn == t {
 		s.turn = nil
+		s.gate.Shut() // no event of this turn lands after it ended
 	}
 	s.mu.Unlock()
 }
@@ -938,6 +904,7 @@ func (s *Session) shutdown() {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
+		s.gate.Close()
 		s.conn.Close()
 		if err := s.proc.Stop(s.cfg.StopGrace); err != nil {
 			s.log.Debug("stopping the agent", "error", err)
