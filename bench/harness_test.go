@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/avenor-go/avenor/host/plugins"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/sdk/examples/echo"
 	"github.com/avenor-go/avenor/sdk/plugin"
 	"github.com/avenor-go/avenor/sdk/plugintest/scripted"

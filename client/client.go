@@ -11,14 +11,17 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/avenor-go/avenor/sdk/jsonrpc"
 )
 
-// JSON-RPC error codes of contract §5.2.
+// JSON-RPC error codes of contract §5.2: JSON-RPC 2.0's own (sdk/jsonrpc's),
+// then avenor's.
 const (
-	CodeParseError          = -32700
-	CodeInvalidRequest      = -32600
-	CodeMethodNotFound      = -32601
-	CodeInvalidParams       = -32602
+	CodeParseError          = jsonrpc.CodeParseError
+	CodeInvalidRequest      = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound      = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams       = jsonrpc.CodeInvalidParams
 	CodeServerError         = -32000
 	CodeNoPendingPermission = -32001
 	CodePermissionDenied    = -32010
@@ -38,12 +41,9 @@ var (
 // most 4096 runes, so this is generous.
 const maxLine = 64 << 20
 
-// RPCError is an error answered by the server.
-type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
+// RPCError is an error answered by the server: sdk/jsonrpc's error object,
+// with the control protocol's text (its data's detail or required params).
+type RPCError jsonrpc.RPCError
 
 func (e *RPCError) Error() string {
 	var d struct {
@@ -73,6 +73,10 @@ type Client struct {
 	pending map[int64]chan reply
 	sub     *Subscription
 	closed  bool
+	// refusal is an error the server sent without an id (a control
+	// socket over its connection cap sends one, then closes): the reason
+	// the connection ended.
+	refusal *RPCError
 }
 
 type reply struct {
@@ -143,6 +147,8 @@ func (c *Client) Err() error {
 // Call calls method with params (nil: none) and decodes the result into
 // result (nil: discarded; *json.RawMessage: kept as sent).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	// A map, not a jsonrpc.Message: its sorted keys keep the request bytes
+	// servers and recorded sessions have always seen.
 	req := map[string]any{"jsonrpc": "2.0", "method": method}
 	if params != nil {
 		req["params"] = params
@@ -151,7 +157,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		return c.closedErr()
 	}
 	c.nextID++
 	id := c.nextID
@@ -168,6 +174,18 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	c.wmu.Unlock()
 	if err != nil {
 		c.forget(id)
+		// The server may have said why before it closed: give the reader
+		// a moment to reach its last lines.
+		select {
+		case <-c.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+		c.mu.Lock()
+		refused := c.refusal != nil
+		c.mu.Unlock()
+		if refused {
+			return c.closedErr()
+		}
 		return fmt.Errorf("%w: %v", ErrClosed, err)
 	}
 	select {
@@ -198,15 +216,6 @@ func (c *Client) forget(id int64) {
 	c.mu.Unlock()
 }
 
-// incoming is any line from the server.
-type incoming struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *RPCError       `json:"error"`
-}
-
 func (c *Client) read() {
 	defer close(c.done)
 	defer c.shutdown()
@@ -227,7 +236,7 @@ func (c *Client) read() {
 			// Not what it seemed (another key after params…): the
 			// general path below decides.
 		}
-		var in incoming
+		var in jsonrpc.Message
 		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
 			continue // not ours to fix; the next line may be fine
 		}
@@ -238,6 +247,12 @@ func (c *Client) read() {
 			if sub != nil {
 				sub.push(newEvent(in.Params))
 			}
+			continue
+		}
+		if in.Error != nil && (len(in.ID) == 0 || string(in.ID) == "null") {
+			c.mu.Lock()
+			c.refusal = (*RPCError)(in.Error)
+			c.mu.Unlock()
 			continue
 		}
 		id, err := strconv.ParseInt(string(in.ID), 10, 64)
@@ -252,7 +267,7 @@ func (c *Client) read() {
 			continue
 		}
 		if in.Error != nil {
-			ch <- reply{err: in.Error}
+			ch <- reply{err: (*RPCError)(in.Error)}
 		} else {
 			ch <- reply{result: in.Result}
 		}
@@ -274,6 +289,18 @@ func notificationParams(line []byte) ([]byte, bool) {
 	return line[len(notificationPrefix) : len(line)-1], true
 }
 
+// closedErr is ErrClosed, with the error the server sent without an id
+// (its reason for closing, when it gave one).
+func (c *Client) closedErr() error {
+	c.mu.Lock()
+	r := c.refusal
+	c.mu.Unlock()
+	if r == nil {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %v", ErrClosed, r)
+}
+
 // shutdown fails pending calls and ends the subscription.
 func (c *Client) shutdown() {
 	c.nc.Close()
@@ -283,8 +310,9 @@ func (c *Client) shutdown() {
 	c.pending = map[int64]chan reply{}
 	sub := c.sub
 	c.mu.Unlock()
+	err := c.closedErr()
 	for _, ch := range pending {
-		ch <- reply{err: ErrClosed}
+		ch <- reply{err: err}
 	}
 	if sub != nil {
 		sub.finish()

@@ -37,6 +37,13 @@
 // supervisor. A full supervisor or tree refuses a spawn with a retryable
 // capacity error: AsCapacity reads it.
 //
+// Await waits on a stable runtime until it needs attention or its run ends
+// (`avenor await` is a thin command over it); FindRuntime finds the
+// supervisor holding a run id or label among several sockets.
+// SpawnParams matches the supervisor's spawn params field by field (a
+// test pins them): an optional boolean or number is a pointer (Bool, Int),
+// so false or 0 can override a config saying otherwise.
+//
 // Errors from the server are *RPCError values (use errors.As); a one-shot run
 // answers stable-only methods with CodeMethodNotFound. When the server goes
 // away, pending calls fail with ErrClosed and the subscription's channel is

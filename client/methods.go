@@ -135,7 +135,18 @@ func (c *Client) InterruptAndPrompt(ctx context.Context, text string, keepQueue 
 // AnswerPermission answers the pending permission request; message may be
 // "". Nothing pending, or another request id, is CodeNoPendingPermission.
 func (c *Client) AnswerPermission(ctx context.Context, requestID, optionID, message string, runtimeID ...string) error {
+	return c.AnswerPermissionAs(ctx, "", requestID, optionID, message, runtimeID...)
+}
+
+// AnswerPermissionAs is AnswerPermission with a source hint: the front door
+// the person answered on ("board"), which the permission.response event then
+// names instead of "control". "" sends no hint; a server refuses a hint it
+// does not know with CodeInvalidParams.
+func (c *Client) AnswerPermissionAs(ctx context.Context, source, requestID, optionID, message string, runtimeID ...string) error {
 	p := target(runtimeID)
+	if source != "" {
+		p["source"] = source
+	}
 	p["request_id"] = requestID
 	p["option_id"] = optionID
 	if message != "" {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 )
 
 // Runtime is a stable supervisor's runtime entry (contract §5.6): the list
@@ -59,14 +62,64 @@ type SpawnParams struct {
 	OnEvent           string `json:"on_event,omitempty"`
 	SentinelFile      string `json:"sentinel_file,omitempty"`
 	PermissionHandler string `json:"permission_handler,omitempty"`
-	AutoApprove       bool   `json:"auto_approve,omitempty"`
-	Timeout           any    `json:"timeout,omitempty"`
-	MaxRetries        int    `json:"max_retries,omitempty"`
-	SessionID         string `json:"session_id,omitempty"`
-	ParentID          string `json:"parent_id,omitempty"`
-	ParentRunID       string `json:"parent_run_id,omitempty"`
-	IdempotencyKey    string `json:"idempotency_key,omitempty"`
+	// AutoApprove nil leaves the supervisor's config to decide; a pointer
+	// to false sends auto_approve:false, which overrides a config saying
+	// true (client.Bool(false)).
+	AutoApprove *bool `json:"auto_approve,omitempty"`
+	Timeout     any   `json:"timeout,omitempty"`
+	// MaxRetries nil leaves the supervisor's config to decide; a pointer
+	// to 0 sends max_retries:0, which overrides a config that sets retries
+	// (client.Int(0)).
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// LoopFile or TeamFile runs a whole loop or team as one runtime;
+	// relative paths (RosterFile's too) are resolved against Dir.
+	LoopFile       string `json:"loop_file,omitempty"`
+	TeamFile       string `json:"team_file,omitempty"`
+	RosterFile     string `json:"roster_file,omitempty"`
+	RosterEntry    string `json:"roster_entry,omitempty"`
+	SessionID      string `json:"session_id,omitempty"`
+	ParentID       string `json:"parent_id,omitempty"`
+	ParentRunID    string `json:"parent_run_id,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
+
+// WithAbsPaths returns p with its paths — prompt_file, dir, on_event,
+// sentinel_file, roster_file, loop_file, team_file and the base of a
+// file:<base> permission_handler — made absolute against this process's
+// working directory: the supervisor's working directory is not the
+// caller's.
+func (p SpawnParams) WithAbsPaths() (SpawnParams, error) {
+	for _, f := range []struct {
+		key string
+		v   *string
+	}{
+		{"prompt_file", &p.PromptFile}, {"dir", &p.Dir}, {"on_event", &p.OnEvent}, {"sentinel_file", &p.SentinelFile},
+		{"roster_file", &p.RosterFile}, {"loop_file", &p.LoopFile}, {"team_file", &p.TeamFile},
+	} {
+		if *f.v == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*f.v)
+		if err != nil {
+			return p, fmt.Errorf("%s %q: %w", f.key, *f.v, err)
+		}
+		*f.v = abs
+	}
+	if base, ok := strings.CutPrefix(p.PermissionHandler, "file:"); ok && base != "" {
+		abs, err := filepath.Abs(base)
+		if err != nil {
+			return p, fmt.Errorf("permission_handler %q: %w", p.PermissionHandler, err)
+		}
+		p.PermissionHandler = "file:" + abs
+	}
+	return p, nil
+}
+
+// Bool returns a pointer to b, for the optional booleans of SpawnParams.
+func Bool(b bool) *bool { return &b }
+
+// Int returns a pointer to n, for the optional numbers of SpawnParams.
+func Int(n int) *int { return &n }
 
 // Spawned is spawn's result. Raw keeps the whole answer.
 type Spawned struct {
@@ -184,4 +237,41 @@ func (c *Client) SendToParent(ctx context.Context, runtimeID, message string) (s
 	}
 	err := c.Call(ctx, "send_to_parent", map[string]any{"runtime_id": runtimeID, "message": message}, &res)
 	return res.RequestID, err
+}
+
+// CapacityState is wait_for_capacity's answer: whether a spawn would be
+// admitted now (Available) or the wait's timeout passed first (TimedOut),
+// with the local slots (--max-runtimes) and the tree budget's.
+type CapacityState struct {
+	Available    bool   `json:"available"`
+	TimedOut     bool   `json:"timed_out"`
+	Active       int    `json:"active"`
+	Capacity     int    `json:"capacity"`
+	TreeActive   int    `json:"tree_active"`
+	TreeCapacity int    `json:"tree_capacity"`
+	TreeMode     string `json:"tree_mode"` // "active" or "degraded"
+	// Waited is how long the supervisor waited, in milliseconds.
+	Waited int64           `json:"waited_ms"`
+	Raw    json.RawMessage `json:"-"`
+}
+
+// WaitForCapacity waits until a spawn in the stable supervisor would be
+// admitted or timeout passes: a number of seconds, a Go duration string
+// ("30s"), or nil for the supervisor's longest wait. A timed out wait is
+// not an error: TimedOut says so. ctx must outlive timeout.
+func (c *Client) WaitForCapacity(ctx context.Context, timeout any) (CapacityState, error) {
+	p := map[string]any{}
+	if timeout != nil {
+		p["timeout"] = timeout
+	}
+	var raw json.RawMessage
+	if err := c.Call(ctx, "wait_for_capacity", p, &raw); err != nil {
+		return CapacityState{}, err
+	}
+	var st CapacityState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return CapacityState{}, err
+	}
+	st.Raw = raw
+	return st, nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Event is one event notification: the event's JSON exactly as the server
@@ -123,7 +125,7 @@ func (s *Subscription) next() (Event, bool, bool) {
 	if s.dropped > 0 {
 		n := s.dropped
 		s.dropped = 0
-		raw, _ := json.Marshal(map[string]any{"event": "subscriber.lagged", "dropped_count": n, "source": "client"})
+		raw, _ := json.Marshal(map[string]any{"event": sdk.EventSubscriberLagged, "dropped_count": n, "source": "client"})
 		return newEvent(raw), true, false
 	}
 	if len(s.queue) > 0 {

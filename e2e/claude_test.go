@@ -340,7 +340,7 @@ func testPTYStableFollowUp(t *testing.T, rt *runtimeSpec) {
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			if r.Status == "ended" && cond(r) {
+			if (r.Parked || r.Status == "ended") && cond(r) {
 				return r
 			}
 			if ctx.Err() != nil {
@@ -349,7 +349,7 @@ func testPTYStableFollowUp(t *testing.T, rt *runtimeSpec) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: rt.backend, Dir: w.work, Prompt: "Say the first word.", AutoApprove: true})
+	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: rt.backend, Dir: w.work, Prompt: "Say the first word.", AutoApprove: client.Bool(true)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,11 @@ func checkCodexEnd(t *testing.T, evs []event) {
 		t.Errorf("session.end has no runtime_version: %v", end)
 	}
 	if n, ok := end["unknown_frames"].(float64); !ok || n != 0 {
-		t.Errorf("session.end unknown_frames = %v, want 0 against the pinned codex", end["unknown_frames"])
+		var native []string
+		for _, ev := range only(evs, "avenor.native") {
+			b, _ := json.Marshal(ev["payload"])
+			native = append(native, ev.str("native_type")+" "+tail(string(b), 400))
+		}
+		t.Errorf("session.end unknown_frames = %v, want 0 against the pinned codex; unmapped: %v", end["unknown_frames"], native)
 	}
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,66 @@ func TestOpencodeHTTP(t *testing.T) {
 	t.Run("resume", func(t *testing.T) { testResume(t, rt) })
 	t.Run("drift", testOpencodeHTTPDrift)
 	t.Run("external-server", testOpencodeHTTPExternal)
+	t.Run("external-server/starting", testOpencodeHTTPServerStarting)
+}
+
+// testOpencodeHTTPServerStarting is the harness that runs
+// `opencode serve --port P &` and avenor at once (issue 17): avenor's first
+// health check meets a server that does not listen yet, and must wait for
+// it rather than fail.
+func testOpencodeHTTPServerStarting(t *testing.T) {
+	w := newWorld(t, opencodeHTTP, fakellm.Config{})
+	const password = "e2e-secret"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	srv := exec.Command(bins.opencode, "serve", "--pure", "--hostname", "127.0.0.1", "--port", port)
+	srv.Dir = w.work
+	srv.Env = append(append([]string(nil), w.env...), "OPENCODE_SERVER_PASSWORD="+password)
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	if err := srv.Start(); err != nil {
+		t.Fatalf("starting opencode serve: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
+		_ = srv.Wait()
+	})
+	listening := make(chan time.Time, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on ") {
+				listening <- time.Now()
+			}
+		}
+	}()
+	run := w.startAvenor("run", "--prompt", shellPrompt, "--auto-approve", "--server-url", "http://opencode:"+password+"@"+addr)
+	avenorStarted := time.Now()
+	res, evs, s := run.finish()
+	select {
+	case at := <-listening:
+		t.Logf("opencode serve listened %v after its start; avenor started %v after it",
+			at.Sub(started).Round(time.Millisecond), avenorStarted.Sub(started).Round(time.Millisecond))
+		if !at.After(avenorStarted) {
+			t.Errorf("opencode listened before avenor started: the test did not exercise the wait")
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("opencode serve did not say it was listening within a minute")
+	}
+	checkDone(t, "run", res, evs, s)
+	checkOutFile(t, w, true)
+	if !strings.Contains(finalText(evs), "DONE") {
+		t.Errorf("final text %q, want DONE", finalText(evs))
+	}
 }
 
 // testOpencodeHTTPExternal runs against an `opencode serve` the harness

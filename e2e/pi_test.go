@@ -81,6 +81,7 @@ func TestPi(t *testing.T) {
 	t.Run("reject", testPiReject)
 	t.Run("cancel", func(t *testing.T) { testCancel(t, piSpec) })
 	t.Run("resume", func(t *testing.T) { testResume(t, piSpec) })
+	t.Run("resume/session_dir", testPiSessionDir)
 	t.Run("thinking", testPiThinking)
 	t.Run("gate_off", testPiGateOff)
 }
@@ -181,4 +182,67 @@ func keys(m map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// testPiSessionDir pins where pi keeps its sessions, a deliberate
+// difference from the original (contract decision 17, docs/backends.md):
+// pi runs with --session-dir under the plugin's state directory and without
+// --no-session, so its session file outlives the process, lies there and
+// nowhere else, and a second avenor process resumes it.
+func testPiSessionDir(t *testing.T) {
+	w := newWorld(t, piSpec, fakellm.Config{})
+	// pi renames its process to "pi", hiding its arguments from
+	// /proc/<pid>/cmdline, so a wrapper records how the plugin launched it.
+	argsLog := w.path("pi-args.log")
+	wrapper := w.path("pi-wrapper.sh")
+	w.writeFile(wrapper, "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '"+argsLog+"'\nexec '"+piBin+"' \"$@\"\n")
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "AVENOR_PI_BIN="+wrapper)
+	run1 := w.startAvenor("run1", "--prompt", shellPrompt, "--auto-approve")
+	res, evs, s1 := run1.finish()
+	checkDone(t, "run1", res, evs, s1)
+	if s1.session == "" {
+		t.Fatal("run1: no session id")
+	}
+	sessions := filepath.Join(w.state, "avenor", "plugins", "pi", "sessions")
+	logged, _ := os.ReadFile(argsLog)
+	var launch string
+	for _, line := range strings.Split(string(logged), "\n") {
+		if strings.HasPrefix(line, "--mode rpc") {
+			launch = line
+		}
+	}
+	if launch == "" {
+		t.Fatalf("run1: the plugin never launched `pi --mode rpc`; the wrapper saw:\n%s", logged)
+	}
+	t.Logf("pi was launched as: pi %s", launch)
+	if !strings.Contains(launch, "--session-dir "+sessions+" ") || strings.Contains(launch, "--no-session") {
+		t.Errorf("pi launched as %q, want --session-dir %s and no --no-session", launch, sessions)
+	}
+	files, _ := filepath.Glob(filepath.Join(sessions, "*"+s1.session+"*.jsonl"))
+	if len(files) != 1 {
+		entries, _ := os.ReadDir(sessions)
+		t.Fatalf("session %s: %d files in %s, want 1 (%v)", s1.session, len(files), sessions, entries)
+	}
+	// pi's own default, $PI_CODING_AGENT_DIR/sessions, stays empty: the
+	// session lives only where avenor looks for it.
+	if entries, err := os.ReadDir(filepath.Join(w.home, ".pi", "agent", "sessions")); err == nil && len(entries) > 0 {
+		t.Errorf("pi also wrote sessions to its default directory: %v", entries)
+	}
+
+	w.llm.Reset()
+	w.llm.SetScript(func(r *fakellm.Request) fakellm.Reply {
+		if r.Contains(shellPrompt) && strings.Contains(r.LastUserText(), "second turn") {
+			return fakellm.Text("SECOND DONE")
+		}
+		return fakellm.Fail(400, "fakellm: the resumed turn does not carry the first turn and the second prompt")
+	})
+	run2 := w.startAvenor("run2", "--resume", s1.session, "--prompt", "This is the second turn: say what you did.", "--auto-approve")
+	res, evs, s2 := run2.finish()
+	checkDone(t, "run2", res, evs, s2)
+	if s2.session != s1.session || !strings.Contains(finalText(evs), "SECOND DONE") {
+		t.Errorf("run2: session %q, final text %q; want the resumed %q and SECOND DONE", s2.session, finalText(evs), s1.session)
+	}
 }

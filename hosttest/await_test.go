@@ -1,7 +1,9 @@
 package hosttest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +108,32 @@ func TestAwaitConnectionLost(t *testing.T) {
 	r := p.wait()
 	if r.code != 2 || r.stderr != "avenor await: supervisor connection lost\n" {
 		t.Fatalf("%v", r)
+	}
+}
+
+// client.Await with a Stop (avenor mcp's wait_for): Stop is the only
+// judge. The runtime's events have the status read again, so Await ends at
+// the first status Stop takes, running or not; an ended runtime Stop
+// refuses is waited on until ctx ends.
+func TestAwaitStop(t *testing.T) {
+	w := newWorld(t)
+	s := w.startStable("sup", nil)
+	c := s.client()
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Prompt: "chunks 5 every=200ms text=part"})
+	out, err := c.Await(ctxT(t, 20*time.Second), sp.RuntimeID, client.AwaitOptions{
+		Stop: func(rt client.Runtime) bool { return rt.LatestSeq >= 3 }})
+	if err != nil || out.Runtime.LatestSeq < 3 || out.Phase != "" || out.Attention != "" || out.RuntimeID != sp.RuntimeID {
+		t.Fatalf("Await until latest_seq 3: %+v, %v", out, err)
+	}
+	waitEnded(t, c, sp.RuntimeID, 20*time.Second)
+	sawEnd := false
+	// A connection subscribes once: the second Await has its own.
+	_, err = s.client().Await(ctxT(t, 1500*time.Millisecond), sp.RuntimeID, client.AwaitOptions{
+		Stop: func(rt client.Runtime) bool {
+			sawEnd = sawEnd || rt.Status == "ended" || rt.Parked
+			return false
+		}})
+	if !errors.Is(err, context.DeadlineExceeded) || !sawEnd {
+		t.Fatalf("Await with a Stop refusing an ended runtime: %v (saw it ended: %v); want the deadline", err, sawEnd)
 	}
 }

@@ -79,7 +79,7 @@ func TestBadInputFiles(t *testing.T) {
 			sent := w.path("run.done")
 			res := w.run(append(append(args, extra...), "--sentinel-file", sent, "--run-id", "b")...)
 			checkRefusal(t, res, strings.ReplaceAll(tc.msg, "<root>", w.root))
-			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=b\n")
+			checkSentinel(t, sent, validationSentinel(tc.msg, "b"))
 		})
 	}
 }
@@ -118,8 +118,8 @@ func TestStableSpawnBadPromptFile(t *testing.T) {
 	} {
 		start := time.Now()
 		_, err := spawnRaw(t, c, map[string]any{"backend": "scripted", "dir": w.work, "prompt_file": tc.path})
-		if err == nil || !strings.Contains(err.Error(), "prompt_file: "+tc.path+" "+tc.says) || !strings.Contains(err.Error(), "-32602") {
-			t.Errorf("spawn with prompt_file %s: %v; want invalid params (-32602) saying %q", tc.path, err, tc.says)
+		if err == nil || !strings.Contains(err.Error(), "prompt_file: "+tc.path+" "+tc.says) || !strings.Contains(err.Error(), "-32000") {
+			t.Errorf("spawn with prompt_file %s: %v; want a server error (-32000, issue 17) saying %q", tc.path, err, tc.says)
 		}
 		if d := time.Since(start); d > refuseGuard {
 			t.Errorf("spawn with prompt_file %s took %v to refuse", tc.path, d)

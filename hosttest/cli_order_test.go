@@ -84,7 +84,7 @@ func TestValidationOrder(t *testing.T) {
 			sent := w.path("run.done")
 			res := w.run(append(args, "--sentinel-file", sent, "--run-id", "o")...)
 			checkRefusal(t, res, want)
-			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=o\n")
+			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=exit_1\nEXIT_CODE=1\nRUN=o\n")
 		})
 	}
 	if refused != 54 {
@@ -145,7 +145,7 @@ func TestRosterAndHandlerConflicts(t *testing.T) {
 			sent := w.path("run.done")
 			res := w.run(append(args, "--sentinel-file", sent, "--run-id", "c")...)
 			checkRefusal(t, res, strings.ReplaceAll(tc.msg, "<roster>", files["<roster>"]))
-			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=c\n")
+			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=exit_1\nEXIT_CODE=1\nRUN=c\n")
 		})
 	}
 }

@@ -77,7 +77,7 @@ func TestValidationErrors(t *testing.T) {
 			} else if want := "avenor: " + tc.msg + "\n"; res.stderr != want {
 				t.Errorf("stderr:\n got %q\nwant %q", res.stderr, want)
 			}
-			checkSentinel(t, sentPath, "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=v\n")
+			checkSentinel(t, sentPath, "FAILED\nSESSION=\nSTOP_REASON=exit_1\nEXIT_CODE=1\nRUN=v\n")
 			if !tc.inLog {
 				return
 			}
@@ -148,7 +148,7 @@ func TestUsageErrors(t *testing.T) {
 					t.Errorf("stderr does not name %s: %q", s, res.stderr)
 				}
 			}
-			checkSentinel(t, sentPath, "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=2\nRUN=u\n")
+			checkSentinel(t, sentPath, "FAILED\nSESSION=\nSTOP_REASON=refusal\nEXIT_CODE=2\nRUN=u\n")
 		})
 	}
 }
@@ -328,7 +328,7 @@ func TestMissingPlugin(t *testing.T) {
 					t.Errorf("stderr does not mention %q:\n%s", s, res.stderr)
 				}
 			}
-			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=m\n")
+			checkSentinel(t, sent, "FAILED\nSESSION=\nSTOP_REASON=exit_1\nEXIT_CODE=1\nRUN=m\n")
 		})
 	}
 }

@@ -2,6 +2,8 @@ package hosttest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,15 +23,7 @@ func TestControlAnswersPermission(t *testing.T) {
 		"--prompt", "child 30\nsleep 500ms\npermission tool=bash question=\"Run?\"\nsay after")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var c *client.Client
-	if !waitFor(10*time.Second, func() bool {
-		var err error
-		c, err = client.Dial(ctx, sock)
-		return err == nil
-	}) {
-		t.Fatal("control socket never came up")
-	}
-	defer c.Close()
+	c := dialControl(t, ctx, sock)
 	var st client.Status
 	if !waitFor(10*time.Second, func() bool {
 		var err error
@@ -62,4 +56,42 @@ func TestControlAnswersPermission(t *testing.T) {
 		t.Fatalf("session.end %v", end)
 	}
 	checkSentinel(t, sent, sentinelBytes("DONE", sessionOf(t, evs), "end_turn", 0, "ctl"))
+}
+
+// TestControlSecondAnswerRefused: a second answer_permission for a request
+// the first one decided is an error (-32000) that says it was already
+// answered, not {"accepted":true} for an answer nobody applies, and the first
+// answer is the one the plugin got.
+func TestControlSecondAnswerRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
+	p := w.start(nil, "--backend", "scripted", "--run-id", "ctl2", "--control-socket", sock, "--on-event", evPath,
+		"--prompt", "child 30\nsleep 300ms\npermission tool=bash question=\"Run?\"\nsleep 3s\nsay after")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialControl(t, ctx, sock)
+	if !waitFor(10*time.Second, func() bool {
+		st, err := c.Status(ctx)
+		return err == nil && st.PendingPermission
+	}) {
+		t.Fatal("no pending permission in status")
+	}
+	id := only(readEvents(t, evPath), "permission.request")[0].str("request_id")
+	if err := c.AnswerPermission(ctx, id, "allow", ""); err != nil {
+		t.Fatal(err)
+	}
+	err := c.AnswerPermission(ctx, id, "deny", "")
+	var rpc *client.RPCError
+	want := fmt.Sprintf("permission %q was already answered", id)
+	if !errors.As(err, &rpc) || rpc.Code != client.CodeServerError || rpc.Message != want {
+		t.Fatalf("second answer_permission = %v, want -32000 %q", err, want)
+	}
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	resp := only(readEvents(t, evPath), "permission.response")
+	if len(resp) != 1 || resp[0].str("option_id") != "allow" {
+		t.Fatalf("permission.response %v, want only the first answer's", resp)
+	}
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/avenor-go/avenor/client"
 )
 
 // bins locates the binaries under test, set up once by TestMain.
@@ -429,11 +431,39 @@ func sentinelBytes(status, session, stop string, exitCode int, runID string) str
 	return s
 }
 
+// validationSentinel is the sentinel of a run refused before it started, given
+// the refusal's stderr text after "avenor: ": a loop or team config that fails
+// to load says STOP_REASON=error (§3); every other refusal derives its stop
+// reason from exit 1, exit_1 (decision 16).
+func validationSentinel(msg, runID string) string {
+	stop := "exit_1"
+	if strings.HasPrefix(msg, "load loop config:") || strings.HasPrefix(msg, "load team config:") {
+		stop = "error"
+	}
+	return "FAILED\nSESSION=\nSTOP_REASON=" + stop + "\nEXIT_CODE=1\nRUN=" + runID + "\n"
+}
+
 func checkSentinel(t *testing.T, path, want string) {
 	t.Helper()
 	if got := readFile(t, path); got != want {
 		t.Errorf("sentinel:\n got %q\nwant %q", got, want)
 	}
+}
+
+// dialControl connects to the control socket a run or supervisor is
+// bringing up, waiting up to 10 s for it; the client closes with the test.
+func dialControl(t *testing.T, ctx context.Context, sock string) *client.Client {
+	t.Helper()
+	var c *client.Client
+	if !waitFor(10*time.Second, func() bool {
+		var err error
+		c, err = client.Dial(ctx, sock)
+		return err == nil
+	}) {
+		t.Fatal("control socket never came up")
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // waitFor polls until cond holds or d elapses, and says whether it held.

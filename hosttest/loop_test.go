@@ -408,7 +408,7 @@ func TestRosterSelectsPhases(t *testing.T) {
 		if res.code != 1 || res.stderr != "avenor: "+c.msg+"\n" {
 			t.Errorf("%v: want exit 1 and %q; got %v", c.args, c.msg, res)
 		}
-		checkSentinel(t, w.path("v.done"), "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=v\n")
+		checkSentinel(t, w.path("v.done"), "FAILED\nSESSION=\nSTOP_REASON=exit_1\nEXIT_CODE=1\nRUN=v\n")
 	}
 }
 

@@ -73,10 +73,11 @@ func spawn(t *testing.T, c *client.Client, p client.SpawnParams) client.Spawned 
 	return sp
 }
 
-// runtimeOf returns a runtime's entry.
+// runtimeOf returns a runtime's entry. The deadline leaves room for a fleet
+// read whose first reply was lost with a NATS server (fleet.ReadAttemptTimeout).
 func runtimeOf(t *testing.T, c *client.Client, id string) client.Runtime {
 	t.Helper()
-	rt, err := c.Runtime(ctxT(t, 5*time.Second), id)
+	rt, err := c.Runtime(ctxT(t, 15*time.Second), id)
 	if err != nil {
 		t.Fatalf("status %s: %v", id, err)
 	}
@@ -96,10 +97,11 @@ func waitRuntime(t *testing.T, c *client.Client, id string, d time.Duration, wha
 	return rt
 }
 
-// waitEnded waits until a runtime's run has ended (parked) after n runs.
+// waitEnded waits until a runtime's run has ended: parked (status idle
+// while it takes follow-ups, ended when it cannot) or gone.
 func waitEnded(t *testing.T, c *client.Client, id string, d time.Duration) client.Runtime {
 	t.Helper()
-	return waitRuntime(t, c, id, d, "ended", func(rt client.Runtime) bool { return rt.Status == "ended" })
+	return waitRuntime(t, c, id, d, "ended", func(rt client.Runtime) bool { return rt.Parked || rt.Status == "ended" })
 }
 
 // checkStream checks a runtime's NDJSON log: seq 1..n without gaps, every

@@ -31,7 +31,7 @@ func TestStableInProcessFollowUpAndLoss(t *testing.T) {
 		t.Fatalf("follow-up of the parked runtime: %v", err)
 	}
 	rt2 := waitRuntime(t, c, sp.RuntimeID, 15*time.Second, "ended after the follow-up", func(r client.Runtime) bool {
-		return r.Status == "ended" && strings.Contains(r.FinalOutput, "turn 2")
+		return r.Parked && strings.Contains(r.FinalOutput, "turn 2")
 	})
 	if rt2.SessionID != sp.SessionID || rt2.PluginPID != rt.PluginPID || *rt2.ExitCode != 0 {
 		t.Fatalf("the follow-up did not continue session %s in plugin %d: %s", sp.SessionID, rt.PluginPID, rt2.Raw)

@@ -143,7 +143,7 @@ func TestStableSpawnLoop(t *testing.T) {
 		{map[string]any{"loop_file": cfg, "team_file": cfg}, "loop_file and team_file are mutually exclusive"},
 		{map[string]any{"loop_file": cfg, "session_id": "x"}, "loop_file and session_id are mutually exclusive"},
 	} {
-		if _, err := spawnRaw(t, c, bad.params); err == nil || rpcError(t, err).Code != client.CodeInvalidParams || !strings.Contains(err.Error(), bad.msg) {
+		if _, err := spawnRaw(t, c, bad.params); err == nil || rpcError(t, err).Code != client.CodeServerError || !strings.Contains(err.Error(), bad.msg) {
 			t.Errorf("spawn %v: %v, want %q", bad.params, err, bad.msg)
 		}
 	}
@@ -207,7 +207,7 @@ func TestStableSpawnRoster(t *testing.T) {
 		{map[string]any{"roster_file": "roster.json", "roster_entry": "quick", "loop_file": "loop.json"}, "roster_entry cannot be used with loop_file or team_file"},
 		{map[string]any{"roster_file": "roster.json", "roster_entry": "nobody", "prompt": "x"}, `roster entry "nobody" not found`},
 	} {
-		if _, err := spawnRaw(t, c, bad.params); err == nil || rpcError(t, err).Code != client.CodeInvalidParams || !strings.Contains(err.Error(), bad.msg) {
+		if _, err := spawnRaw(t, c, bad.params); err == nil || rpcError(t, err).Code != client.CodeServerError || !strings.Contains(err.Error(), bad.msg) {
 			t.Errorf("spawn %v: %v, want %q", bad.params, err, bad.msg)
 		}
 	}

@@ -94,7 +94,7 @@ func TestStableSpawnListPromptCancelShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	ra = waitRuntime(t, c, "rt_1", 15*time.Second, "ended after its follow-up", func(rt client.Runtime) bool {
-		return rt.Status == "ended" && strings.Contains(rt.FinalOutput, "turn 2")
+		return rt.Parked && strings.Contains(rt.FinalOutput, "turn 2")
 	})
 	if ra.SessionID != a.SessionID || *ra.ExitCode != 0 {
 		t.Fatalf("rt_1 after the follow-up: %s", ra.Raw)
@@ -325,7 +325,7 @@ func TestStableParkedTimeout(t *testing.T) {
 	}) {
 		t.Fatal("the parked runtime was not reaped")
 	}
-	if err := c.Prompt(ctxT(t, 5*time.Second), "again", sp.RuntimeID); rpcError(t, err).Code != client.CodeInvalidParams {
+	if err := c.Prompt(ctxT(t, 5*time.Second), "again", sp.RuntimeID); rpcError(t, err).Code != client.CodeServerError {
 		t.Fatalf("prompt of a reaped runtime: %v", err)
 	}
 	requireGone(t, "the reaped runtime's plugin", rt.PluginPID, 5*time.Second)
@@ -351,7 +351,7 @@ func TestStableParkedPluginKilledResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt2 := waitRuntime(t, c, sp.RuntimeID, 15*time.Second, "ended after the follow-up", func(r client.Runtime) bool {
-		return r.Status == "ended" && strings.Contains(r.FinalOutput, "turn 2")
+		return r.Parked && strings.Contains(r.FinalOutput, "turn 2")
 	})
 	if rt2.SessionID != sp.SessionID || *rt2.ExitCode != 0 || rt2.PluginPID == rt.PluginPID || rt2.PluginPID == 0 {
 		t.Fatalf("after the follow-up: %s (first plugin %d)", rt2.Raw, rt.PluginPID)
@@ -454,7 +454,7 @@ func TestStableRetryAfterCrash(t *testing.T) {
 	s := w.startStable("sup", nil)
 	c := s.client()
 	// The first attempt kills its own plugin; the second finds the marker.
-	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", MaxRetries: 1,
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", MaxRetries: client.Int(1),
 		Prompt: "shell test -f marker && echo second || { touch marker; kill -9 $PPID; }"})
 	rt := waitEnded(t, c, sp.RuntimeID, 20*time.Second)
 	if *rt.ExitCode != 0 || !strings.Contains(rt.FinalOutput, "second") {

@@ -74,7 +74,7 @@ func TestUnreadableFiles(t *testing.T) {
 			args := append(tc.setup(w), "--dir", w.work, "--sentinel-file", w.path("run.done"), "--run-id", "u")
 			res := runAs(t, w, pub, args...)
 			checkRefusal(t, res, strings.ReplaceAll(tc.msg, "<root>", w.root))
-			checkSentinel(t, w.path("run.done"), "FAILED\nSESSION=\nSTOP_REASON=error\nEXIT_CODE=1\nRUN=u\n")
+			checkSentinel(t, w.path("run.done"), validationSentinel(tc.msg, "u"))
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -23,15 +24,15 @@ func TestAnswer(t *testing.T) {
 		written string
 	}{
 		{name: "selected", req: answerReq, args: []string{"--option", "allow", "--message", "ok & <go>"}, code: 0,
-			written: "{\"outcome\":\"selected\",\"option_id\":\"allow\",\"message\":\"ok & <go>\"}\n"},
+			written: "{\"outcome\":\"selected\",\"option_id\":\"allow\",\"message\":\"ok & <go>\",\"request_id\":\"7\"}\n"},
 		{name: "no message writes an empty one", req: answerReq, args: []string{"--option", "deny"}, code: 0,
-			written: "{\"outcome\":\"selected\",\"option_id\":\"deny\",\"message\":\"\"}\n"},
+			written: "{\"outcome\":\"selected\",\"option_id\":\"deny\",\"message\":\"\",\"request_id\":\"7\"}\n"},
 		{name: "cancelled", req: answerReq, args: []string{"--option", "deny", "--outcome", "cancelled"}, code: 0,
-			written: "{\"outcome\":\"cancelled\",\"option_id\":\"deny\",\"message\":\"\"}\n"},
+			written: "{\"outcome\":\"cancelled\",\"option_id\":\"deny\",\"message\":\"\",\"request_id\":\"7\"}\n"},
 		{name: "single-dash flags", req: answerReq, args: []string{"-option", "allow", "-message=fine"}, code: 0,
-			written: "{\"outcome\":\"selected\",\"option_id\":\"allow\",\"message\":\"fine\"}\n"},
+			written: "{\"outcome\":\"selected\",\"option_id\":\"allow\",\"message\":\"fine\",\"request_id\":\"7\"}\n"},
 		{name: "--force overwrites", req: answerReq, resp: "old\n", args: []string{"--option", "allow", "--force"}, code: 0,
-			written: "{\"outcome\":\"selected\",\"option_id\":\"allow\",\"message\":\"\"}\n"},
+			written: "{\"outcome\":\"selected\",\"option_id\":\"allow\",\"message\":\"\",\"request_id\":\"7\"}\n"},
 
 		{name: "missing --option", req: answerReq, args: nil, code: 2,
 			stderr: "avenor answer: --option is required\n"},
@@ -57,12 +58,18 @@ func TestAnswer(t *testing.T) {
 			stderr: "avenor answer: parse request file %s.req: invalid character 'n' looking for beginning of object key string\n"},
 		{name: ".req without request_id", req: `{"options":[]}`, args: []string{"--option", "allow"}, code: 2,
 			stderr: "avenor answer: request file %s.req has no request_id\n"},
+		{name: ".req is a named pipe", req: "FIFO", args: []string{"--option", "allow"}, code: 2,
+			stderr: "avenor answer: request file %s.req is a named pipe (FIFO), not a regular file; give the path of a file\n"},
 		{name: "I/O error", req: answerReq, resp: "DIR", args: []string{"--option", "allow", "--force"}, code: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "run.perm")
-			if tc.req != "" {
+			if tc.req == "FIFO" {
+				if err := syscall.Mkfifo(base+".req", 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.req != "" {
 				if err := os.WriteFile(base+".req", []byte(tc.req), 0o600); err != nil {
 					t.Fatal(err)
 				}

@@ -26,10 +26,6 @@ const (
 	awaitElapsed    = 124
 )
 
-// awaitPoll is how often await re-reads the status while a session.end
-// settles into "ended" (or into the next attempt).
-const awaitPoll = 50 * time.Millisecond
-
 type awaitFlags struct {
 	socket, until, format string
 	timeout               time.Duration
@@ -103,8 +99,7 @@ func awaitMain(parent context.Context, f *awaitFlags, name string, env Env) int 
 		ctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errElapsed)
 		defer cancel()
 	}
-	a := &awaiter{f: f, env: env}
-	code, err := a.run(ctx, name)
+	code, err := awaitRun(ctx, f, name, env)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errElapsed) {
 			fmt.Fprintln(env.Stderr, "avenor await: timeout elapsed")
@@ -116,252 +111,82 @@ func awaitMain(parent context.Context, f *awaitFlags, name string, env Env) int 
 	return code
 }
 
-type awaiter struct {
-	f   *awaitFlags
-	env Env
-	c   *client.Client
-	id  string
-}
-
-// errLost is a supervisor that went away while await waited.
-var errLost = errors.New("supervisor connection lost")
-
-func (a *awaiter) run(ctx context.Context, name string) (int, error) {
-	c, rt, err := a.find(ctx, name)
+// awaitRun finds the runtime, waits on it (client.Await) and prints what
+// ended the wait.
+func awaitRun(ctx context.Context, f *awaitFlags, name string, env Env) (int, error) {
+	socks, err := awaitSockets(f, env)
+	if err != nil {
+		return 0, err
+	}
+	warn := func(msg string) { fmt.Fprintf(env.Stderr, "avenor await: %s\n", msg) }
+	c, rt, err := client.FindRuntime(ctx, socks, name, warn)
+	var nr *client.NoRuntimeError
+	if errors.As(err, &nr) && f.socket != "" && nr.LastErr != nil {
+		return 0, nr.LastErr
+	}
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	a.c, a.id = c, rt.RuntimeID
-
-	// status → history{limit:1} → subscribe{replay, after_seq: latest} →
-	// a second status: nothing between the first look and the stream is lost.
-	if code, done, err := a.check(ctx); done || err != nil {
-		return code, err
-	}
-	h, err := c.History(ctx, client.HistoryOptions{RuntimeID: a.id, Limit: 1})
-	if err != nil {
-		return 0, a.lost(ctx, err)
-	}
-	sub, err := c.Subscribe(ctx, client.SubscribeOptions{RuntimeID: a.id, Replay: true, AfterSeq: h.LatestSeq})
-	if err != nil {
-		return 0, a.lost(ctx, err)
-	}
-	if code, done, err := a.check(ctx); done || err != nil {
-		return code, err
-	}
-	// settling: a session.end was written; is the runtime ended, or going
-	// on (a retry)? The status says so soon after. Without one, the status
-	// is still read now and then, as a safety net.
-	settling := len(h.Events) > 0 && h.Events[len(h.Events)-1].Name == "session.end"
-	tick := time.NewTicker(awaitPoll)
-	defer tick.Stop()
-	quiet := 0
-	for {
-		select {
-		case ev, ok := <-sub.C():
-			if !ok {
-				return 0, a.lost(ctx, errLost)
-			}
-			switch ev.Name {
-			case "permission.request":
-				if a.f.until == "attention" {
-					return a.attention(ev.Raw), nil
-				}
-			case "session.end":
-				settling = true
-				if code, done, err := a.check(ctx); done || err != nil {
-					return code, err
-				}
-			case "avenor.retry", "session.start", "avenor.turn.start":
-				if settling {
-					settling = false
-					a.line(fmt.Sprintf("TURN-DONE %s", a.id), map[string]any{"event": "turn_done", "runtime_id": a.id})
-				}
-			}
-		case <-tick.C:
-			if quiet++; settling || quiet%20 == 0 {
-				if code, done, err := a.check(ctx); done || err != nil {
-					return code, err
-				}
-			}
-		case <-ctx.Done():
-			return 0, ctx.Err()
+	line := func(plain string, js map[string]any) {
+		if f.format == "json" {
+			b, _ := json.Marshal(js)
+			fmt.Fprintln(env.Stdout, string(b))
+			return
 		}
+		fmt.Fprintln(env.Stdout, plain)
 	}
-}
-
-// lost maps a failed call: await's own timeout, or a lost supervisor.
-func (a *awaiter) lost(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	var re *client.RPCError
-	if errors.As(err, &re) {
-		return err
-	}
-	return errLost
-}
-
-// check reads the runtime's status: a terminal state ends await, and so
-// does a pending permission with --until attention.
-func (a *awaiter) check(ctx context.Context) (int, bool, error) {
-	rt, err := a.c.Runtime(ctx, a.id)
+	out, err := c.Await(ctx, rt.RuntimeID, client.AwaitOptions{Until: f.until, FinalOutput: f.printOutput,
+		OnTurnDone: func(id string) {
+			line(fmt.Sprintf("TURN-DONE %s", id), map[string]any{"event": "turn_done", "runtime_id": id})
+		}})
 	if err != nil {
-		return 0, false, a.lost(ctx, err)
+		return 0, err
 	}
-	if rt.Status == "ended" {
-		return a.end(ctx, rt), true, nil
+	if out.Attention != "" {
+		line(fmt.Sprintf("ATTENTION permission %s %s", out.RuntimeID, out.Summary),
+			map[string]any{"event": "attention", "kind": "permission", "runtime_id": out.RuntimeID, "summary": out.Summary})
+		return awaitPermission, nil
 	}
-	if a.f.until == "attention" && rt.PendingPermission {
-		return a.attention(rt.Permission), true, nil
+	plain := fmt.Sprintf("END %s %s", out.Phase, out.RuntimeID)
+	js := map[string]any{"event": "end", "phase": out.Phase, "runtime_id": out.RuntimeID}
+	if out.Reason != "" {
+		plain += " " + out.Reason
+		js["reason"] = out.Reason
 	}
-	return 0, false, nil
-}
-
-// attention prints the ATTENTION line of a permission request.
-func (a *awaiter) attention(perm json.RawMessage) int {
-	var p struct {
-		Question  string `json:"question"`
-		Tool      string `json:"tool"`
-		RequestID string `json:"request_id"`
-	}
-	_ = json.Unmarshal(perm, &p)
-	summary := p.Question
-	if summary == "" {
-		summary = p.Tool
-	}
-	if summary == "" {
-		summary = p.RequestID
-	}
-	a.line(fmt.Sprintf("ATTENTION permission %s %s", a.id, summary),
-		map[string]any{"event": "attention", "kind": "permission", "runtime_id": a.id, "summary": summary})
-	return awaitPermission
-}
-
-// end prints the END line (and the output) of an ended runtime; its exit
-// code maps to the phase.
-func (a *awaiter) end(ctx context.Context, rt client.Runtime) int {
-	code := 1
-	if rt.ExitCode != nil {
-		code = *rt.ExitCode
-	}
-	phase, exit := "failed", awaitFailed
-	switch code {
-	case 0:
-		phase, exit = "done", awaitDone
-	case 124:
-		phase, exit = "timeout", awaitTimeout
-	case 130:
-		phase, exit = "killed", awaitKilled
-	}
-	plain := fmt.Sprintf("END %s %s", phase, a.id)
-	js := map[string]any{"event": "end", "phase": phase, "runtime_id": a.id}
-	if phase != "done" && rt.StopReason != "" {
-		plain += " " + rt.StopReason
-		js["reason"] = rt.StopReason
-	}
-	a.line(plain, js)
-	if a.f.printOutput {
-		out, err := a.c.Result(ctx, a.id)
-		if err != nil {
-			out = rt.FinalOutput
-		}
-		if a.f.format == "json" {
-			a.line("", map[string]any{"final_output": out})
+	line(plain, js)
+	if f.printOutput {
+		if f.format == "json" {
+			line("", map[string]any{"final_output": out.FinalOutput})
 		} else {
-			fmt.Fprintln(a.env.Stdout, "---")
-			fmt.Fprintln(a.env.Stdout, out)
+			fmt.Fprintln(env.Stdout, "---")
+			fmt.Fprintln(env.Stdout, out.FinalOutput)
 		}
 	}
-	return exit
+	switch out.Phase {
+	case client.PhaseDone:
+		return awaitDone, nil
+	case client.PhaseTimeout:
+		return awaitTimeout, nil
+	case client.PhaseKilled:
+		return awaitKilled, nil
+	}
+	return awaitFailed, nil
 }
 
-func (a *awaiter) line(plain string, js map[string]any) {
-	if a.f.format == "json" {
-		b, _ := json.Marshal(js)
-		fmt.Fprintln(a.env.Stdout, string(b))
-		return
+// awaitSockets is --socket, else every ~/.avenor/sockets/*.sock, sorted.
+func awaitSockets(f *awaitFlags, env Env) ([]string, error) {
+	if f.socket != "" {
+		return []string{f.socket}, nil
 	}
-	fmt.Fprintln(a.env.Stdout, plain)
-}
-
-// find dials the supervisor that holds the runtime: --socket, else every
-// ~/.avenor/sockets/*.sock. An exact run_id (or runtime_id) wins; else the
-// newest runtime with the label.
-func (a *awaiter) find(ctx context.Context, name string) (*client.Client, client.Runtime, error) {
-	socks := []string{a.f.socket}
-	if a.f.socket == "" {
-		home := a.env.Getenv("HOME")
-		if home == "" {
-			return nil, client.Runtime{}, errors.New("--socket is not given and $HOME is not set to search ~/.avenor/sockets")
-		}
-		found, _ := filepath.Glob(filepath.Join(home, ".avenor", "sockets", "*.sock"))
-		if len(found) == 0 {
-			return nil, client.Runtime{}, fmt.Errorf("no supervisor socket in %s; pass --socket", filepath.Join(home, ".avenor", "sockets"))
-		}
-		sort.Strings(found)
-		socks = found
+	home := env.Getenv("HOME")
+	if home == "" {
+		return nil, errors.New("--socket is not given and $HOME is not set to search ~/.avenor/sockets")
 	}
-	type cand struct {
-		c    *client.Client
-		rt   client.Runtime
-		sock string
+	found, _ := filepath.Glob(filepath.Join(home, ".avenor", "sockets", "*.sock"))
+	if len(found) == 0 {
+		return nil, fmt.Errorf("no supervisor socket in %s; pass --socket", filepath.Join(home, ".avenor", "sockets"))
 	}
-	var labelled []cand
-	var conns []*client.Client
-	closeAll := func(keep *client.Client) {
-		for _, c := range conns {
-			if c != keep {
-				c.Close()
-			}
-		}
-	}
-	var lastErr error
-	for _, sock := range socks {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := client.Dial(dctx, sock)
-		if err != nil {
-			cancel()
-			lastErr = fmt.Errorf("%s: %w", sock, err)
-			continue
-		}
-		list, err := c.List(dctx)
-		cancel()
-		if err != nil {
-			c.Close()
-			lastErr = fmt.Errorf("%s: list: %w", sock, err)
-			continue
-		}
-		conns = append(conns, c)
-		for _, rt := range list {
-			if rt.RunID == name || rt.RuntimeID == name {
-				closeAll(c)
-				return c, rt, nil
-			}
-			if rt.Label == name {
-				labelled = append(labelled, cand{c, rt, sock})
-			}
-		}
-	}
-	if len(labelled) == 0 {
-		closeAll(nil)
-		if a.f.socket != "" && lastErr != nil {
-			return nil, client.Runtime{}, lastErr
-		}
-		return nil, client.Runtime{}, fmt.Errorf("no runtime with run id or label %q", name)
-	}
-	win := labelled[0]
-	for _, l := range labelled[1:] {
-		if l.rt.StartedAt > win.rt.StartedAt || (l.rt.StartedAt == win.rt.StartedAt && l.rt.RuntimeID > win.rt.RuntimeID) {
-			win = l
-		}
-	}
-	for _, l := range labelled {
-		if l.rt.RunID != win.rt.RunID {
-			fmt.Fprintf(a.env.Stderr, "avenor await: label collision: losing run_id %s to winner run_id %s\n", l.rt.RunID, win.rt.RunID)
-		}
-	}
-	closeAll(win.c)
-	return win.c, win.rt, nil
+	sort.Strings(found)
+	return found, nil
 }

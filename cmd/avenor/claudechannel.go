@@ -3,13 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/avenor-go/avenor/host/config"
-	"github.com/avenor-go/avenor/host/plugins"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/sdk/mcpconfig"
 )
 
@@ -62,21 +60,16 @@ this command finds and executes with the same arguments.`,
 }
 
 // findChannelPlugin resolves the plugin serving claude-channel: the
-// project's pin (hash-checked by Find), then the usual search order.
+// project's pin (hash-checked by Find), the config's family mapping, then
+// the usual search order.
 func findChannelPlugin(env Env) (string, error) {
-	dirs, err := config.DefaultDirs(env.Getenv)
+	// As run resolves it: the config's [backends.claude-channel] plugin,
+	// the project's pins (issue 18).
+	resolved, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
 	if err != nil {
 		return "", err
 	}
-	finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil)
-	if wd, err := os.Getwd(); err == nil {
-		if project, ok := config.FindProject(wd); ok {
-			if finder.Lock, err = plugins.ReadLock(project); err != nil {
-				return "", err
-			}
-		}
-	}
-	found, err := finder.Find(channelBackend)
+	found, err := resolved.Find(channelBackend)
 	if err != nil {
 		return "", err
 	}

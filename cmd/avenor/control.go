@@ -7,20 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/avenor-go/avenor/client"
-	"github.com/avenor-go/avenor/host/control"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	"github.com/avenor-go/avenor/host/liveview"
+	"github.com/avenor-go/avenor/host/stable"
 )
 
 // controlCallTimeout bounds one call of `avenor control` (tail excepted).
@@ -47,12 +46,14 @@ Commands:
   answer-permission <request-id> <option-id> [runtime-id]  prints "permission answered"
   shutdown [graceful|kill|immediate]                   prints "shutting down" (stable)
   tree_budget                                          indented JSON (stable)
+  wait-for-capacity [--timeout D]                      indented JSON once a spawn would be admitted (stable);
+                                                       exit 124 when D passed first
 
 Usage errors exit 2; other failures print "avenor control: <command>: <error>" and exit 1.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return controlUsage(env, "a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget)")
+				return controlUsage(env, "a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)")
 			}
 			return controlUsage(env, fmt.Sprintf("unknown command %q", args[0]))
 		},
@@ -121,9 +122,10 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 			}},
 		{use: "tree_budget", rpc: "tree_budget", short: "print the tree budget", params: none},
 	}
+	var listJSON, listWarm bool
 	for _, s := range simples {
 		name := strings.Fields(s.use)[0]
-		cmd.AddCommand(&cobra.Command{
+		sub := &cobra.Command{
 			Use: s.use, Short: s.short,
 			Args: func(_ *cobra.Command, args []string) error {
 				if len(args) < s.min || len(args) > s.max {
@@ -140,19 +142,41 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 				if err != nil {
 					return err
 				}
+				if name == "list" && listWarm {
+					params = map[string]any{"warm": true}
+				}
+				var p any // none: no params at all, not null
+				if params != nil {
+					p = params
+				}
 				var raw json.RawMessage
-				if err := controlCall(path, s.rpc, params, &raw); err != nil {
+				if err := controlCall(path, s.rpc, p, &raw); err != nil {
 					return controlFail(env, name, err)
 				}
 				if s.done != "" {
 					fmt.Fprintln(env.Stdout, s.done)
 					return nil
 				}
+				if name == "list" && !listJSON && !listWarm {
+					if out, ok := env.Stdout.(*os.File); ok && liveview.IsTerminal(out) {
+						if err := liveview.WriteRuntimeTable(env.Stdout, raw, time.Now()); err != nil {
+							return controlFail(env, name, err)
+						}
+						return nil
+					}
+				}
 				return printIndented(env, name, raw)
 			},
-		})
+		}
+		if name == "list" {
+			sub.Flags().BoolVar(&listJSON, "json", false, "print JSON even on a terminal (the default when stdout is not one)")
+			sub.Flags().BoolVar(&listWarm, "warm", false, "list the warm pools' ready runtimes (avenor stable --warm) instead, as JSON")
+			sub.Long = "List the supervisor's runtimes: a table on a terminal (id, label, backend, status, phase, age,\ntokens, pending permission), JSON with --json or when stdout is not a terminal."
+			sub.Example = "  avenor control --socket /tmp/stable.sock list\n  avenor control --socket /tmp/stable.sock list --json | jq -r '.[].runtime_id'"
+		}
+		cmd.AddCommand(sub)
 	}
-	cmd.AddCommand(newControlTailCmd(env, sock), newControlSpawnCmd(env, sock))
+	cmd.AddCommand(newControlTailCmd(env, sock), newControlSpawnCmd(env, sock), newControlWaitCapacityCmd(env, sock))
 	for _, c := range cmd.Commands() {
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return controlUsage(env, err.Error()) })
 	}
@@ -171,7 +195,7 @@ func controlFail(env Env, cmd string, err error) error {
 	return exitError{exitFail}
 }
 
-func controlCall(path, method string, params map[string]any, result any) error {
+func controlCall(path, method string, params any, result any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), controlCallTimeout)
 	defer cancel()
 	c, err := client.Dial(ctx, path)
@@ -179,11 +203,7 @@ func controlCall(path, method string, params map[string]any, result any) error {
 		return err
 	}
 	defer c.Close()
-	var p any
-	if params != nil {
-		p = params
-	}
-	return c.Call(ctx, method, p, result)
+	return c.Call(ctx, method, params, result)
 }
 
 func printIndented(env Env, cmd string, raw json.RawMessage) error {
@@ -201,12 +221,7 @@ func printIndented(env Env, cmd string, raw json.RawMessage) error {
 func newControlTailCmd(env Env, sock func() (string, error)) *cobra.Command {
 	return &cobra.Command{
 		Use: "tail", Short: "print every event, one JSON object per line",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return controlUsage(env, "tail: takes no arguments")
-			}
-			return nil
-		},
+		Args: noArgs(func(string) error { return controlUsage(env, "tail: takes no arguments") }),
 		RunE: func(_ *cobra.Command, _ []string) error {
 			path, err := sock()
 			if err != nil {
@@ -246,6 +261,68 @@ func tailEvents(ctx context.Context, out io.Writer, sub <-chan client.Event) err
 	}
 }
 
+// exitNoCapacity is wait-for-capacity's exit code when its timeout passed
+// with the supervisor still full: 124, as timeout(1) and avenor await.
+const exitNoCapacity = 124
+
+// newControlWaitCapacityCmd is `avenor control wait-for-capacity [--timeout
+// D]`: wait_for_capacity, its answer printed as indented JSON; exit 0 when a
+// spawn would be admitted, 124 when D passed first.
+func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Command {
+	var timeout string
+	cmd := &cobra.Command{
+		Use: "wait-for-capacity [--timeout D]", Short: "wait until a spawn would be admitted (stable)",
+		Args: noArgs(func(arg string) error {
+			return controlUsage(env, fmt.Sprintf("wait-for-capacity: unexpected argument %q", arg))
+		}),
+		RunE: func(_ *cobra.Command, _ []string) error {
+			path, err := sock()
+			if err != nil {
+				return err
+			}
+			// Decision 3, as spawn --timeout: seconds or a Go duration.
+			var param any
+			wait := stable.MaxCapacityWait
+			if timeout != "" {
+				if n, err := strconv.ParseFloat(timeout, 64); err == nil && n >= 0 {
+					param, wait = n, time.Duration(n*float64(time.Second))
+				} else if d, err := time.ParseDuration(timeout); err == nil && d >= 0 {
+					param, wait = timeout, d
+				} else {
+					return controlUsage(env, fmt.Sprintf("wait-for-capacity: --timeout %q: want seconds (60) or a Go duration (1m)", timeout))
+				}
+				if wait > stable.MaxCapacityWait {
+					return controlUsage(env, fmt.Sprintf("wait-for-capacity: --timeout %s: at most %v", timeout, stable.MaxCapacityWait))
+				}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			// The call itself waits up to wait; the margin is for dialing and
+			// the answer.
+			ctx, cancel := context.WithTimeout(ctx, wait+controlCallTimeout)
+			defer cancel()
+			c, err := client.Dial(ctx, path)
+			if err != nil {
+				return controlFail(env, "wait-for-capacity", err)
+			}
+			defer c.Close()
+			st, err := c.WaitForCapacity(ctx, param)
+			if err != nil {
+				return controlFail(env, "wait-for-capacity", err)
+			}
+			if err := printIndented(env, "wait-for-capacity", st.Raw); err != nil {
+				return err
+			}
+			if !st.Available {
+				return exitError{exitNoCapacity}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&timeout, "timeout", "", "give up after this long: seconds (60) or a Go duration (1m); default and most "+stable.MaxCapacityWait.String())
+	return cmd
+}
+
 // spawnFlags are the flags of `avenor control spawn` (contract §1.4).
 type spawnFlags struct {
 	prompt, promptFile, dir, agent, label, model, thinking, backend, serverURL string
@@ -259,12 +336,7 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	f := &spawnFlags{}
 	cmd := &cobra.Command{
 		Use: "spawn [flags]", Short: "start a runtime in a stable supervisor",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return controlUsage(env, fmt.Sprintf("spawn: unexpected argument %q", args[0]))
-			}
-			return nil
-		},
+		Args: noArgs(func(arg string) error { return controlUsage(env, fmt.Sprintf("spawn: unexpected argument %q", arg)) }),
 		RunE: func(c *cobra.Command, _ []string) error {
 			path, err := sock()
 			if err != nil {
@@ -305,95 +377,42 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	return cmd
 }
 
-// spawnParams sends only the values given, with snake_case keys. Paths are
-// made absolute: the supervisor's working directory is not the caller's.
-func spawnParams(fl *pflag.FlagSet, f *spawnFlags) (map[string]any, error) {
+// spawnParams sends only the values given (client.SpawnParams leaves the
+// empty ones out). Paths are made absolute: the supervisor's working
+// directory is not the caller's.
+func spawnParams(fl *pflag.FlagSet, f *spawnFlags) (client.SpawnParams, error) {
+	var none client.SpawnParams
 	if f.prompt == "" && f.promptFile == "" && f.loopFile == "" && f.teamFile == "" {
-		return nil, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
+		return none, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
 	}
 	if f.prompt != "" && f.promptFile != "" {
-		return nil, errors.New("--prompt and --prompt-file are mutually exclusive")
+		return none, errors.New("--prompt and --prompt-file are mutually exclusive")
 	}
-	p := map[string]any{}
-	str := func(key, v string) {
-		if v != "" {
-			p[key] = v
-		}
+	if h := f.permissionHandler; h != "" && (!strings.HasPrefix(h, "file:") || h == "file:") {
+		return none, errors.New("--permission-handler supports file:<path> only")
 	}
-	path := func(key, v string) error {
-		if v == "" {
-			return nil
-		}
-		abs, err := filepath.Abs(v)
-		if err != nil {
-			return fmt.Errorf("--%s %q: %w", strings.ReplaceAll(key, "_", "-"), v, err)
-		}
-		p[key] = abs
-		return nil
-	}
-	str("prompt", f.prompt)
-	str("agent", f.agent)
-	str("label", f.label)
-	str("model", f.model)
-	str("thinking", f.thinking)
-	str("backend", f.backend)
-	str("server_url", f.serverURL)
-	str("roster_entry", f.rosterEntry)
-	for _, kv := range [][2]string{
-		{"prompt_file", f.promptFile}, {"dir", f.dir}, {"on_event", f.onEvent}, {"sentinel_file", f.sentinelFile},
-		{"roster_file", f.rosterFile}, {"loop_file", f.loopFile}, {"team_file", f.teamFile},
-	} {
-		if err := path(kv[0], kv[1]); err != nil {
-			return nil, err
-		}
-	}
-	if h := f.permissionHandler; h != "" {
-		base, ok := strings.CutPrefix(h, "file:")
-		if !ok || base == "" {
-			return nil, errors.New("--permission-handler supports file:<path> only")
-		}
-		abs, err := filepath.Abs(base)
-		if err != nil {
-			return nil, err
-		}
-		p["permission_handler"] = "file:" + abs
+	p := client.SpawnParams{
+		Prompt: f.prompt, PromptFile: f.promptFile, Dir: f.dir, Agent: f.agent, Label: f.label, Model: f.model,
+		Thinking: f.thinking, Backend: f.backend, ServerURL: f.serverURL, OnEvent: f.onEvent, SentinelFile: f.sentinelFile,
+		PermissionHandler: f.permissionHandler, RosterFile: f.rosterFile, RosterEntry: f.rosterEntry,
+		LoopFile: f.loopFile, TeamFile: f.teamFile,
 	}
 	if f.autoApprove {
-		p["auto_approve"] = true
+		p.AutoApprove = client.Bool(true)
 	}
 	if f.timeout != "" {
 		// Decision 3: a number of seconds or a Go duration string.
 		if n, err := strconv.Atoi(f.timeout); err == nil && n >= 0 {
-			p["timeout"] = n
+			p.Timeout = n
 		} else if _, err := time.ParseDuration(f.timeout); err == nil {
-			p["timeout"] = f.timeout
+			p.Timeout = f.timeout
 		} else {
-			return nil, fmt.Errorf("--timeout %q: want seconds (600) or a Go duration (10m)", f.timeout)
+			return none, fmt.Errorf("--timeout %q: want seconds (600) or a Go duration (10m)", f.timeout)
 		}
 	}
-	if fl.Changed("max-retries") && f.maxRetries != 0 {
-		p["max_retries"] = f.maxRetries
+	// Given, even as 0, it overrides the supervisor's config.
+	if fl.Changed("max-retries") {
+		p.MaxRetries = client.Int(f.maxRetries)
 	}
-	return p, nil
-}
-
-// startRunControl starts the one-shot control server of `avenor run
-// --control-socket` for runner. It takes AVENOR_CONTROL_IDENTITY_TOKEN and
-// AVENOR_CONTROL_READY_FD out of the environment (contract §1.14); perms
-// may be nil (answer_permission then answers -32001). onConns, when set,
-// learns the number of connected control clients.
-func startRunControl(path string, runner *hostrt.Runner, runID string, perms control.PermissionAnswerer, onConns func(int), logger hclog.Logger) (*control.Server, error) {
-	token, ready, err := control.TakeEnv()
-	if err != nil {
-		logger.Warn("control socket readiness", "error", err)
-	}
-	srv := control.NewServer(control.Config{
-		Path: path, Logger: logger.Named("control"), IdentityToken: token, Ready: ready, OnConnections: onConns,
-	})
-	control.RegisterRun(srv, runner, control.RunOptions{Permissions: perms, RunID: runID})
-	if err := srv.Start(); err != nil {
-		srv.Close()
-		return nil, err
-	}
-	return srv, nil
+	return p.WithAbsPaths()
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // ctlRuntime is a runtime for the in-process `avenor control` tests.
@@ -90,13 +90,13 @@ func TestControlCommandsOutputs(t *testing.T) {
 		{"answer", []string{"control", "--socket", sock, "answer-permission", "p1", "allow"}, 0, "permission answered\n", ""},
 		{"cancel", []string{"control", "--socket", sock, "cancel"}, 0, "cancelled\n", ""},
 		{"unknown runtime", []string{"control", "--socket", sock, "status", "rt_4"}, 1, "",
-			"avenor control: status: invalid params (-32602): unknown runtime_id \"rt_4\": this one-shot avenor run controls one runtime; omit runtime_id\n"},
+			"avenor control: status: method not found (-32601): status with runtime_id \"rt_4\" is a stable form: this one-shot avenor run controls one runtime; omit runtime_id\n"},
 		{"list is stable-only", []string{"control", "--socket", sock, "list"}, 1, "", "avenor control: list: method not found (-32601)\n"},
 		{"shutdown is stable-only", []string{"control", "--socket", sock, "shutdown"}, 1, "", "avenor control: shutdown: method not found (-32601)\n"},
 		{"tree_budget is stable-only", []string{"control", "--socket", sock, "tree_budget"}, 1, "", "avenor control: tree_budget: method not found (-32601)\n"},
 		{"spawn is stable-only", []string{"control", "--socket", sock, "spawn", "--prompt", "x", "--timeout", "90"}, 1, "", "avenor control: spawn: method not found (-32601)\n"},
 		{"no socket", []string{"control", "status"}, 2, "", "avenor control: --socket is required\n"},
-		{"no command", []string{"control", "--socket", sock}, 2, "", "avenor control: a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget)\n"},
+		{"no command", []string{"control", "--socket", sock}, 2, "", "avenor control: a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)\n"},
 		{"unknown command", []string{"control", "--socket", sock, "frobnicate"}, 2, "", "avenor control: unknown command \"frobnicate\"\n"},
 		{"prompt without text", []string{"control", "--socket", sock, "prompt"}, 2, "", "avenor control: prompt: usage: avenor control --socket <path> prompt <text> [runtime-id]\n"},
 		{"bad shutdown mode", []string{"control", "--socket", sock, "shutdown", "now"}, 2, "", "avenor control: shutdown: unknown mode \"now\" (graceful, kill or immediate)\n"},

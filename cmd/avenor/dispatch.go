@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	hostrun "github.com/avenor-go/avenor/host/run"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
 // Env is the process environment Main runs in; tests fill it.
@@ -16,6 +26,46 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
 	Environ        []string
+
+	// log is the global --log-level and --log-file (logging.go); newRoot
+	// sets it when nil.
+	log *logFlags
+}
+
+// resolveEnv is what host/run reads of this process.
+func (e Env) resolveEnv(logger hclog.Logger) hostrun.Env {
+	return hostrun.Env{Getenv: e.Getenv, Environ: e.Environ, Logger: logger}
+}
+
+// newLogger is avenor's own logger (logging.go: --log-level, --log-file,
+// AVENOR_LOG).
+func (e Env) newLogger() hclog.Logger { return newLogger(e) }
+
+// interruptible is a context that SIGINT or SIGTERM cancels with
+// hostrt.ErrInterrupted as its cause: a run then ends cancelled, exit 130.
+// stop stops listening for the signals and cancels it.
+func interruptible() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+			cancel(hostrt.ErrInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
+}
+
+// writeJSON prints v as indented JSON (--json of backends and plugin).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // Exit codes of the command line itself (run's codes follow its stop reason).
@@ -38,6 +88,11 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // Main runs avenor with args (without the program name) and returns the exit code.
 func Main(args []string, env Env) int {
+	// A host killed before it stopped its plugins left their socket
+	// directories; the next avenor of the same user removes them.
+	plugin.RemoveStaleSocketDirs()
+	env.log = &logFlags{}
+	defer env.log.close()
 	root := newRoot(env)
 	args = defaultToRun(root, args)
 	if cmd, _, err := root.Find(args); err == nil && cmd != nil {
@@ -66,6 +121,9 @@ func Main(args []string, env Env) int {
 }
 
 func newRoot(env Env) *cobra.Command {
+	if env.log == nil {
+		env.log = &logFlags{}
+	}
 	root := &cobra.Command{
 		Use:   "avenor",
 		Short: "Drive AI coding-agent runtimes and turn what they say into one NDJSON event stream",
@@ -85,13 +143,21 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
+	addLogFlags(root, env)
 	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))
 	root.AddCommand(newVerifyCmd(env))
 	root.AddCommand(newStableCmd(env))
+	root.AddCommand(newFleetCmd(env))
 	root.AddCommand(newAwaitCmd(env))
+	root.AddCommand(newBoardCmd(env))
 	root.AddCommand(newDocsCmd(env))
 	root.AddCommand(newProbeCmd(env))
+	root.AddCommand(newVersionCmd(env))
 	root.AddCommand(newClaudeChannelCmd(env), newChannelCleanupCmd(env))
+	root.AddCommand(newMCPCmd(env))
+	root.AddCommand(newCompletionCmd(env), newConfigCmd(env))
+	registerBackendCompletion(root, env)
+	applyExamples(root)
 	return root
 }
 
@@ -103,6 +169,11 @@ func defaultToRun(root *cobra.Command, args []string) []string {
 	}
 	switch args[0] {
 	case "__complete", "__completeNoDesc": // cobra's shell completion
+		// `avenor --backend <TAB>` is a run's command line: complete it
+		// as run's, as the dispatch below would run it.
+		if len(args) > 1 && strings.HasPrefix(args[1], "-") {
+			return append([]string{args[0], "run"}, args[1:]...)
+		}
 		return args
 	case "--version", "-version", "-v", "--help", "-help", "-h", "help":
 		if len(args) == 1 {
@@ -143,6 +214,9 @@ func rewriteSingleDash(cmd *cobra.Command, args []string) []string {
 			name, hasValue = name[:j], true
 		}
 		f := flags.Lookup(name)
+		if f == nil {
+			f = cmd.InheritedFlags().Lookup(name) // --log-level, --log-file
+		}
 		if f == nil && (name == "help" || name == "version") {
 			// cobra adds --help (and the root's --version) only when it
 			// runs, so they are not in the flag set yet.
@@ -166,3 +240,14 @@ func rewriteSingleDash(cmd *cobra.Command, args []string) []string {
 }
 
 func takesValue(f *pflag.Flag) bool { return f.NoOptDefVal == "" }
+
+// noArgs is the Args of a command that takes none: refuse says why the
+// first argument given is one too many.
+func noArgs(refuse func(arg string) error) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return refuse(args[0])
+		}
+		return nil
+	}
+}

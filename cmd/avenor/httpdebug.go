@@ -3,16 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 )
-
-// httpDebugDrain bounds how long an ending avenor waits for its HTTP debug
-// event streams to deliver the run's last events.
-const httpDebugDrain = 2 * time.Second
 
 // startHTTPDebug starts the --http-debug adapter (contract §5.8) on addr
 // for cfg's target (run's or stable's), writing tokenFile when set; the
@@ -28,13 +23,4 @@ func startHTTPDebug(addr, tokenFile string, cfg httpdebug.Config, env Env, logge
 		return nil, fmt.Errorf("--http-debug: %w", err)
 	}
 	return srv, nil
-}
-
-// stopHTTPDebug (one-shot) ends the run's event streams once they delivered its last
-// events (or after httpDebugDrain), then stops the adapter.
-func stopHTTPDebug(srv *httpdebug.Server, target *httpdebug.OneShot) {
-	target.End()
-	ctx, cancel := context.WithTimeout(context.Background(), httpDebugDrain)
-	defer cancel()
-	_ = srv.Shutdown(ctx)
 }

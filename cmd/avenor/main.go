@@ -1,6 +1,8 @@
 // Command avenor drives AI coding-agent runtimes through backend plugins.
-// This package holds only the command line: it parses flags, builds the
-// host's options, calls the host and maps errors to exit codes.
+// This package holds only the command line: it parses flags, builds a spec,
+// starts it through host/run (backend resolution, run assembly) or calls
+// the client package (control, await), and maps the outcome to an exit
+// code.
 package main
 
 import (

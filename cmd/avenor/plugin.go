@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -192,9 +191,7 @@ PATH (the last four are unpinned). A broken pin is shown with what to do about i
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(env.Stdout, out)
 			}
 			printPluginList(env.Stdout, out)
 			return nil
@@ -291,9 +288,7 @@ the backend's Check says its runtime is not usable here.`,
 				return fmt.Errorf("plugin verify: %w", plugins.ExplainLaunch(args[0], err))
 			}
 			if asJSON {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeJSON(env.Stdout, rep); err != nil {
 					return err
 				}
 			} else if err := rep.WriteText(env.Stdout); err != nil {

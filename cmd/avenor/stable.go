@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -14,8 +14,10 @@ import (
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
-	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/host/fleet"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/host/stable"
+	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
 // stableFlags are the flags of `avenor stable` (contract §1.3; the workflow
@@ -24,6 +26,14 @@ type stableFlags struct {
 	controlSocket, httpDebug, httpDebugTokenFile             string
 	maxRuntimes, maxTreeBudget                               int
 	idleTimeout, parkedTimeout, shutdownTimeout, claimTimout time.Duration
+	// linger: how long plugins outlive a supervisor that died (issue 21).
+	linger time.Duration
+	// fleet, node, pool: join a fleet (issue 24, docs/fleet.md).
+	fleet      fleetConnFlags
+	node, pool string
+	// warm: --warm BACKEND=N[,dir=…] pools (issue 25).
+	warm     []string
+	warmIdle time.Duration
 }
 
 func newStableCmd(env Env) *cobra.Command {
@@ -38,6 +48,10 @@ Each runtime writes its events and sentinel to the paths its spawn gives, by def
 $TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
 whose run ended stays parked for follow-up prompts until --parked-timeout. A spawn with
 loop_file or team_file runs the whole loop or team as one runtime (session_id ""). With
+--warm BACKEND=N the supervisor keeps N runtimes of BACKEND started, initialised and with a
+fresh session open in the given dir (default its working dir); a spawn of the same backend,
+model, agent, thinking and dir takes one instead of waiting for a cold start, and the pool
+refills in the background (list {"warm":true} and status {} show the pools). With
 --http-debug, GET /runtimes, /status/<runtime_id>, /events?runtime_id= and
 POST /cancel/<runtime_id> serve the runtimes over loopback HTTP. At exit the
 supervisor writes <socket>.dead: STOPPED reason=<signal|shutdown|idle|start_failed|crashed> pid=… at=….
@@ -64,6 +78,12 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 	fl.DurationVar(&f.parkedTimeout, "parked-timeout", stable.DefaultParkedTimeout, "how long a finished runtime stays parked for follow-ups (0: until shutdown)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", stable.DefaultShutdownTimeout, "how long a graceful shutdown waits for cancelled runtimes")
 	fl.DurationVar(&f.claimTimout, "permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
+	fl.StringArrayVar(&f.warm, "warm", nil, "keep N runtimes of BACKEND started with a fresh session open, for spawns that match: BACKEND=N[,dir=D][,model=M][,agent=A][,thinking=T] (repeatable)")
+	fl.DurationVar(&f.warmIdle, "warm-idle", stable.DefaultWarmIdle, "stop a warm pool's runtimes when no spawn took one for this long (0: never); the next spawn wakes it")
+	fl.DurationVar(&f.linger, "linger", plugin.DefaultLinger, "how long runtimes outlive a supervisor that died, for one restarted on this socket to take them over (0: they stop at once)")
+	f.fleet.register(fl, "fleet", "join the fleet at this NATS URL (nats://host:4222, comma-separated for a cluster) as a node agent")
+	fl.StringVar(&f.node, "node", "", "this node's name in the fleet (letters, digits, - and _; required with --fleet)")
+	fl.StringVar(&f.pool, "pool", fleet.DefaultPool, "the spawn pool this node takes from")
 	return cmd
 }
 
@@ -76,7 +96,7 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--idle-timeout", f.idleTimeout}, {"--parked-timeout", f.parkedTimeout}, {"--shutdown-timeout", f.shutdownTimeout}, {"--permission-claim-timeout", f.claimTimout}} {
+	}{{"--idle-timeout", f.idleTimeout}, {"--parked-timeout", f.parkedTimeout}, {"--shutdown-timeout", f.shutdownTimeout}, {"--permission-claim-timeout", f.claimTimout}, {"--warm-idle", f.warmIdle}, {"--linger", f.linger}} {
 		if d.v < 0 {
 			fmt.Fprintf(env.Stderr, "avenor stable: %s must not be negative, got %v\n", d.name, d.v)
 			return exitFail
@@ -90,10 +110,49 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 		fmt.Fprintln(env.Stderr, "avenor stable: --max-runtimes and --max-tree-budget must be at least 1")
 		return exitFail
 	}
-	logger := hclog.New(&hclog.LoggerOptions{
-		Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn")),
-	})
+	var warm []stable.WarmSpec
+	for _, v := range f.warm {
+		w, err := stable.ParseWarm(v)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+			return exitFail
+		}
+		warm = append(warm, w)
+	}
+	logger := newLogger(env)
+	var fleetStores *fleet.Stores
+	if f.fleet.url != "" || f.node != "" {
+		if f.fleet.url == "" || f.node == "" {
+			fmt.Fprintln(env.Stderr, "avenor stable: --fleet and --node go together (the fleet's NATS URL and this node's name)")
+			return exitFail
+		}
+		for _, c := range []struct{ what, v string }{{"--node", f.node}, {"--pool", f.pool}} {
+			if err := fleet.CheckName(c.what, c.v); err != nil {
+				fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+				return exitFail
+			}
+		}
+		// The fleet is checked before anything starts: a URL that does not
+		// answer, refused credentials or an incompatible stream stop here.
+		st, closeNC, err := f.fleet.connect(cmd.Context(), "avenor stable --node "+f.node)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+			return exitFail
+		}
+		defer closeNC()
+		fleetStores = st
+	}
 	token, ready, err := control.TakeEnv()
+	listening := make(chan struct{})
+	if fleetStores != nil {
+		inner := ready
+		ready = func() {
+			if inner != nil {
+				inner()
+			}
+			close(listening)
+		}
+	}
 	if err != nil {
 		logger.Warn("control socket readiness", "error", err)
 	}
@@ -104,13 +163,41 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 			return exitFail
 		}
 	}
+	// The supervisor's durable state, one directory per socket, lets one
+	// restarted on this socket recover the runtimes of one that died.
+	var stateDir string
+	if fleetStores != nil {
+		// A fleet node's runtimes move to other nodes when it dies: one
+		// restarted would own them twice. It keeps no durable state, and
+		// its plugins stop with it unless --linger says otherwise.
+		if !cmd.Flags().Changed("linger") {
+			f.linger = 0
+		}
+	} else if dirs, derr := config.DefaultDirs(env.Getenv); derr == nil {
+		stateDir = stable.StateDirFor(dirs.State, f.controlSocket)
+		if !cmd.Flags().Changed("linger") {
+			// The user's config file (and AVENOR_LINGER) may set it.
+			if set, _, lerr := config.Load(config.Sources{Environ: env.Environ, Dirs: dirs}); lerr == nil {
+				f.linger = set.Linger
+			} else {
+				logger.Warn("reading the linger window from the config", "error", lerr)
+			}
+		}
+	} else {
+		logger.Warn("no durable supervisor state: a restart will not recover the runtimes", "reason", derr)
+	}
+	// Every plugin this supervisor launches inherits it; the plugin takes it
+	// out of its own environment, so nothing it starts sees it.
+	os.Setenv(plugin.LingerEnv, f.linger.String())
 	sup, err := stable.New(stable.Config{
 		SocketPath: f.controlSocket, MaxRuntimes: f.maxRuntimes, MaxTreeBudget: f.maxTreeBudget,
 		IdleTimeout: f.idleTimeout, ParkedTimeout: f.parkedTimeout, ShutdownTimeout: f.shutdownTimeout,
 		PermissionClaimTimeout: f.claimTimout, PermissionFileTimeout: fileTimeout,
+		StateDir: stateDir, Linger: f.linger,
 		TempDir: orDefault(env.Getenv("TMPDIR"), "/tmp"), Home: env.Getenv("HOME"),
 		TreeBudgetPath: env.Getenv(stable.EnvTreeBudget),
 		Resolve:        stableResolver(env, logger), IdentityToken: token, Ready: ready,
+		Warm: warm, WarmIdle: f.warmIdle,
 		Logger: logger, Stderr: env.Stderr,
 	})
 	if err != nil {
@@ -126,13 +213,36 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 		// Serve has ended every runtime's stream when it returns: the
 		// adapter's streams deliver the last events, then it stops.
 		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), httpDebugDrain)
+			ctx, cancel := context.WithTimeout(context.Background(), hostrun.HTTPDebugDrain)
 			defer cancel()
 			_ = dbg.Shutdown(ctx)
 		}()
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var agentDone chan struct{}
+	if fleetStores != nil {
+		agentDone = make(chan struct{})
+		actx, acancel := context.WithCancel(ctx)
+		defer func() { acancel(); <-agentDone }()
+		ctx2, stop2 := context.WithCancel(ctx)
+		defer stop2()
+		ctx = ctx2
+		go func() {
+			defer close(agentDone)
+			select {
+			case <-listening:
+			case <-actx.Done():
+				return
+			}
+			// The agent talks to this supervisor through its socket only.
+			err := fleet.RunNode(actx, fleet.NodeConfig{NC: fleetStores.NC(), Stores: fleetStores, Node: f.node, Pool: f.pool, Socket: f.controlSocket, Logger: logger})
+			if err != nil && actx.Err() == nil {
+				fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+				stop2() // a node that cannot serve the fleet stops
+			}
+		}()
+	}
 	reason, err := sup.Serve(ctx)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
@@ -142,42 +252,20 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 	return exitOK
 }
 
-// stableResolver resolves a spawn as avenor run resolves its flags:
-// defaults < user file < project file (found from the spawn's dir) < env <
-// the spawn's params, then the plugin that serves the backend.
+// stableResolver resolves a spawn as avenor run resolves its flags
+// (host/run.Resolve): defaults < user file < project file (found from the
+// spawn's dir) < env < the spawn's params, then the plugin that serves the
+// backend, the project's .avenor/plugins.lock first.
 func stableResolver(env Env, logger hclog.Logger) stable.Resolver {
 	return func(dir string, set map[string]any) (stable.Backend, error) {
-		dirs, err := config.DefaultDirs(env.Getenv)
+		res, err := hostrun.Resolve(env.resolveEnv(logger), dir, set)
 		if err != nil {
 			return stable.Backend{}, err
 		}
-		project, _ := config.FindProject(dir)
-		settings, _, err := config.Load(config.Sources{Environ: env.Environ, Dirs: dirs, ProjectDir: project, Flags: set})
+		b, err := res.Backend(res.Settings.Backend)
 		if err != nil {
 			return stable.Backend{}, err
 		}
-		families := map[string]string{}
-		for name, b := range settings.Backends {
-			if b.Plugin != "" {
-				families[name] = b.Plugin
-			}
-		}
-		finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), families)
-		found, err := finder.Find(settings.Backend)
-		if err != nil {
-			var nf *plugins.NotFoundError
-			if errors.As(err, &nf) {
-				return stable.Backend{}, fmt.Errorf("unknown backend %q: %v", settings.Backend, err)
-			}
-			return stable.Backend{}, err
-		}
-		cfg := settings.Backends[settings.Backend]
-		backend := settings.Backend
-		return stable.Backend{
-			Settings: settings, Env: cfg.Env, PluginOptions: cfg.Options, StateDir: dirs.PluginStateDir(found.Family),
-			Launch: func(ctx context.Context) (*plugins.Launched, error) {
-				return plugins.Launch(ctx, found, backend, logger)
-			},
-		}, nil
+		return stable.Backend{Settings: res.Settings, Backend: b}, nil
 	}
 }

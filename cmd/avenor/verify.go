@@ -32,12 +32,7 @@ Examples:
   avenor verify --loop-file loop.json
   avenor verify --dir repo --team-file team.json --roster-file roster.json
   avenor verify --roster-file roster.json --roster-entry reviewer`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("verify takes no arguments, got %q", args[0])}
-			}
-			return nil
-		},
+		Args: noArgs(func(arg string) error { return usageError{fmt.Errorf("verify takes no arguments, got %q", arg)} }),
 		RunE: func(*cobra.Command, []string) error {
 			return exitError{runVerify(env, req)}
 		},

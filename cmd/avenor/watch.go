@@ -16,40 +16,49 @@ import (
 
 // watchFlags are the flags of `avenor watch` (contract §1.5).
 type watchFlags struct {
-	follow, classify, noColor bool
-	format, sinceCursor       string
-	pollInterval              time.Duration
+	follow, classify, noColor     bool
+	format, sinceCursor, sentinel string
+	pollInterval                  time.Duration
 }
 
 func newWatchCmd(env Env) *cobra.Command {
 	f := &watchFlags{}
 	cmd := &cobra.Command{
-		Use:   "watch [flags] <log>",
+		Use:   "watch [flags] <log|->",
 		Short: "Digest an NDJSON event log, once or as it grows",
-		Long: `Print one line per event of an --on-event log:
+		Long: `Print one line per event of an --on-event log ("-": standard input, e.g.
+'avenor control --socket S tail | avenor watch -'):
 
   EVENT <event> <session_id> <excerpt>
 
+The session column is empty when the event has none (session_id, else sessionID).
 The excerpt is at most 120 characters on one line (tool.call: kind:title [status];
-session.end: stop_reason=…; chunks: their text). Lines without an "event" field print
-nothing; lines that are not JSON are skipped and counted on stderr at the end.
+agent.status: phase | label; session.end: stop_reason=…; avenor.retry: attempt=2/3;
+chunks: their text). Lines without an "event" field print nothing; lines that are not
+JSON are skipped and counted on stderr at the end. A pipe is read until it closes.
 
 --classify prefixes each line with MILESTONE, FINDING or ACTIVITY (--format json adds a
 top-level "classify" field instead). --format json prints the event lines unchanged.
 Colours are used when stdout is a terminal, never with --no-color, NO_COLOR or json.
 
---follow keeps polling and exits 0 after session.end, or on SIGINT/SIGTERM; it reads
-complete lines only and waits for a log that does not exist yet. --since-cursor FILE
-starts at the byte offset saved in FILE (none: the beginning) and saves the new offset
-on exit, and every 10 events while following.
+--follow keeps polling and exits 0 when the run is over, or on SIGINT/SIGTERM: at the
+avenor.loop.end or avenor.team.end of a loop or team (a phase's session.end goes on), at
+a session.end nothing can follow (a failure not retried, or the last attempt's), when
+the --sentinel-file of the run appears, or, without one, 2s after a clean session.end
+(6s after a retryable failure) if no next turn or retry has started. It reads complete
+lines only and waits for a log that does not exist yet. --since-cursor FILE starts at
+the byte offset saved in FILE (none: the beginning) and saves the new offset on exit,
+and every 10 events while following.
 
 Examples:
   avenor watch events.ndjson
   avenor watch --follow --classify events.ndjson
-  avenor watch --since-cursor events.cursor --format json events.ndjson`,
+  avenor watch --follow --sentinel-file run.done events.ndjson
+  avenor watch --since-cursor events.cursor --format json events.ndjson
+  avenor control --socket /tmp/run.sock tail | avenor watch --follow -`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{fmt.Errorf("watch takes one log file, got %d arguments", len(args))}
+				return usageError{fmt.Errorf("watch takes one log file (or - for standard input), got %d arguments", len(args))}
 			}
 			return nil
 		},
@@ -58,11 +67,12 @@ Examples:
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.follow, "follow", false, "poll and tail the log; exit 0 on session.end or SIGINT/SIGTERM")
+	fl.BoolVar(&f.follow, "follow", false, "poll and tail the log; exit 0 when the run is over or on SIGINT/SIGTERM")
 	fl.StringVar(&f.format, "format", string(watch.Plain), "plain digest lines or json pass-through")
 	fl.BoolVar(&f.classify, "classify", false, `prefix MILESTONE/FINDING/ACTIVITY (json: add a top-level "classify")`)
 	fl.DurationVar(&f.pollInterval, "poll-interval", watch.DefaultPollInterval, "follow-mode sleep between polls")
 	fl.StringVar(&f.sinceCursor, "since-cursor", "", "cursor file: start at its byte offset, save the new one on exit")
+	fl.StringVar(&f.sentinel, "sentinel-file", "", "with --follow: the run's sentinel; exit once it appears and the log is read")
 	fl.BoolVar(&f.noColor, "no-color", false, "never colour the output")
 	return cmd
 }
@@ -74,6 +84,12 @@ func runWatch(ctx context.Context, env Env, f *watchFlags, log string) error {
 	}
 	if f.pollInterval <= 0 {
 		return usageError{fmt.Errorf("--poll-interval must be positive, not %v", f.pollInterval)}
+	}
+	if f.sentinel != "" && !f.follow {
+		return usageError{fmt.Errorf("--sentinel-file says when a follow ends; add --follow or drop it")}
+	}
+	if f.sinceCursor != "" && log == watch.Stdin {
+		return usageError{fmt.Errorf("--since-cursor needs a log file, and - is standard input; drop --since-cursor or name the log")}
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -90,6 +106,7 @@ func runWatch(ctx context.Context, env Env, f *watchFlags, log string) error {
 		},
 		PollInterval: f.pollInterval,
 		CursorPath:   f.sinceCursor,
+		SentinelPath: f.sentinel,
 		Stderr:       env.Stderr,
 	})
 	if res.Malformed > 0 {

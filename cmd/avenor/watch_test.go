@@ -94,8 +94,10 @@ func TestWatchUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no log", []string{"watch"}, "watch takes one log file, got 0 arguments"},
-		{"two logs", []string{"watch", "a", "b"}, "watch takes one log file, got 2 arguments"},
+		{"no log", []string{"watch"}, "watch takes one log file (or - for standard input), got 0 arguments"},
+		{"two logs", []string{"watch", "a", "b"}, "watch takes one log file (or - for standard input), got 2 arguments"},
+		{"sentinel without follow", []string{"watch", "--sentinel-file", "s", "x"}, "--sentinel-file says when a follow ends; add --follow or drop it"},
+		{"cursor on stdin", []string{"watch", "--since-cursor", "c", "-"}, "--since-cursor needs a log file, and - is standard input"},
 		{"bad format", []string{"watch", "--format", "yaml", "x"}, `--format must be plain or json, not "yaml"`},
 		{"bad poll interval", []string{"watch", "--poll-interval", "0s", "x"}, "--poll-interval must be positive, not 0s"},
 		{"unknown flag", []string{"watch", "--tail", "x"}, "unknown flag: --tail"},

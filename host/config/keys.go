@@ -58,6 +58,7 @@ var keySpecs = []keySpec{
 	{"auto_approve", kindBool, false, "auto-approve ordinary permission requests (not those requiring user input)"},
 	{"server_url", kindString, "", "external runtime server URL"},
 	{"label", kindString, "", "free-form label stamped on events as run_label"},
+	{"linger", kindDuration, 60 * time.Second, "avenor stable: how long runtimes outlive a supervisor that died, for one restarted on the same socket to take them over (Go duration); 0 stops them at once"},
 	{"backends", kindBackends, nil, "per-backend tables [backends.<name>]: plugin (family serving it), env (extra runtime environment, never logged), options (plugin options); files only"},
 }
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/knadh/koanf/maps"
 	"github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/knadh/koanf/providers/confmap"
@@ -35,6 +36,9 @@ type Sources struct {
 	// time.Duration, int, bool) or strings to parse. Any key outside [Keys],
 	// and "backends", is an error.
 	Flags map[string]any
+	// Logger gets, at debug level, each config file Load reads or looks for
+	// and does not find (AVENOR_LOG=debug); nil logs nothing.
+	Logger hclog.Logger
 }
 
 // Load layers defaults < user file < project file < environment < flags into
@@ -43,7 +47,10 @@ type Sources struct {
 // variable, the key and the problem. Every problem found in any layer is
 // reported (joined), each as an [*Error].
 func Load(src Sources) (Settings, Provenance, error) {
-	l := loader{k: koanf.New("."), prov: Provenance{}}
+	l := loader{k: koanf.New("."), prov: Provenance{}, log: src.Logger}
+	if l.log == nil {
+		l.log = hclog.NewNullLogger()
+	}
 
 	defaults := make(map[string]any, len(keySpecs))
 	for _, s := range keySpecs {
@@ -58,6 +65,8 @@ func Load(src Sources) (Settings, Provenance, error) {
 	}
 	if src.ProjectDir != "" {
 		l.loadFile(LayerProject, ProjectConfigFile(src.ProjectDir))
+	} else {
+		l.log.Debug("no project: no " + ProjectMarker + "/ directory from the run's directory upwards")
 	}
 	l.loadEnv(src.Env, src.Environ)
 	l.loadFlags(src.Flags)
@@ -77,6 +86,7 @@ type loader struct {
 	k    *koanf.Koanf
 	prov Provenance
 	errs []error
+	log  hclog.Logger
 }
 
 // merge adds one layer's checked values over the layers below it.
@@ -107,12 +117,14 @@ func (l *loader) fail(layer Layer, path string, errs ...fieldErr) {
 func (l *loader) loadFile(layer Layer, path string) {
 	b, err := file.Provider(path).ReadBytes()
 	if errors.Is(err, fs.ErrNotExist) {
+		l.log.Debug("config file absent", "layer", layer, "path", path)
 		return
 	}
 	if err != nil {
 		l.errs = append(l.errs, &Error{Layer: layer, Path: path, Err: err})
 		return
 	}
+	l.log.Debug("config file read", "layer", layer, "path", path)
 	raw, err := toml.Parser().Unmarshal(b)
 	if err != nil {
 		l.errs = append(l.errs, &Error{Layer: layer, Path: path, Err: malformed(err)})

@@ -156,7 +156,7 @@ label = "nightly"
 		Backend: "pi", Model: "m2", Agent: "build", Thinking: "high", Dir: "sub",
 		Timeout: 10 * time.Minute, ProgressTimeout: 2 * time.Minute, MaxRetries: 2,
 		PermissionClaimTimeout: 30 * time.Second, AutoApprove: false,
-		ServerURL: "http://127.0.0.1:4096", Label: "from-env",
+		ServerURL: "http://127.0.0.1:4096", Label: "from-env", Linger: 60 * time.Second,
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("got  %+v\nwant %+v", s, want)

@@ -39,6 +39,9 @@ type Settings struct {
 	ServerURL string `koanf:"server_url"`
 	// Label is a free-form label stamped on events as run_label.
 	Label string `koanf:"label"`
+	// Linger is avenor stable's --linger: how long its plugins outlive it
+	// when it dies; default 60s (plugin.DefaultLinger), 0 none.
+	Linger time.Duration `koanf:"linger"`
 	// Backends holds the [backends.<name>] tables from the config files,
 	// merged key by key (project over user); nil when there are none.
 	Backends map[string]BackendConfig `koanf:"backends"`
@@ -75,6 +78,7 @@ func Defaults() Settings {
 	return Settings{
 		Backend: "opencode-acp",
 		Dir:     ".",
+		Linger:  60 * time.Second,
 	}
 }
 

@@ -83,7 +83,8 @@ func validID(raw json.RawMessage) bool {
 
 // response is a success response line; errorResponse a failed one. Two
 // types keep "result" present (even when null) and "error" absent, and the
-// reverse, as JSON-RPC requires.
+// reverse, as JSON-RPC requires. sdk/jsonrpc.Message cannot write them:
+// its omitempty id and result would drop "id":null and "result":null.
 type response struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -158,6 +159,14 @@ func AppendEvent(dst []byte, ev any) ([]byte, error) {
 	return append(out, '}', '\n'), nil
 }
 
+// appendEventLine is AppendEvent for an event given as its line as the
+// writer encoded it (the same bytes AppendEvent would write for it).
+func appendEventLine(dst, line []byte) []byte {
+	dst = append(dst, eventPrefix...)
+	dst = append(dst, line...)
+	return append(dst, '}', '\n')
+}
+
 // encoders pools the encoders' scratch: forwarders encode concurrently.
 var encoders = sync.Pool{New: func() any { return new(jsonenc.Encoder) }}
 
@@ -180,7 +189,10 @@ func readLine(r *bufio.Reader, buf *[]byte, max int) ([]byte, error) {
 		if !tooLong {
 			if len(b)+len(chunk) > max+1 || (len(b)+len(chunk) == max+1 && (len(chunk) == 0 || chunk[len(chunk)-1] != '\n')) {
 				tooLong = true
-				b = b[:0]
+				// The line is refused: drop its buffer now, not at its
+				// newline, or a peer that keeps sending (or stalls) pins
+				// MaxRequestLine per connection (issue 16).
+				b = nil
 			} else {
 				b = append(b, chunk...)
 			}

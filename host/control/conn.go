@@ -90,6 +90,9 @@ func (c *Conn) handle(line []byte) {
 	id := clone(req.ID)
 	run := func() {
 		res, err := m.Handler(c.ctx, call)
+		if m.Mutating {
+			c.s.settle(c, err == nil)
+		}
 		c.reply(id, res, err, call.afterReply)
 	}
 	if m.Concurrent {
@@ -152,6 +155,9 @@ func (c *Conn) appendNotification(dst []byte, ev event.Event) []byte {
 	return out
 }
 
+// finalOutputKey marks a line whose event Truncate may change.
+var finalOutputKey = []byte(`"final_output":`)
+
 // maxKeptNotifyBuffer bounds the batch buffer a forwarder keeps between
 // batches: a huge event should not pin its buffer for the connection's life.
 const maxKeptNotifyBuffer = 1 << 20
@@ -175,7 +181,7 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 	last := afterSeq
 	// add appends ev's line unless its seq was already sent.
 	add := func(buf []byte, ev event.Event) []byte {
-		if seq, ok := seqOf(ev); ok {
+		if seq, ok := SeqOf(ev); ok {
 			if seq <= last {
 				return buf
 			}
@@ -195,14 +201,26 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 		// flood one system call carries a whole batch of lines (whole lines
 		// only, so responses never interleave), which is what lets a
 		// subscriber keep up (issue 11). A lone event goes out at once.
-		var batch []event.Event
+		// The notification is spliced around each event's line as the
+		// log has it, so no event is encoded again (issue 25); only one
+		// that may carry a final_output to bound (§2.1) is.
+		var batch []event.Item
 		var buf []byte
 		for {
 			var more bool
-			batch, more = sub.Receive(batch[:0])
+			batch, more = sub.ReceiveItems(batch[:0])
 			buf = buf[:0]
-			for _, ev := range batch {
-				buf = add(buf, ev)
+			for _, it := range batch {
+				line := it.Line()
+				if line == nil || bytes.Contains(line, finalOutputKey) {
+					buf = add(buf, it.Event())
+					continue
+				}
+				if seq, _ := it.Seq(); seq <= last {
+					continue
+				}
+				last, _ = it.Seq()
+				buf = appendEventLine(buf, line)
 			}
 			clear(batch) // the events belong to the writer's history
 			if len(buf) > 0 && !c.write(buf) {
@@ -260,7 +278,9 @@ func clone(b json.RawMessage) json.RawMessage {
 	return append(json.RawMessage{}, b...)
 }
 
-func seqOf(ev event.Event) (int64, bool) {
+// SeqOf reads an event's seq: int64 from a writer, other kinds from
+// decoded JSON. false: it carries none (subscriber.lagged).
+func SeqOf(ev event.Event) (int64, bool) {
 	switch v := ev[event.KeySeq].(type) {
 	case int64:
 		return v, true

@@ -3,18 +3,30 @@
 // socket's lifecycle (§5.1: 0700 parent directory, the flock'd
 // <socket>.control.lock, stale-socket detection, a 0600 socket, unlinking
 // only its own inode), the codec and error codes (§5.2), first-mutator
-// ownership (§5.3), the method table and, for `avenor run --control-socket`,
-// the one-shot methods (§5.4, §5.5, §5.7).
+// ownership (§5.3), and the one control method table (§5.4, §5.5, §5.7):
+// status, result, subscribe, history, cancel, prompt, interrupt_and_prompt
+// and answer_permission, registered by [RegisterTable] over a
+// [Supervisor] of [Target] runtimes. A one-shot run ([Run], [RegisterRun])
+// is a supervisor of one whose default runtime is the run; `avenor stable`
+// registers the same table over its runtimes, so the two cannot answer
+// differently, and the HTTP debug adapter (httpdebug) serves the same
+// targets.
 //
-// The method table is open: [Server.Handle] registers a [Method], so
-// `avenor stable` can add spawn, list, shutdown and the rest to the same
-// server. A method that is not registered answers -32601, which is how a
-// one-shot server refuses the stable-only methods.
+// The server's methods are open: [Server.Handle] registers a [Method], so
+// `avenor stable` adds only what is its own (spawn, list, send_to_parent,
+// tree_budget, wait_for_capacity, shutdown) to the same server. A method
+// that is not registered answers -32601, which is how a one-shot server
+// refuses the stable-only methods.
 //
 // A connection from a peer whose uid differs from the server's is refused
 // (SO_PEERCRED) and the reason logged; the 0600 socket is the primary
 // isolation, this is a second line.
 //
-// Imported by cmd/avenor (run, and later stable). Harness authors use the
-// client package instead.
+// The listener is bounded (issue 16): at most [MaxConnections] are open, one
+// more is answered an error line and closed; a failed accept (EMFILE) is
+// retried after a pause growing from [AcceptBackoffMin] to
+// [AcceptBackoffMax] and logged at most once per [AcceptLogInterval].
+//
+// Imported by host/run (the one-shot assembly) and host/stable. Harness
+// authors use the client package instead.
 package control

@@ -4,15 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/avenor-go/avenor/sdk/jsonrpc"
 )
 
-// JSON-RPC error codes of contract §5.2. They are part of the protocol and
-// must never change.
+// JSON-RPC error codes of contract §5.2: JSON-RPC 2.0's own (sdk/jsonrpc's),
+// then avenor's. They are part of the protocol and must never change.
 const (
-	CodeParseError          = -32700
-	CodeInvalidRequest      = -32600
-	CodeMethodNotFound      = -32601
-	CodeInvalidParams       = -32602
+	CodeParseError          = jsonrpc.CodeParseError
+	CodeInvalidRequest      = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound      = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams       = jsonrpc.CodeInvalidParams
 	CodeServerError         = -32000
 	CodeNoPendingPermission = -32001
 	CodePermissionDenied    = -32010
@@ -37,6 +39,8 @@ var (
 	// ErrNotSocket: the socket path exists and is something else; avenor
 	// never removes it.
 	ErrNotSocket = errors.New("control socket path exists and is not a socket")
+	// ErrLockBusy: <socket>.control.lock stayed locked for LockWait.
+	ErrLockBusy = errors.New("control socket lock is held by another process")
 	// ErrServerClosed: Start after Close, or Start twice.
 	ErrServerClosed = errors.New("control server closed")
 	// ErrNoPendingPermission is returned (or wrapped) by a

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // Runtime is what the one-shot methods control: *runtime.Runner.
@@ -46,27 +46,20 @@ type RunOptions struct {
 	RunID string
 }
 
-// RegisterRun registers the one-shot methods of `avenor run --control-socket`
-// (contract §5.4) on s for rt. Call it before Start. The stable-only
-// methods stay unregistered, so they answer -32601.
+// RegisterRun registers the control method table of `avenor run
+// --control-socket` (contract §5.4) on s for rt: a supervisor of one whose
+// default runtime is the run. Call it before Start. The stable-only methods
+// stay unregistered, so they answer -32601.
 //
 // A one-shot run has one runtime, so runtime_id is never required (stable
 // requires it for history, replay and after_seq); when given it must be the
-// run's id, else -32602 says so rather than answering for another runtime.
-func RegisterRun(s *Server, rt Runtime, opts RunOptions) {
-	r := &runMethods{rt: rt, perm: opts.Permissions, runID: opts.RunID}
-	s.Go(r.trackResult)
-	s.Handle("status", Method{Handler: r.status})
-	s.Handle("result", Method{Handler: r.result})
-	s.Handle("subscribe", Method{Handler: r.subscribe})
-	s.Handle("history", Method{Handler: r.history})
-	s.Handle("cancel", Method{Mutating: true, Handler: r.cancel})
-	s.Handle("prompt", Method{Mutating: true, Handler: r.prompt})
-	s.Handle("interrupt_and_prompt", Method{Mutating: true, Handler: r.interruptAndPrompt})
-	s.Handle("answer_permission", Method{Mutating: true, Handler: r.answerPermission})
-}
+// run's id, else -32601 says so rather than answering for another runtime.
+func RegisterRun(s *Server, rt Runtime, opts RunOptions) { NewRun(rt, opts).Register(s) }
 
-type runMethods struct {
+// Run is a one-shot run as the control method table serves it: a
+// supervisor of one (Supervisor) whose default runtime is the run (Target).
+// The control socket and the HTTP debug adapter serve the same one.
+type Run struct {
 	rt    Runtime
 	perm  PermissionAnswerer
 	runID string
@@ -76,46 +69,102 @@ type runMethods struct {
 	endFinal string
 }
 
-// target is the runtime_id every one-shot method accepts.
-type target struct {
-	RuntimeID string `json:"runtime_id"`
+// NewRun is the one-shot run of rt; opts as RegisterRun's.
+func NewRun(rt Runtime, opts RunOptions) *Run {
+	return &Run{rt: rt, perm: opts.Permissions, runID: opts.RunID}
 }
 
-// check refuses a runtime_id naming anything but this run.
-func (r *runMethods) check(t target) error {
-	if t.RuntimeID == "" || (r.runID != "" && t.RuntimeID == r.runID) {
+// Register registers the method table over r on s, and r's result tracker.
+// Call it before Start.
+func (r *Run) Register(s *Server) {
+	s.Go(r.trackResult)
+	RegisterTable(s, r, TableOptions{})
+}
+
+// Pending reports whether a permission request waits for an answer.
+func (r *Run) Pending() bool { return r.perm != nil && r.perm.Pending() }
+
+// Accept refuses a runtime_id naming anything but this run.
+//
+// A runtime_id naming another runtime is a form only stable has (§5.4), and
+// a one-shot run answers stable-only forms -32601 (§5.2), as the original
+// does; the detail says how to call it instead.
+func (r *Run) Accept(c *Call, runtimeID string) error {
+	if runtimeID == "" || (r.runID != "" && runtimeID == r.runID) {
 		return nil
 	}
-	return InvalidParams(fmt.Sprintf("unknown runtime_id %q: this one-shot avenor run controls one runtime; omit runtime_id", t.RuntimeID))
+	return newError(CodeMethodNotFound, MsgMethodNotFound, fmt.Sprintf(
+		"%s with runtime_id %q is a stable form: this one-shot avenor run controls one runtime; omit runtime_id", c.Method, runtimeID))
 }
 
-func (r *runMethods) status(_ context.Context, c *Call) (any, error) {
-	var p target
-	if err := c.Decode(&p); err != nil {
-		return nil, err
+// Runtime is the run, whatever the (accepted) id.
+func (r *Run) Runtime(string) (Target, error) { return r, nil }
+
+// ID is "": history echoes the runtime_id param as given.
+func (r *Run) ID() string { return "" }
+
+// Status is the run's §5.5 snapshot.
+func (r *Run) Status() any { return r.rt.Status() }
+
+// Events is the run's event stream.
+func (r *Run) Events() *event.Writer { return r.rt.Events() }
+
+// Cancel is SIGINT's: stop reason cancelled, exit 130.
+func (r *Run) Cancel() { r.rt.Cancel() }
+
+// Prompt queues text, or interrupts the turn for it.
+func (r *Run) Prompt(_ context.Context, text string, interrupt, keepQueue bool) error {
+	var err error
+	if interrupt {
+		err = r.rt.InterruptAndPrompt(text, keepQueue)
+	} else {
+		err = r.rt.Prompt(text)
 	}
-	if err := r.check(p); err != nil {
-		return nil, err
+	if errors.Is(err, hostrt.ErrEmptyPrompt) {
+		return InvalidParams(err.Error())
 	}
-	return r.rt.Status(), nil
+	return err
+}
+
+// AnswerPermission answers through the broker; without one nothing is
+// ever pending.
+func (r *Run) AnswerPermission(requestID, optionID, message string) error {
+	if r.perm == nil {
+		return ErrNoPendingPermission
+	}
+	return r.perm.Answer(requestID, optionID, message)
+}
+
+// AnswerPermissionAs implements SourcedTarget: the answer names the front
+// door it came through, when the broker can record it.
+func (r *Run) AnswerPermissionAs(source, requestID, optionID, message string) error {
+	if r.perm == nil {
+		return ErrNoPendingPermission
+	}
+	if sa, ok := r.perm.(SourcedAnswerer); ok {
+		return sa.AnswerAs(source, requestID, optionID, message)
+	}
+	return r.perm.Answer(requestID, optionID, message)
 }
 
 // trackResult remembers the complete final_output of the latest session.end,
 // so result stays lossless however long ago it was written.
-func (r *runMethods) trackResult(ctx context.Context) {
+func (r *Run) trackResult(ctx context.Context) {
 	sub := r.rt.Events().Subscribe(4 * SubscriberQueue)
 	defer sub.Close()
 	// Batches, not one channel hand-off per event: this reader sees every
 	// event of a flood and keeps only session.end.
 	stop := context.AfterFunc(ctx, sub.Close)
 	defer stop()
-	var batch []event.Event
+	// Items, not events: a plugin's events are then never decoded for a
+	// reader that wants only the session.end (issue 25).
+	var batch []event.Item
 	for {
 		var more bool
-		batch, more = sub.Receive(batch[:0])
-		for _, ev := range batch {
-			if ev.Type() == event.TypeSessionEnd {
-				r.noteEnd(ev)
+		batch, more = sub.ReceiveItems(batch[:0])
+		for _, it := range batch {
+			if it.Type() == event.TypeSessionEnd {
+				r.noteEnd(it.Event())
 			}
 		}
 		clear(batch)
@@ -125,8 +174,8 @@ func (r *runMethods) trackResult(ctx context.Context) {
 	}
 }
 
-func (r *runMethods) noteEnd(ev event.Event) {
-	seq, _ := seqOf(ev)
+func (r *Run) noteEnd(ev event.Event) {
+	seq, _ := SeqOf(ev)
 	final, _ := ev["final_output"].(string)
 	r.mu.Lock()
 	if seq > r.endSeq {
@@ -135,14 +184,8 @@ func (r *runMethods) noteEnd(ev event.Event) {
 	r.mu.Unlock()
 }
 
-func (r *runMethods) result(_ context.Context, c *Call) (any, error) {
-	var p target
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	if err := r.check(p); err != nil {
-		return nil, err
-	}
+// Result is the final_output of the latest session.end.
+func (r *Run) Result() any {
 	// The tracker may not have caught up with a session.end just written:
 	// the history has it.
 	h := r.rt.Events().History(0, 0)
@@ -154,182 +197,5 @@ func (r *runMethods) result(_ context.Context, c *Call) (any, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return map[string]any{"final_output": r.endFinal}, nil
-}
-
-type subscribeParams struct {
-	target
-	Replay   bool  `json:"replay"`
-	Limit    int   `json:"limit"`
-	AfterSeq int64 `json:"after_seq"`
-}
-
-// limit applies the default and cap of history and replay.
-func limit(n int) (int, error) {
-	switch {
-	case n < 0:
-		return 0, InvalidParams("limit must not be negative")
-	case n == 0:
-		return DefaultHistoryLimit, nil
-	default:
-		return min(n, MaxHistoryLimit), nil
-	}
-}
-
-func (r *runMethods) subscribe(_ context.Context, c *Call) (any, error) {
-	var p subscribeParams
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	if err := r.check(p.target); err != nil {
-		return nil, err
-	}
-	n, err := limit(p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	if p.AfterSeq < 0 {
-		return nil, InvalidParams("after_seq must not be negative")
-	}
-	// Replay and subscription are taken atomically; without replay the
-	// replay is dropped and only after_seq's filter remains.
-	replay, sub := r.rt.Events().SubscribeWithReplay(p.AfterSeq, n, SubscriberQueue)
-	if !p.Replay {
-		replay = nil
-	}
-	// The connection owns the subscription once forwarding starts; the
-	// reply is written first so that it precedes the first event.
-	c.AfterReply(func() { c.Conn.Forward(replay, sub, p.AfterSeq) })
-	return map[string]any{"subscribed": true}, nil
-}
-
-type historyParams struct {
-	target
-	Limit    int   `json:"limit"`
-	AfterSeq int64 `json:"after_seq"`
-}
-
-func (r *runMethods) history(_ context.Context, c *Call) (any, error) {
-	var p historyParams
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	if err := r.check(p.target); err != nil {
-		return nil, err
-	}
-	n, err := limit(p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	if p.AfterSeq < 0 {
-		return nil, InvalidParams("after_seq must not be negative")
-	}
-	w := r.rt.Events()
-	latest := w.LatestSeq()
-	events := w.History(p.AfterSeq, n)
-	out := make([]event.Event, len(events))
-	for i, ev := range events {
-		out[i] = event.Truncate(ev, event.FinalOutputLimit)
-	}
-	return map[string]any{"runtime_id": p.RuntimeID, "events": out, "latest_seq": latest}, nil
-}
-
-func (r *runMethods) cancel(_ context.Context, c *Call) (any, error) {
-	var p target
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	if err := r.check(p); err != nil {
-		return nil, err
-	}
-	r.rt.Cancel()
-	return map[string]any{"ok": true}, nil
-}
-
-type promptParams struct {
-	target
-	Text      *string `json:"text"`
-	RequestID string  `json:"request_id"`
-	KeepQueue bool    `json:"keep_queue"`
-}
-
-func (r *runMethods) decodePrompt(c *Call) (string, promptParams, error) {
-	var p promptParams
-	if err := c.Decode(&p); err != nil {
-		return "", p, err
-	}
-	if err := r.check(p.target); err != nil {
-		return "", p, err
-	}
-	if p.Text == nil {
-		return "", p, MissingParams("text")
-	}
-	if *p.Text == "" {
-		return "", p, InvalidParams("text is empty")
-	}
-	return *p.Text, p, nil
-}
-
-// runtimeError maps the runtime's refusals to answers.
-func runtimeError(err error) error {
-	if errors.Is(err, hostrt.ErrEmptyPrompt) {
-		return InvalidParams(err.Error())
-	}
-	return err
-}
-
-func (r *runMethods) prompt(_ context.Context, c *Call) (any, error) {
-	text, _, err := r.decodePrompt(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.rt.Prompt(text); err != nil {
-		return nil, runtimeError(err)
-	}
-	return map[string]any{"accepted": true}, nil
-}
-
-func (r *runMethods) interruptAndPrompt(_ context.Context, c *Call) (any, error) {
-	text, p, err := r.decodePrompt(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.rt.InterruptAndPrompt(text, p.KeepQueue); err != nil {
-		return nil, runtimeError(err)
-	}
-	return map[string]any{"accepted": true}, nil
-}
-
-type answerParams struct {
-	target
-	RequestID string `json:"request_id"`
-	OptionID  string `json:"option_id"`
-	Message   string `json:"message"`
-}
-
-func (r *runMethods) answerPermission(_ context.Context, c *Call) (any, error) {
-	var p answerParams
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	if err := r.check(p.target); err != nil {
-		return nil, err
-	}
-	var missing []string
-	if p.RequestID == "" {
-		missing = append(missing, "request_id")
-	}
-	if p.OptionID == "" {
-		missing = append(missing, "option_id")
-	}
-	if len(missing) > 0 {
-		return nil, MissingParams(missing...)
-	}
-	if r.perm == nil || !r.perm.Pending() {
-		return nil, ErrNoPendingPermission
-	}
-	if err := r.perm.Answer(p.RequestID, p.OptionID, p.Message); err != nil {
-		return nil, err
-	}
-	return map[string]any{"accepted": true}, nil
+	return map[string]any{"final_output": r.endFinal}
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/avenor-go/avenor/host/permission"
 )
@@ -12,11 +13,33 @@ type BrokerAnswerer struct{ Broker *permission.Broker }
 
 // Answer implements PermissionAnswerer.
 func (a BrokerAnswerer) Answer(requestID, optionID, message string) error {
-	err := a.Broker.Answer(requestID, permission.Answer{OptionID: optionID, Message: message})
+	return a.AnswerAs("", requestID, optionID, message)
+}
+
+// AnswerAs implements SourcedAnswerer.
+func (a BrokerAnswerer) AnswerAs(source, requestID, optionID, message string) error {
+	err := a.Broker.Answer(requestID, permission.Answer{OptionID: optionID, Message: message, Source: source})
 	if errors.Is(err, permission.ErrNotPending) {
 		return fmt.Errorf("%w: %v", ErrNoPendingPermission, err)
 	}
 	return err
+}
+
+// SourcedAnswerer is a PermissionAnswerer that also takes answer_permission's
+// optional source hint (one of permission.AnswerSources): the front door a
+// person answered on, which permission.response then names.
+type SourcedAnswerer interface {
+	AnswerAs(source, requestID, optionID, message string) error
+}
+
+// CheckAnswerSource refuses a source hint outside permission.AnswerSources
+// with -32602; "" (no hint) passes.
+func CheckAnswerSource(source string) error {
+	if permission.ValidAnswerSource(source) {
+		return nil
+	}
+	return InvalidParams(fmt.Sprintf("source %q is not one of %s; omit it (control) or name the front door",
+		source, strings.Join(permission.AnswerSources, ", ")))
 }
 
 // Pending implements PermissionAnswerer.

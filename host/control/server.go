@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -53,10 +54,14 @@ type Server struct {
 	sock    *socketFile
 	conns   map[*Conn]struct{}
 	owner   *Conn
-	nextID  uint64
-	started bool
-	closed  bool
-	wg      sync.WaitGroup
+	// ownerPending counts the owner's mutating calls in flight;
+	// ownerConfirmed is set once one of them succeeded (see claim).
+	ownerPending   int
+	ownerConfirmed bool
+	nextID         uint64
+	started        bool
+	closed         bool
+	wg             sync.WaitGroup
 }
 
 // NewServer returns a server with the identity method registered.
@@ -164,19 +169,38 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) accept(ln *net.UnixListener) {
+// acceptor is what the accept loop needs of its listener; tests inject one
+// that fails.
+type acceptor interface {
+	AcceptUnix() (*net.UnixConn, error)
+}
+
+func (s *Server) accept(ln acceptor) {
 	defer s.wg.Done()
+	var (
+		pause    time.Duration
+		failures = rateLog{every: AcceptLogInterval}
+		refused  = rateLog{every: AcceptLogInterval}
+		over     = rateLog{every: AcceptLogInterval}
+	)
 	for {
 		nc, err := ln.AcceptUnix()
 		if err != nil {
 			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.log.Warn("control socket accept failed", "error", err)
+			// Out of descriptors (EMFILE, ENFILE) or buffers: retrying at
+			// once spins a core and floods the log while nothing changes.
+			pause = min(max(2*pause, AcceptBackoffMin), AcceptBackoffMax)
+			failures.log(s.log, "control socket accept failed; retrying with a pause", "error", err, "pause", pause)
+			if !s.sleep(pause) {
+				return
+			}
 			continue
 		}
+		pause = 0
 		if reason := s.refuse(nc); reason != "" {
-			s.log.Warn("refused a control connection", "reason", reason)
+			refused.log(s.log, "refused a control connection", "reason", reason)
 			nc.Close()
 			continue
 		}
@@ -188,6 +212,13 @@ func (s *Server) accept(ln *net.UnixListener) {
 			nc.Close()
 			return
 		}
+		if len(s.conns) >= MaxConnections {
+			s.mu.Unlock()
+			s.countMu.Unlock()
+			over.log(s.log, "refused a control connection: too many control connections", "open", MaxConnections)
+			refuseOverCap(nc)
+			continue
+		}
 		s.nextID++
 		c := newConn(s, nc, s.nextID)
 		s.conns[c] = struct{}{}
@@ -198,6 +229,53 @@ func (s *Server) accept(ln *net.UnixListener) {
 		s.countMu.Unlock()
 		go c.serve()
 	}
+}
+
+// overCapLine answers a connection over MaxConnections.
+var overCapLine = EncodeError(nil, &Error{Code: CodeServerError,
+	Message: fmt.Sprintf("too many control connections: %d are open (the limit, control.MaxConnections); close one and retry", MaxConnections)})
+
+// refuseOverCap sends overCapLine and closes nc. The socket is fresh, so
+// the line fits its buffer and the write does not wait; the deadline only
+// guards the accept loop against the impossible.
+func refuseOverCap(nc *net.UnixConn) {
+	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = nc.Write(overCapLine)
+	nc.Close()
+}
+
+// sleep pauses for d; false when the server closed meanwhile.
+func (s *Server) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// rateLog logs a repeated warning at most once per interval, counting the
+// ones it left out: a flood of failures or refusals must not become a flood
+// of log lines. Used by one goroutine.
+type rateLog struct {
+	every      time.Duration
+	last       time.Time
+	suppressed int
+}
+
+func (r *rateLog) log(l hclog.Logger, msg string, args ...any) {
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < r.every {
+		r.suppressed++
+		return
+	}
+	if r.suppressed > 0 {
+		args = append(args, "repeated", r.suppressed, "since", r.last.Format(time.RFC3339))
+	}
+	l.Warn(msg, args...)
+	r.last, r.suppressed = now, 0
 }
 
 // refuse says why a peer may not connect, "" when it may.
@@ -247,20 +325,46 @@ func (s *Server) dropConn(c *Conn) {
 func (s *Server) release(c *Conn) {
 	s.mu.Lock()
 	if s.owner == c {
-		s.owner = nil
+		s.owner, s.ownerPending, s.ownerConfirmed = nil, 0, false
 	}
 	s.mu.Unlock()
 }
 
-// claim makes c the owner if there is none; false when another connection
-// owns the server.
+// claim makes c the owner for a mutating call if there is none; false when
+// another connection owns the server. Every true must be followed by
+// settle with the call's outcome: only a call that succeeds keeps the
+// ownership (contract §5.3: the first mutator becomes the owner, and a call
+// that failed mutated nothing). While the first call is in flight no other
+// connection may mutate.
 func (s *Server) claim(c *Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.owner == nil {
 		s.owner = c
 	}
-	return s.owner == c
+	if s.owner != c {
+		return false
+	}
+	s.ownerPending++
+	return true
+}
+
+// settle ends a claimed call: a success confirms c's ownership; when no
+// call of c ever succeeded and none is left in flight, ownership is free
+// again.
+func (s *Server) settle(c *Conn, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner != c {
+		return // released by the connection's teardown meanwhile
+	}
+	s.ownerPending--
+	if ok {
+		s.ownerConfirmed = true
+	}
+	if s.ownerPending == 0 && !s.ownerConfirmed {
+		s.owner = nil
+	}
 }
 
 func (s *Server) method(name string) (Method, bool) {

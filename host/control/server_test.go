@@ -368,9 +368,11 @@ func TestAnswerPermission(t *testing.T) {
 		want string
 	}{
 		{"accepted", fakeAnswerer{pending: true}, `{"jsonrpc":"2.0","id":1,"result":{"accepted":true}}`},
-		{"nothing pending", fakeAnswerer{}, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no_pending_permission"}}`},
+		{"nothing pending", fakeAnswerer{err: fmt.Errorf("broker: %w", ErrNoPendingPermission)}, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no_pending_permission"}}`},
 		{"id mismatch", fakeAnswerer{pending: true, err: fmt.Errorf("request p9: %w", ErrNoPendingPermission)},
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no_pending_permission"}}`},
+		{"already answered", fakeAnswerer{err: errors.New(`permission "p1" was already answered`)},
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"permission \"p1\" was already answered"}}`},
 		{"broker failure", fakeAnswerer{pending: true, err: errors.New(`option "zz" is not offered`)},
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"option \"zz\" is not offered"}}`},
 	}
@@ -382,7 +384,7 @@ func TestAnswerPermission(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
-			if tc.ans.pending && (len(ans.got) != 1 || ans.got[0] != "p1/allow/ok") {
+			if len(ans.got) != 1 || ans.got[0] != "p1/allow/ok" {
 				t.Errorf("answerer got %q", ans.got)
 			}
 		})

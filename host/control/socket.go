@@ -6,14 +6,28 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // staleDialTimeout bounds the dial that tells a live socket from a stale one
 // (contract §5.1).
 const staleDialTimeout = 250 * time.Millisecond
+
+// LockWait bounds the wait for <socket>.control.lock. Its holder keeps it
+// only to bind or unlink (a stale-socket dial of staleDialTimeout at most),
+// so a lock held longer is held by something else — another avenor that
+// hangs, or a process of the same user squatting on it — and waiting for
+// ever would make avenor run hang at start with no output.
+const LockWait = 5 * time.Second
+
+// lockPoll is how often a busy lock is tried again within LockWait.
+const lockPoll = 50 * time.Millisecond
 
 // umaskMu serialises the process-wide umask change around bind.
 var umaskMu sync.Mutex
@@ -36,6 +50,11 @@ func listenSocket(path string) (*net.UnixListener, *socketFile, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("control socket directory: %w", err)
+	}
+	// In a directory others may write, they could replace the socket or
+	// hold its lock: refuse it (a sticky one like /tmp is fine).
+	if err := safefile.CheckDir(filepath.Dir(path)); err != nil {
+		return nil, nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	sf := &socketFile{path: path, lockPath: path + ".control.lock"}
 	unlock, err := sf.lock()
@@ -66,28 +85,79 @@ func listenSocket(path string) (*net.UnixListener, *socketFile, error) {
 	return ln, sf, nil
 }
 
-// lock takes the flock on the lock file; the returned func releases it.
-// The lock file stays: removing it would let two processes lock different
-// files of the same name.
+// lock takes the flock on the lock file, waiting at most LockWait; the
+// returned func releases it. The lock file stays: removing it would let two
+// processes lock different files of the same name. A lock file that is a
+// symlink or belongs to another user is refused (safefile.OpenLock): its
+// owner could hold the lock for ever.
 func (sf *socketFile) lock() (func(), error) {
-	f, err := os.OpenFile(sf.lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := safefile.OpenLock(sf.lockPath)
 	if err != nil {
 		return nil, fmt.Errorf("control socket lock: %w", err)
 	}
+	deadline := time.Now().Add(LockWait)
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
 			break
 		}
-	}
-	if err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) && time.Now().Before(deadline) {
+			time.Sleep(lockPoll)
+			continue
+		}
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		holder := lockHolders(f)
 		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is still locked after %v%s; stop that process or use another --control-socket path",
+				ErrLockBusy, sf.lockPath, LockWait, holder)
+		}
 		return nil, fmt.Errorf("control socket lock %s: %w", sf.lockPath, err)
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// lockHolders names the processes holding f's flock, from /proc/locks, as
+// " by pid P (uid U)"; "" when they cannot be told.
+func lockHolders(f *os.File) string {
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil {
+		return ""
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return ""
+	}
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	id := fmt.Sprintf("%02x:%02x:%d", major, minor, st.Ino)
+	var by []string
+	for _, line := range strings.Split(string(data), "\n") {
+		// "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+		fields := strings.Fields(line)
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[5] != id {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		who := "pid " + fields[4]
+		if uid, ok := safefile.Owner("/proc/" + fields[4]); ok {
+			who += " (uid " + strconv.Itoa(uid) + ")"
+		}
+		by = append(by, who)
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	return " by " + strings.Join(by, ", ")
 }
 
 // removeIfStale removes path when it is a socket nobody answers on.

@@ -4,101 +4,264 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// maxPendingBytes bounds the lines queued for a batched Writer's log
-// goroutine. A Write that finds this much still queued waits until the
-// goroutine takes the batch, so a log slower than the runtime slows the
-// runtime down instead of growing memory. 1 MiB is ~5 000 typical event
-// lines: far more than one write needs to amortise its system call, small
-// next to the host's other buffers.
-const maxPendingBytes = 1 << 20
+// Bounds of the event log (issue 16): a log that cannot take the lines
+// must never hold up the runtime, the control plane, signals or timeouts.
+const (
+	// MaxQueuedLogBytes bounds the lines waiting for the log goroutine. A
+	// Write that finds this much queued waits (without holding the Writer's
+	// lock) until the goroutine takes the batch, so a log slower than the
+	// runtime slows the runtime down instead of growing memory. 1 MiB is
+	// ~5 000 typical event lines: far more than one write needs to amortise
+	// its system call, small next to the host's other buffers.
+	MaxQueuedLogBytes = 1 << 20
+	// MaxWriteStall is how long one write to the log may take before the
+	// log is given up as stalled (a hung NFS server, a frozen disk): the
+	// Writer then fails with ErrStalled, drops its later lines, and the run
+	// that owns it ends FAILED. It also bounds every wait of a Write for
+	// the log. A healthy disk writes a 1 MiB batch in milliseconds.
+	MaxWriteStall = 10 * time.Second
+)
 
-// batcher is the log side of a batched Writer (Options.Batched): Write
-// appends whole lines to pending and returns; one goroutine writes pending
-// to the log, all of it in one Write call, and repeats while more arrived
-// meanwhile. It exists only while there is something to write, so an idle
-// Writer owns no goroutine and a lone line is written at once — there is
-// no timer and no added delay. Under a flood the runtime's goroutine stamps
-// and encodes while this one writes, and one system call carries many
-// lines. Lines are appended whole and written in the order of seq; a line
-// is never split between two writes.
+// batcher is the log side of a Writer: Write appends whole lines to pending
+// and returns; one goroutine writes pending to the log, all of it in one
+// Write call, and repeats while more arrived meanwhile. It exists only while
+// there is something to write, so an idle Writer owns no goroutine and a
+// lone line is written at once — there is no timer and no added delay.
+// Under a flood the runtime's goroutine stamps and encodes while this one
+// writes, and one system call carries many lines. Lines are appended whole
+// and written in the order of seq; a line is never split between two
+// writes. A batch goes out in writes that each stay inside one page of the
+// log (see writeLines), so a SIGKILL mid-flood tears no line.
+//
+// The log's first failure — a write error, or a write that has not returned
+// after the stall bound — is final:
+// failed is closed, nothing more is written, and every wait ends. A write
+// that never returns keeps its goroutine for good; nothing else waits for
+// it, so the process can still end.
 type batcher struct {
-	out io.Writer
+	out   io.Writer
+	stall time.Duration
 
 	mu      sync.Mutex
-	cond    *sync.Cond // written advanced, pending was taken, or run returned
+	cond    *sync.Cond // written advanced, pending was taken, run returned, or the log failed
 	pending []byte     // whole lines not yet handed to out
 	spare   []byte     // the other buffer, reused for the next batch
 	queued  int64      // bytes ever appended to pending
-	written int64      // bytes ever handed to out (written or failed)
+	written int64      // bytes ever written to out
+	offset  int64      // the log's size: where the next write lands (run's)
 	running bool       // run is active
-	err     error      // the first write error
-	told    bool       // err was returned by a Write (Writer.write)
+	// writing: run is inside out.Write since writeStart; watchdog fires
+	// stall after each write starts.
+	writing    bool
+	writeStart time.Time
+	watchdog   *time.Timer
+	err        error         // the first failure
+	failed     chan struct{} // closed when err is set
+	told       bool          // err was returned by a Write (Writer.write)
+
+	// full mirrors len(pending) >= MaxQueuedLogBytes or a failure, so a
+	// Write's wait for room costs one atomic load when there is room.
+	full atomic.Bool
+	// failedFlag mirrors err != nil, so news costs one atomic load on
+	// every Write of a healthy log.
+	failedFlag atomic.Bool
 }
 
-func newBatcher(out io.Writer) *batcher {
-	b := &batcher{out: out}
+func newBatcher(out io.Writer, stall time.Duration) *batcher {
+	if stall <= 0 {
+		stall = MaxWriteStall
+	}
+	b := &batcher{out: out, stall: stall, failed: make(chan struct{})}
+	// A log opened by its owner may not start empty; a pipe cannot seek,
+	// and there the page alignment does no harm (writes up to a page are
+	// atomic on a pipe).
+	if s, ok := out.(io.Seeker); ok {
+		if off, err := s.Seek(0, io.SeekCurrent); err == nil {
+			b.offset = off
+		}
+	}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
 
-// add queues one whole line; it copies line. Called with Writer.mu held,
-// so lines are queued in seq order.
-func (b *batcher) add(line []byte) {
-	b.mu.Lock()
-	for len(b.pending) >= maxPendingBytes {
-		b.cond.Wait()
+// logPage is the unit a write to a regular file is cut at by a fatal
+// signal: the kernel copies a write page by page and, before each page,
+// gives up when the process is being killed, keeping what it copied.
+var logPage = int64(os.Getpagesize())
+
+// writeLines writes buf, whole lines, to the log in writes that never cross
+// a page boundary of the file, except a line that itself straddles one,
+// which goes alone. A write inside one page is whole or absent under
+// SIGKILL, so a kill mid-flood can tear only a straddling line, and only
+// in the instant a write of its own is between its two pages — as when
+// every line had a write of its own — never a batch's worth of lines
+// (issue 18). It runs on the log goroutine only.
+func (b *batcher) writeLines(buf []byte) error {
+	for len(buf) > 0 {
+		room := int(logPage - b.offset%logPage)
+		end := 0
+		for end < len(buf) {
+			i := bytes.IndexByte(buf[end:], '\n')
+			if i < 0 {
+				i = len(buf) - end - 1
+			}
+			if end > 0 && end+i+1 > room {
+				break
+			}
+			end += i + 1
+			if end > room {
+				break // the first line straddles the boundary: alone
+			}
+		}
+		n, err := b.out.Write(buf[:end])
+		b.offset += int64(n)
+		if err != nil {
+			return err
+		}
+		buf = buf[end:]
 	}
-	b.pending = append(b.pending, line...)
-	b.queued += int64(len(line))
-	if !b.running {
-		b.running = true
-		go b.run()
+	return nil
+}
+
+// waitRoom returns once the queue has room or the log has failed. It is
+// called without the Writer's lock, so a full queue never holds up
+// History, LatestSeq or Subscribe. The wait is bounded by the watchdog:
+// the queue is full only while run is inside a write (it takes the whole
+// queue each time), and a write that outlasts the stall bound fails the
+// log. Writes racing past it may overshoot MaxQueuedLogBytes by one line
+// each.
+func (b *batcher) waitRoom() {
+	if !b.full.Load() {
+		return
+	}
+	b.mu.Lock()
+	for b.err == nil && len(b.pending) >= MaxQueuedLogBytes {
+		b.cond.Wait()
 	}
 	b.mu.Unlock()
 }
 
-// run writes batches until nothing is pending, then returns.
+// add queues one whole line; it copies line and returns the queue offset
+// the line ends at (for waitWritten). Called with Writer.mu held, so lines
+// are queued in seq order. After a failure the line is dropped.
+func (b *batcher) add(line []byte) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return b.queued
+	}
+	b.pending = append(b.pending, line...)
+	b.queued += int64(len(line))
+	if len(b.pending) >= MaxQueuedLogBytes {
+		b.full.Store(true)
+	}
+	if !b.running {
+		b.running = true
+		go b.run()
+	}
+	return b.queued
+}
+
+// run writes batches until nothing is pending or the log failed, then
+// returns.
 func (b *batcher) run() {
 	b.mu.Lock()
-	for len(b.pending) > 0 {
+	for len(b.pending) > 0 && b.err == nil {
 		buf := b.pending
 		b.pending, b.spare = b.spare[:0], nil
-		b.cond.Broadcast() // room for a waiting add
+		b.full.Store(false)
+		b.cond.Broadcast() // room for a waiting Write
+		b.writing, b.writeStart = true, time.Now()
+		if b.watchdog == nil {
+			b.watchdog = time.AfterFunc(b.stall, b.checkStall)
+		} else {
+			b.watchdog.Reset(b.stall)
+		}
 		b.mu.Unlock()
 
-		_, err := b.out.Write(buf)
+		err := b.writeLines(buf)
 
 		b.mu.Lock()
-		if err != nil && b.err == nil {
-			b.err = fmt.Errorf("write %d events to the event log: %w", bytes.Count(buf, []byte{'\n'}), err)
+		b.writing = false
+		b.watchdog.Stop()
+		switch {
+		case b.err != nil:
+			// Given up while the write hung: whatever it wrote, the log
+			// is already reported incomplete.
+		case err != nil:
+			b.failLocked(fmt.Errorf("write %d events to the event log: %w", bytes.Count(buf, []byte{'\n'}), err))
+		default:
+			b.written += int64(len(buf))
 		}
-		b.written += int64(len(buf))
 		if cap(buf) <= maxKeptBuffer {
 			b.spare = buf
 		}
 		b.cond.Broadcast()
+	}
+	if b.err != nil {
+		b.pending, b.spare = nil, nil
 	}
 	b.running = false
 	b.cond.Broadcast()
 	b.mu.Unlock()
 }
 
-// flush waits until every line queued before the call was handed to out
-// and, when nothing newer is queued, until the goroutine has returned.
-func (b *batcher) flush() {
+// checkStall is the watchdog of the write in progress: one that has not
+// returned after the stall bound fails the log. A stale firing (the write
+// ended, or a newer one began) finds writing false or a later start.
+func (b *batcher) checkStall() {
 	b.mu.Lock()
-	target := b.queued
-	for b.written < target || (b.running && b.queued == target) {
+	defer b.mu.Unlock()
+	if b.writing && b.err == nil && time.Since(b.writeStart) >= b.stall {
+		b.failLocked(fmt.Errorf("%w: a write to the event log has not returned for %v (a hung disk or file system)", ErrStalled, b.stall))
+	}
+}
+
+// failLocked records the log's first failure and ends every wait.
+func (b *batcher) failLocked(err error) {
+	if b.err != nil {
+		return
+	}
+	b.err = err
+	b.failedFlag.Store(true)
+	b.full.Store(true) // waitRoom takes the slow path and sees err
+	close(b.failed)
+	b.cond.Broadcast()
+}
+
+// waitWritten waits until the queue up to offset is in the log or the log
+// failed.
+func (b *batcher) waitWritten(offset int64) {
+	b.mu.Lock()
+	for b.written < offset && b.err == nil {
 		b.cond.Wait()
 	}
 	b.mu.Unlock()
 }
 
-// news returns the first write error once, for the Write that follows it.
+// flush waits until every line queued before the call is in the log and,
+// when nothing newer is queued, until the goroutine has returned; or until
+// the log failed, leaving a goroutine stuck in a write behind.
+func (b *batcher) flush() {
+	b.mu.Lock()
+	target := b.queued
+	for b.err == nil && (b.written < target || (b.running && b.queued == target)) {
+		b.cond.Wait()
+	}
+	b.mu.Unlock()
+}
+
+// news returns the first failure once, for the Write that follows it.
 func (b *batcher) news() error {
+	if !b.failedFlag.Load() {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err == nil || b.told {
@@ -112,4 +275,12 @@ func (b *batcher) error() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.err
+}
+
+// idle reports whether no goroutine is writing (tests: a writer released
+// after a stall lets its goroutine end).
+func (b *batcher) idle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.running
 }

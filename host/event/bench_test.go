@@ -1,8 +1,11 @@
 package event
 
 import (
+	"encoding/json"
 	"io"
 	"testing"
+
+	"github.com/avenor-go/avenor/sdk/jsonenc"
 )
 
 func benchEvent() Event {
@@ -67,4 +70,77 @@ func BenchmarkWriteParallel(b *testing.B) {
 		}
 	})
 	reportRate(b)
+}
+
+// BenchmarkWriteFields: BenchmarkWrite's event as a plugin sends it, scanned
+// and stamped by splicing (the plugin path since issue 25), against
+// decoding it into a map for Write (the path before).
+func BenchmarkWriteFields(b *testing.B) {
+	data, err := new(jsonenc.Encoder).AppendObject(nil, func() map[string]any {
+		ev := benchEvent()
+		delete(ev, "event")
+		return ev
+	}())
+	if err != nil {
+		b.Fatal(err)
+	}
+	stamp := Stamp{RunID: "a1b2c3d4e5f60718", RunLabel: "bench"}
+	b.Run("splice", func(b *testing.B) {
+		w := NewWriter(io.Discard, stamp, Options{})
+		b.ReportAllocs()
+		for b.Loop() {
+			f, ok := ScanFields("agent.message_chunk", data)
+			if !ok {
+				b.Fatal("not canonical")
+			}
+			if _, err := w.WriteFields(f, ""); err != nil {
+				b.Fatal(err)
+			}
+			f.Release()
+		}
+		reportRate(b)
+	})
+	b.Run("decode-write", func(b *testing.B) {
+		w := NewWriter(io.Discard, stamp, Options{})
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				b.Fatal(err)
+			}
+			m["event"] = "agent.message_chunk"
+			if _, err := w.WriteOwned(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportRate(b)
+	})
+}
+
+// BenchmarkDecodeLine: a spliced line decoded for a reader that wants the
+// map (subscribers, OnEvent), against json.Unmarshal.
+func BenchmarkDecodeLine(b *testing.B) {
+	ev := benchEvent()
+	ev["seq"], ev["ts"], ev["run_id"] = int64(123456), int64(1700000000000), "a1b2c3d4e5f60718"
+	line, err := new(jsonenc.Encoder).AppendObject(nil, ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("canonical", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeCanonical(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

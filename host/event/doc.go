@@ -15,13 +15,24 @@
 // the final_output rules of §2.1.
 //
 // The log lines are encoded by sdk/jsonenc, byte for byte what
-// json.Encoder wrote before it (the old encoder is the tests' oracle). A
-// Writer made with Options.Batched hands its lines to a goroutine that
-// writes them many to a system call and exists only while lines wait: the
-// runtime's own writer uses it (issue 11); its owner flushes before the
-// sentinel. A subscriber that writes events out takes them in batches with
+// json.Encoder wrote before it (the old encoder is the tests' oracle).
+// Plugin events are not decoded at all (issue 25): ScanFields checks that a
+// plugin's JSON is already canonical and finds the few members the host
+// reads, and WriteFields stamps the line by splicing, byte for byte the line
+// Write writes for the decoded map (FuzzWriteFields); subscribers get the
+// event decoded only when they read it, or its line (ReceiveItems).
+// Every Writer hands its lines to a bounded queue (MaxQueuedLogBytes) and a
+// goroutine that writes them many to a system call and exists only while
+// lines wait; the log is never written under the Writer's lock, so a log
+// that blocks cannot hold up control, signals or other runtimes (issue 16).
+// With Options.Batched, Write returns once its line is queued — the
+// runtime's own writer (issue 11), whose owner flushes before the sentinel;
+// without it Write waits for its line. A write that does not return within
+// MaxWriteStall, or fails, fails the log for good: Failed is closed and the
+// owner ends its run FAILED, while history and subscribers go on. A
+// subscriber that writes events out takes them in batches with
 // Subscription.Receive.
 //
-// Imported by host/runtime, host/loop, host/control and host/stable. It
+// Imported by host/runner, host/loop, host/control and host/stable. It
 // depends on the standard library and sdk/jsonenc only.
 package event

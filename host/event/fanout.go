@@ -32,8 +32,9 @@ type Subscription struct {
 
 	mu       sync.Mutex
 	after    int64 // live events with seq <= after are not wanted
-	queue    []Event
+	queue    []queued
 	head, n  int
+	items    []Item // Receive's scratch: taken under mu, decoded after
 	dropped  int64
 	finished bool // the writer closed: deliver the queue, then close out
 }
@@ -69,7 +70,7 @@ func (w *Writer) subscribeLocked(after int64, queue int) *Subscription {
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 		after:  after,
-		queue:  make([]Event, queue),
+		queue:  make([]queued, queue),
 	}
 	if w.closed {
 		s.finished = true
@@ -120,6 +121,70 @@ func (s *Subscription) C() <-chan Event {
 // control socket) pays one write per batch instead of one per event. The
 // events are shared with the Writer: read-only.
 func (s *Subscription) Receive(buf []Event) ([]Event, bool) {
+	var more bool
+	s.items, more = s.ReceiveItems(s.items[:0])
+	for _, it := range s.items {
+		buf = append(buf, it.Event())
+	}
+	clear(s.items)
+	return buf, more
+}
+
+// Item is one event a subscription delivers, with the line the Writer
+// encoded it as.
+type Item struct {
+	q   queued
+	lag Event // a subscriber.lagged notice
+}
+
+// Event returns the event (decoding a plugin event's line the first time
+// any subscriber asks). Shared with the Writer: read-only.
+func (it Item) Event() Event {
+	if it.lag != nil {
+		return it.lag
+	}
+	return it.q.event()
+}
+
+// Line returns the event's NDJSON line without the newline, as in the log,
+// or nil for a subscriber.lagged notice (which is in no log). Shared:
+// read-only. A consumer that writes events out uses it instead of
+// encoding the event again.
+func (it Item) Line() []byte {
+	if it.lag != nil {
+		return nil
+	}
+	if it.q.raw != nil {
+		return it.q.raw.line
+	}
+	return it.q.line
+}
+
+// Seq returns the event's seq; false for a subscriber.lagged notice.
+func (it Item) Seq() (int64, bool) {
+	if it.lag != nil {
+		return 0, false
+	}
+	if it.q.raw != nil {
+		return it.q.raw.seq, true
+	}
+	return it.q.seq, true
+}
+
+// Type returns the event's type without decoding it.
+func (it Item) Type() string {
+	if it.lag != nil {
+		return TypeSubscriberLagged
+	}
+	if it.q.raw != nil {
+		return it.q.raw.typ
+	}
+	return it.q.ev.Type()
+}
+
+// ReceiveItems is Receive for a consumer that wants the events' lines: it
+// appends Items instead of events, and decodes nothing itself.
+func (s *Subscription) ReceiveItems(buf []Item) ([]Item, bool) {
 	s.setMode(modeBatch)
 	for {
 		select {
@@ -130,12 +195,12 @@ func (s *Subscription) Receive(buf []Event) ([]Event, bool) {
 		n := len(buf)
 		s.mu.Lock()
 		if s.dropped > 0 {
-			buf = append(buf, s.w.lagged(s.dropped))
+			buf = append(buf, Item{lag: s.w.lagged(s.dropped)})
 			s.dropped = 0
 		}
 		for ; s.n > 0; s.n-- {
-			buf = append(buf, s.queue[s.head])
-			s.queue[s.head] = nil
+			buf = append(buf, Item{q: s.queue[s.head]})
+			s.queue[s.head] = queued{}
 			s.head = (s.head + 1) % len(s.queue)
 		}
 		finished := s.finished
@@ -179,7 +244,14 @@ func (s *Subscription) Close() {
 
 // push queues ev, dropping the oldest queued event when full. Called with
 // Writer.mu held, so pushes arrive in seq order; it never blocks.
-func (s *Subscription) push(seq int64, ev Event) {
+func (s *Subscription) push(seq int64, ev Event, line []byte) {
+	s.pushItem(seq, queued{ev: ev, line: line, seq: seq})
+}
+
+// pushRaw queues a plugin event published as its line (WriteFields).
+func (s *Subscription) pushRaw(seq int64, r *rawEvent) { s.pushItem(seq, queued{raw: r}) }
+
+func (s *Subscription) pushItem(seq int64, q queued) {
 	s.mu.Lock()
 	if s.finished || seq <= s.after {
 		s.mu.Unlock()
@@ -187,12 +259,12 @@ func (s *Subscription) push(seq int64, ev Event) {
 	}
 	size := len(s.queue)
 	if s.n == size {
-		s.queue[s.head] = nil
+		s.queue[s.head] = queued{}
 		s.head = (s.head + 1) % size
 		s.n--
 		s.dropped++
 	}
-	s.queue[(s.head+s.n)%size] = ev
+	s.queue[(s.head+s.n)%size] = q
 	s.n++
 	s.mu.Unlock()
 	s.signal()
@@ -217,19 +289,22 @@ func (s *Subscription) signal() {
 // since the last delivery, else the oldest queued event.
 func (s *Subscription) next() (ev Event, dropped int64, ok, finished bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.dropped > 0 {
 		dropped, s.dropped = s.dropped, 0
+		s.mu.Unlock()
 		return s.w.lagged(dropped), dropped, true, false
 	}
 	if s.n > 0 {
-		ev = s.queue[s.head]
-		s.queue[s.head] = nil
+		q := s.queue[s.head]
+		s.queue[s.head] = queued{}
 		s.head = (s.head + 1) % len(s.queue)
 		s.n--
-		return ev, 0, true, false
+		s.mu.Unlock()
+		return q.event(), 0, true, false
 	}
-	return nil, 0, false, s.finished
+	finished = s.finished
+	s.mu.Unlock()
+	return nil, 0, false, finished
 }
 
 // takeDropped returns and clears the drop count.
@@ -302,4 +377,83 @@ func (w *Writer) lagged(dropped int64) Event {
 	stampIfAbsent(ev, KeyRunLabel, w.stamp.RunLabel)
 	stampIfAbsent(ev, KeyRuntimeID, w.stamp.RuntimeID)
 	return ev
+}
+
+// queued is one event in a subscription's queue: an event map, or a plugin
+// event published as its line and decoded when a reader first takes it.
+type queued struct {
+	ev   Event
+	line []byte // ev's line (no newline), shared with the history ring
+	seq  int64
+	raw  *rawEvent
+}
+
+func (q queued) event() Event {
+	if q.raw != nil {
+		return q.raw.event()
+	}
+	return q.ev
+}
+
+// rawEvent is a plugin event WriteFields published: its line, decoded once
+// for all the subscribers that read it.
+type rawEvent struct {
+	rawDesc
+	once sync.Once
+	ev   Event
+}
+
+// rawDesc is what decoding a rawEvent takes.
+type rawDesc struct {
+	line []byte
+	seq  int64
+	// What the Writer stamped, in the Go values Write would have put in
+	// the map: the line holds them encoded, and a string that is not
+	// valid UTF-8 would not decode back to itself.
+	typ       string
+	stamp     *Stamp
+	sessionID string // stamped session_id, "" when none was
+	stampedTS bool
+	stamped   uint8 // stampedRunID | stampedRunLabel | stampedRuntimeID
+}
+
+const (
+	stampedRunID = 1 << iota
+	stampedRunLabel
+	stampedRuntimeID
+)
+
+// newRaw returns the event d describes, not yet decoded.
+func (d rawDesc) newRaw() *rawEvent { return &rawEvent{rawDesc: d} }
+
+// event returns the event as Write would have published it: the plugin's
+// fields as decoded from JSON (numbers float64), the stamped fields as
+// Write sets them (seq and ts int64).
+func (r *rawEvent) event() Event {
+	r.once.Do(func() {
+		ev, err := decodeCanonical(r.line)
+		if err != nil {
+			// Cannot happen: the line is the Writer's own encoding.
+			ev = Event{"message": "event line unreadable"}
+		}
+		ev[KeyEvent] = r.typ
+		ev[KeySeq] = r.seq
+		if f, ok := ev[KeyTS].(float64); ok && r.stampedTS {
+			ev[KeyTS] = int64(f)
+		}
+		if r.sessionID != "" {
+			ev[KeySessionID] = r.sessionID
+		}
+		if r.stamped&stampedRunID != 0 {
+			ev[KeyRunID] = r.stamp.RunID
+		}
+		if r.stamped&stampedRunLabel != 0 {
+			ev[KeyRunLabel] = r.stamp.RunLabel
+		}
+		if r.stamped&stampedRuntimeID != 0 {
+			ev[KeyRuntimeID] = r.stamp.RuntimeID
+		}
+		r.ev = ev
+	})
+	return r.ev
 }

@@ -35,6 +35,29 @@ func (f *FinalOutput) Observe(ev Event) {
 	}
 }
 
+// ObserveFields is Observe for a plugin event scanned, not decoded.
+func (f *FinalOutput) ObserveFields(fl *Fields) {
+	switch fl.Type() {
+	case TypeToolCall:
+		f.Reset()
+	case TypeMessageChunk:
+		if s := fieldsChunkText(fl); len(s) > 0 {
+			f.mu.Lock()
+			f.text.Write(s)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// fieldsChunkText is chunkText for scanned fields.
+func fieldsChunkText(fl *Fields) []byte {
+	text, _ := fl.ContentText()
+	if len(text) == 0 {
+		text, _ = fl.Str("delta")
+	}
+	return text
+}
+
 // Text returns the text gathered since the last tool.call.
 func (f *FinalOutput) Text() string {
 	f.mu.Lock()

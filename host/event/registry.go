@@ -1,31 +1,39 @@
 package event
 
-// Event types the host emits itself. Plugin events (agent.message_chunk,
-// tool.call, avenor.native…) are not listed: they pass through unchanged.
+import sdk "github.com/avenor-go/avenor/sdk/runtime"
+
+// Event types the host emits itself, named once in sdk/runtime for host and
+// plugins alike. Plugin events (agent.message_chunk, tool.call,
+// avenor.native…) are not listed: they pass through unchanged.
 const (
-	TypeSessionStart       = "session.start"
-	TypeSessionEnd         = "session.end"
-	TypeTurnStart          = "avenor.turn.start"
-	TypeAgentStatus        = "agent.status"
-	TypeRetry              = "avenor.retry"
-	TypeError              = "avenor.error"
-	TypeWarning            = "avenor.warning"
-	TypePermissionRequest  = "permission.request"
-	TypePermissionResponse = "permission.response"
-	TypeSubscriberLagged   = "subscriber.lagged"
-	TypeLoopStart          = "avenor.loop.start"
-	TypePhaseStart         = "avenor.phase.start"
-	TypePhaseEnd           = "avenor.phase.end"
-	TypeLoopEnd            = "avenor.loop.end"
-	TypeTeamStart          = "avenor.team.start"
-	TypeTeamEnd            = "avenor.team.end"
-	TypeChildQuestion      = "child.question"
+	TypeSessionStart       = sdk.EventSessionStart
+	TypeSessionEnd         = sdk.EventSessionEnd
+	TypeTurnStart          = sdk.EventTurnStart
+	TypeAgentStatus        = sdk.EventAgentStatus
+	TypeRetry              = sdk.EventRetry
+	TypeError              = sdk.EventError
+	TypeWarning            = sdk.EventWarning
+	TypePermissionRequest  = sdk.EventPermissionRequest
+	TypePermissionResponse = sdk.EventPermissionResponse
+	TypeSubscriberLagged   = sdk.EventSubscriberLagged
+	TypeLoopStart          = sdk.EventLoopStart
+	TypePhaseStart         = sdk.EventPhaseStart
+	TypePhaseEnd           = sdk.EventPhaseEnd
+	TypeLoopEnd            = sdk.EventLoopEnd
+	TypeTeamStart          = sdk.EventTeamStart
+	TypeTeamEnd            = sdk.EventTeamEnd
+	TypeChildQuestion      = sdk.EventChildQuestion
 )
+
+// TypeSupervisorReattached: avenor stable took a runtime's session over
+// from a plugin that outlived the supervisor before it (issue 21).
+const TypeSupervisorReattached = sdk.EventSupervisorReattached
 
 // Plugin event types the host reads (final output synthesis, §2.1).
 const (
-	TypeMessageChunk = "agent.message_chunk"
-	TypeToolCall     = "tool.call"
+	TypeMessageChunk = sdk.EventMessageChunk
+	TypeThoughtChunk = sdk.EventThoughtChunk
+	TypeToolCall     = sdk.EventToolCall
 )
 
 // EventType documents one event type: its name, what it means, and the
@@ -74,14 +82,20 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypeError,
-		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics. A permission decision that did not surely reach a plugin that died adds request_id, option_id, outcome and delivery (not_sent or possibly_sent).",
+		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt, event_log: the --on-event log could not be written and the run ends…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics. A permission decision that did not surely reach a plugin that died adds request_id, option_id, outcome and delivery (not_sent or possibly_sent).",
 		Fields:   []string{"source", "message"},
 		Optional: []string{"kind", "stop_reason", "model", "diagnostics", "request_id", "option_id", "outcome", "delivery"},
 	},
 	{
-		Name:   TypeWarning,
-		Doc:    "Something was ignored or degraded but the run goes on (e.g. --model on a backend that cannot select models).",
-		Fields: []string{"source", "message"},
+		Name:     TypeWarning,
+		Doc:      "Something was ignored or degraded but the run goes on (e.g. --model on a backend that cannot select models). dropped counts the events a plugin could not keep while its supervisor was gone (avenor stable --linger).",
+		Fields:   []string{"source", "message"},
+		Optional: []string{"dropped"},
+	},
+	{
+		Name:   TypeSupervisorReattached,
+		Doc:    "avenor stable, started after its predecessor on the same socket died, took this runtime's session over from the plugin that kept it (docs/stable.md#surviving-a-restart): buffered events the plugin kept follow, gap_ms is how long the runtime had no supervisor. A turn in flight goes on.",
+		Fields: []string{"buffered", "gap_ms"},
 	},
 	{
 		Name:     TypePermissionRequest,
@@ -91,7 +105,7 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypePermissionResponse,
-		Doc:      "A permission request was decided; source is avenor (auto-approve), control or file. outcome is set (cancelled) when the answer cancelled the run.",
+		Doc:      "A permission request was decided; source is avenor (auto-approve), control, board (answered on avenor board) or file. outcome is set (cancelled) when the answer cancelled the run.",
 		Fields:   []string{"request_id", "option_id", "kind", "source"},
 		Optional: []string{"outcome"},
 	},

@@ -7,7 +7,7 @@ func TestHostEventTypes(t *testing.T) {
 		"session.start", "session.end", "avenor.turn.start", "agent.status", "avenor.retry",
 		"avenor.error", "avenor.warning", "permission.request", "permission.response",
 		"subscriber.lagged", "avenor.loop.start", "avenor.phase.start", "avenor.phase.end",
-		"avenor.loop.end", "avenor.team.start", "avenor.team.end", "child.question",
+		"avenor.loop.end", "avenor.team.start", "avenor.team.end", "child.question", "avenor.supervisor.reattached",
 	}
 	seen := map[string]bool{}
 	for _, et := range HostEventTypes {

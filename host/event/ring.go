@@ -28,9 +28,9 @@ func newRing(size int) ring {
 	return ring{entries: make([]ringEntry, size)}
 }
 
-// push keeps a copy of line (the caller reuses its buffer).
-func (r *ring) push(seq int64, line []byte) {
-	line = bytes.Clone(bytes.TrimSuffix(line, []byte("\n")))
+// pushOwned keeps line, which the caller hands over (no newline): the
+// Writer's kept copy, shared with the subscribers, which nobody changes.
+func (r *ring) pushOwned(seq int64, line []byte) {
 	size := len(r.entries)
 	if r.n < size {
 		r.entries[(r.start+r.n)%size] = ringEntry{seq, line}
@@ -65,7 +65,7 @@ func (r *ring) after(afterSeq int64, limit int) []Event {
 		if err != nil {
 			// Cannot happen: the line is the writer's own encoding. Keep
 			// the seq visible rather than dropping the entry silently.
-			ev = Event{KeyEvent: "avenor.error", KeySeq: e.seq, "message": "history entry unreadable: " + err.Error()}
+			ev = Event{KeyEvent: TypeError, KeySeq: e.seq, "message": "history entry unreadable: " + err.Error()}
 		}
 		// The stamped fields get the Go types a live event has (seq and
 		// ts int64), so readers treat replayed and live events alike.

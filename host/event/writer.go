@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,10 @@ var (
 	ErrNoType = errors.New(`event: missing "event" type`)
 	// ErrClosed: the writer was closed (the runtime ended).
 	ErrClosed = errors.New("event: writer closed")
+	// ErrStalled is wrapped by the failure of a log whose write did not
+	// return within MaxWriteStall. The fault is the log's (its disk or
+	// file system).
+	ErrStalled = errors.New("event log stalled")
 )
 
 // Stamp holds the envelope fields a Writer adds to every event that lacks
@@ -44,16 +49,25 @@ type Options struct {
 	// History is how many of the latest events History and
 	// SubscribeWithReplay can return. Zero or negative means DefaultHistory.
 	History int
-	// Batched hands the log lines to a goroutine that writes them in
-	// batches: Write returns once the line is queued, history and
-	// subscribers get the event at once, and a line reaches the log a
+	// Batched lets Write return once its line is queued: history and
+	// subscribers get the event at once, and the line reaches the log a
 	// moment later — at once when nothing else is queued, together with
 	// the lines queued behind it under a flood. The caller must Flush (or
 	// Close) before anything that says the log is complete, such as the
-	// sentinel file, and before the process exits. A log write error then
-	// surfaces through Flush and Err, and once through a later Write.
-	// Default false: every Write writes its own line before it returns.
+	// sentinel file, and before the process exits. Default false: Write
+	// returns once its line is in the log (or the log has failed).
+	// Either way the line is written by the Writer's log goroutine, never
+	// under the Writer's lock, so a log that blocks holds up only the
+	// Writes waiting for it, and those for at most the stall bound.
 	Batched bool
+	// MaxWriteStall is how long the log may block before it is given up
+	// (ErrStalled). Zero or negative means MaxWriteStall; tests shorten it.
+	MaxWriteStall time.Duration
+	// StartSeq is the seq of the last line already in the log the Writer
+	// appends to: its first event gets StartSeq+1. Default 0, a new log. A
+	// supervisor that recovers a runtime after its predecessor died uses
+	// it to continue the runtime's log without a gap or a duplicate seq.
+	StartSeq int64
 }
 
 // Writer stamps events, appends them to the NDJSON log, remembers the latest
@@ -61,7 +75,6 @@ type Options struct {
 // safe for concurrent use, and the order of seq is the order of lines in the
 // log and the order every subscriber sees.
 type Writer struct {
-	out   io.Writer
 	stamp Stamp
 	now   func() time.Time
 
@@ -69,13 +82,16 @@ type Writer struct {
 	seq       int64
 	sessionID string
 	line      []byte // the line being encoded
+	arena     []byte // where kept lines are copied to (keep)
 	enc       lineEncoder
 	history   ring
 	subs      map[*Subscription]struct{}
-	err       error
 	closed    bool
 
-	batch *batcher // Options.Batched; nil: each Write writes its line
+	batch   *batcher // the log's queue and goroutine; nil without a log
+	batched bool     // Options.Batched
+	// failed is closed when the log fails; never without a log.
+	failed <-chan struct{}
 }
 
 // NewWriter returns a Writer appending to out; a nil out discards the lines
@@ -83,7 +99,6 @@ type Writer struct {
 // closes out.
 func NewWriter(out io.Writer, stamp Stamp, opts Options) *Writer {
 	w := &Writer{
-		out:   out,
 		stamp: stamp,
 		now:   stamp.Now,
 		subs:  map[*Subscription]struct{}{},
@@ -96,8 +111,14 @@ func NewWriter(out io.Writer, stamp Stamp, opts Options) *Writer {
 		size = DefaultHistory
 	}
 	w.history = newRing(size)
-	if opts.Batched && out != nil {
-		w.batch = newBatcher(out)
+	if opts.StartSeq > 0 {
+		w.seq = opts.StartSeq
+	}
+	w.failed = make(chan struct{})
+	if out != nil {
+		w.batch = newBatcher(out, opts.MaxWriteStall)
+		w.batched = opts.Batched
+		w.failed = w.batch.failed
 	}
 	return w
 }
@@ -120,11 +141,12 @@ func (w *Writer) SetSessionID(id string) {
 // own when it is a non-empty string, else the SetSessionID value, and is
 // omitted when neither is set.
 //
-// The line is written with a single Write call (batched: whole lines only)
-// so a harness tailing the log never sees half of it. A failed log write
-// does not stop the history or the fan-out: the event is still published
-// and the error is returned (batched: once, by a later Write, and by every
-// Flush) and kept for Err.
+// Lines are written whole, many to a Write call under a flood, so a harness
+// tailing the log never sees half of one. A log that fails (a write error,
+// or a write blocked past the stall bound) does not stop the history or the
+// fan-out: the event is still published. The failure is returned once, by
+// the Write that first learns of it, and kept for Err, Flush and Failed;
+// the log takes no line after it, since it is incomplete for good.
 // An event that cannot be encoded is not published at all and does not use
 // a seq.
 func (w *Writer) Write(ev Event) (Event, error) {
@@ -146,6 +168,11 @@ func (w *Writer) WriteOwned(ev Event) (Event, error) {
 }
 
 func (w *Writer) write(out Event) (Event, error) {
+	if w.batch != nil {
+		// Before the lock: waiting for room must not hold up History,
+		// LatestSeq or Subscribe (control) while the log is slow.
+		w.batch.waitRoom()
+	}
 	typ := out.Type()
 	if sid, ok := out[KeySessionID]; ok && (sid == nil || sid == "") {
 		delete(out, KeySessionID)
@@ -155,8 +182,8 @@ func (w *Writer) write(out Event) (Event, error) {
 	stampIfAbsent(out, KeyRuntimeID, w.stamp.RuntimeID)
 
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return nil, ErrClosed
 	}
 	stampIfAbsent(out, KeySessionID, w.sessionID)
@@ -170,40 +197,63 @@ func (w *Writer) write(out Event) (Event, error) {
 
 	line, err := w.enc.appendLine(w.line[:0], out)
 	if err != nil {
+		w.mu.Unlock()
 		return nil, fmt.Errorf("encode %s event: %w", typ, err)
 	}
-	w.seq = seq
-	w.history.push(seq, line)
-
-	var werr error
-	switch {
-	case w.batch != nil:
-		w.batch.add(line)
-		// A failed batch is news for the run's log once, here; Flush and
-		// Err keep reporting it.
-		werr = w.batch.news()
-	case w.out != nil:
-		if _, err := w.out.Write(line); err != nil {
-			werr = fmt.Errorf("write %s event (seq %d) to event log: %w", typ, seq, err)
-			if w.err == nil {
-				w.err = werr
-			}
-		}
-	}
-	if cap(line) > maxKeptBuffer {
-		// One huge final_output should not pin its buffer for the run.
-		line = nil
-	}
-	w.line = line
+	kept, offset := w.commitLocked(seq, line)
 
 	for s := range w.subs {
-		s.push(seq, out)
+		s.push(seq, out, kept)
 	}
-	return out, werr
+	w.mu.Unlock()
+	return out, w.settle(typ, seq, offset)
+}
+
+// settle ends a write after w.mu is released: an unbatched writer waits
+// until the line at offset is in the log, and a failed log is news for the
+// run once, here (Err, Flush and Failed keep reporting it).
+func (w *Writer) settle(typ string, seq int64, offset int64) error {
+	if w.batch == nil {
+		return nil
+	}
+	if !w.batched {
+		w.batch.waitWritten(offset)
+	}
+	if err := w.batch.news(); err != nil {
+		return fmt.Errorf("%s event (seq %d): %w", typ, seq, err)
+	}
+	return nil
 }
 
 // maxKeptBuffer bounds the encode buffer kept between writes.
 const maxKeptBuffer = 1 << 20
+
+// Kept lines (the history ring's and the subscribers' copy) are carved out
+// of arenas of arenaSize bytes instead of one allocation each: under a flood
+// that was one of the last few allocations per event (issue 25). An arena
+// lives while any line in it is referenced — the ring holds the latest 256,
+// so a writer keeps about its ring's bytes plus one arena. A line longer
+// than maxArenaLine gets its own allocation.
+const (
+	arenaSize    = 16 << 10
+	maxArenaLine = 2 << 10
+)
+
+// keep returns a copy of line that nothing else writes to; the Writer's
+// lock is held.
+func (w *Writer) keep(line []byte) []byte {
+	n := len(line)
+	if n > maxArenaLine {
+		return bytes.Clone(line)
+	}
+	if cap(w.arena)-len(w.arena) < n {
+		w.arena = make([]byte, 0, arenaSize)
+	}
+	start := len(w.arena)
+	w.arena = append(w.arena, line...)
+	// Capped, so that appending to a kept line cannot reach its neighbour.
+	return w.arena[start:len(w.arena):len(w.arena)]
+}
 
 func stampIfAbsent(ev Event, key, value string) {
 	if value == "" {
@@ -214,21 +264,23 @@ func stampIfAbsent(ev Event, key, value string) {
 	}
 }
 
-// Err returns the first error writing to the log, or nil. It stays set: once
-// a line is missing, the log is incomplete for good.
+// Err returns the log's failure (a write error, or ErrStalled), or nil. It
+// stays set: once a line is missing, the log is incomplete for good.
 func (w *Writer) Err() error {
-	w.mu.Lock()
-	err := w.err
-	w.mu.Unlock()
-	if err == nil && w.batch != nil {
-		err = w.batch.error()
+	if w.batch == nil {
+		return nil
 	}
-	return err
+	return w.batch.error()
 }
 
+// Failed is closed when the log fails (see Err); the owner of the run ends
+// it, since its log can no longer be complete. Without a log it is never
+// closed.
+func (w *Writer) Failed() <-chan struct{} { return w.failed }
+
 // Flush waits until every line written before the call is in the log, and
-// returns the first log write error (see Err). Without Options.Batched the
-// lines are already there and it only reports Err.
+// returns the log's failure (see Err). It returns within the stall bound
+// even when a write never returns.
 func (w *Writer) Flush() error {
 	if w.batch != nil {
 		w.batch.flush()
@@ -256,9 +308,9 @@ func (w *Writer) History(afterSeq int64, limit int) []Event {
 
 // Close ends the stream: later Writes fail with ErrClosed, and every
 // subscription delivers what it has queued and then closes its channel.
-// History stays readable. A batched Writer flushes its lines first and
-// returns the first log write error. Close does not close the log writer.
-// It is idempotent.
+// History stays readable. It flushes the queued lines first and
+// returns the log's failure (bounded like Flush). Close does not close the
+// log writer. It is idempotent.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if !w.closed {
@@ -269,9 +321,24 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.mu.Unlock()
+	return w.Flush()
+}
+
+// commitLocked makes line (one encoded event and its newline, in the
+// writer's scratch) event seq: one copy kept for the history ring and the
+// subscribers, the line queued to the log's batch (its offset returned),
+// and the scratch kept for the next event unless one huge final_output
+// grew it past maxKeptBuffer. w.mu is held.
+func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64) {
+	w.seq = seq
+	kept = w.keep(line[:len(line)-1])
+	w.history.pushOwned(seq, kept)
 	if w.batch != nil {
-		w.batch.flush()
-		return w.batch.error()
+		offset = w.batch.add(line)
 	}
-	return nil
+	if cap(line) > maxKeptBuffer {
+		line = nil
+	}
+	w.line = line
+	return kept, offset
 }

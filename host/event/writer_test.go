@@ -199,7 +199,8 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 }
 
 // A log that stops accepting lines must not stop the history or the
-// subscribers; the error is returned and kept.
+// subscribers; the error is returned and kept, and the log, incomplete for
+// good, takes no more lines even when it would.
 func TestWriteErrorDoesNotStopFanOut(t *testing.T) {
 	out := &failingWriter{}
 	w := NewWriter(out, Stamp{}, Options{})
@@ -219,7 +220,7 @@ func TestWriteErrorDoesNotStopFanOut(t *testing.T) {
 	}
 	out.fail.Store(false)
 	if _, err := w.Write(Event{"event": "c"}); err != nil {
-		t.Fatalf("Write after the log recovered: %v", err)
+		t.Fatalf("Write after the failure reported it again: %v", err)
 	}
 	if w.Err() == nil || !strings.Contains(w.Err().Error(), "disk full") {
 		t.Fatalf("Err() = %v, want the first log error", w.Err())
@@ -232,12 +233,12 @@ func TestWriteErrorDoesNotStopFanOut(t *testing.T) {
 			t.Fatalf("subscriber got %q, want %q", got, want)
 		}
 	}
-	if out.lines.Load() != 2 {
-		t.Fatalf("log got %d lines, want 2", out.lines.Load())
+	if out.lines.Load() != 1 {
+		t.Fatalf("log got %d lines, want 1 (none after the failure)", out.lines.Load())
 	}
 }
 
-// lineWriter checks that every Write call is exactly one whole line.
+// lineWriter checks that every Write call holds whole lines only.
 type lineWriter struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
@@ -249,14 +250,15 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
-	if bytes.Count(p, []byte("\n")) != 1 || p[len(p)-1] != '\n' {
+	if len(p) == 0 || p[len(p)-1] != '\n' {
 		l.bad = append(l.bad, string(p))
 	}
 	return l.buf.Write(p)
 }
 
-// Many goroutines writing at once: one Write call per line, and seq runs
-// 1..N in file order with nothing missing or repeated.
+// Many goroutines writing at once: whole lines per Write call (several
+// when they queue up together), and seq runs 1..N in file order with
+// nothing missing or repeated.
 func TestWriteConcurrent(t *testing.T) {
 	const goroutines, perG = 16, 500
 	out := &lineWriter{}
@@ -277,8 +279,8 @@ func TestWriteConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 
-	if out.calls != goroutines*perG || len(out.bad) > 0 {
-		t.Fatalf("%d Write calls for %d events; %d were not one line", out.calls, goroutines*perG, len(out.bad))
+	if out.calls > goroutines*perG || len(out.bad) > 0 {
+		t.Fatalf("%d Write calls for %d events; %d were not whole lines", out.calls, goroutines*perG, len(out.bad))
 	}
 	sc := bufio.NewScanner(&out.buf)
 	lastByG := map[float64]float64{}

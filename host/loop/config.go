@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/avenor-go/avenor/internal/regularfile"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Phase kinds: the kind field of avenor.phase.start and avenor.phase.end.
@@ -354,6 +355,13 @@ func (l *loader) resolve(phases []Phase, roster *Roster) error {
 				return fmt.Errorf("phase[name %s]: prompt_file %q is empty", p.Name, p.PromptFile)
 			}
 			p.Prompt = string(data)
+			// Refused at load, before any plugin starts (the rendered
+			// prompt is checked again when the phase runs).
+			if err := sdk.CheckPrompt(fmt.Sprintf("prompt_file %q", p.PromptFile), p.Prompt); err != nil {
+				return fmt.Errorf("phase[name %s]: %w", p.Name, err)
+			}
+		} else if err := sdk.CheckPrompt("prompt", p.Prompt); err != nil {
+			return fmt.Errorf("phase[name %s]: %w", p.Name, err)
 		}
 		if p.Prompt != "" {
 			if _, err := Render(p.Name, p.Prompt, l.vars); err != nil {

@@ -12,7 +12,7 @@
 // The parts that decide — config, markers, templates, Machine, the team
 // rules — are pure and table-tested without processes. The runner (RunLoop,
 // RunTeam) drives one phase at a time through a PhaseFunc; Runtimes is the
-// PhaseFunc over host/runtime, where every phase is a run of its own (its
+// PhaseFunc over host/runner, where every phase is a run of its own (its
 // plugin process, its session, its retries) writing into the loop's one
 // shared event stream.
 //

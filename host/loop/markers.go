@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Directive is what a loop marker asks for; a larger value is more severe
@@ -112,9 +113,9 @@ func (s *Scanner) Observe(ev event.Event) {
 	switch ev.Type() {
 	case event.TypeMessageChunk:
 		s.chunk("message", ev)
-	case "agent.thought_chunk":
+	case sdk.EventThoughtChunk:
 		s.chunk("thought", ev)
-	case event.TypeToolCall, "tool.call_update", event.TypePermissionRequest,
+	case event.TypeToolCall, sdk.EventToolCallUpdate, event.TypePermissionRequest,
 		event.TypeTurnStart, event.TypeSessionStart, event.TypeSessionEnd:
 		// A message ends where a tool, a permission, or a turn begins: text
 		// before and after never joins into one line, and a fence left open

@@ -113,7 +113,7 @@ func (id Identity) sameSession(other Identity) bool {
 // FromEntry is the identity a roster entry selects over run: the entry's
 // backend, agent and model; its thinking unless run sets one explicitly.
 func (run Identity) FromEntry(e RosterEntry) Identity {
-	id := Identity{Backend: e.Backend, Agent: e.Agent, Model: e.Model, Thinking: e.Thinking}
+	id := Identity(e)
 	if run.Thinking != "" {
 		id.Thinking = run.Thinking
 	}

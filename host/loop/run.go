@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/host/sentinel"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Spec is one phase session for a PhaseFunc to run.
@@ -88,20 +89,21 @@ type Result struct {
 // (§6.6). ctx cancelled with hostrt.ErrInterrupted as its cause ends it as
 // cancelled (exit 130).
 func RunLoop(ctx context.Context, cfg *LoopConfig, o Options) Result {
-	r := newRunner(o)
-	ctx, stop := r.clock(ctx)
-	defer stop()
-	res := r.loop(ctx, cfg, o.Initial)
-	r.writeSentinel(res)
-	return res
+	return runTop(ctx, o, func(ctx context.Context, r *runner) Result { return r.loop(ctx, cfg, o.Initial) })
 }
 
 // RunTeam runs a team config to its end and writes the run's one sentinel.
 func RunTeam(ctx context.Context, cfg *TeamConfig, o Options) Result {
+	return runTop(ctx, o, func(ctx context.Context, r *runner) Result { return r.team(ctx, cfg, o.Initial) })
+}
+
+// runTop runs a top-level loop or team under the run's clock, then writes
+// its one sentinel.
+func runTop(ctx context.Context, o Options, body func(context.Context, *runner) Result) Result {
 	r := newRunner(o)
 	ctx, stop := r.clock(ctx)
 	defer stop()
-	res := r.team(ctx, cfg, o.Initial)
+	res := r.incompleteLog(body(ctx, r))
 	r.writeSentinel(res)
 	return res
 }
@@ -138,9 +140,26 @@ func stopReason(ctx context.Context) string {
 }
 
 func (r *runner) emit(ev event.Event) {
-	if _, err := r.o.Writer.Write(ev); err != nil && !errors.Is(err, event.ErrClosed) {
+	// A failed log is told once, by incompleteLog at the end; its phases
+	// have already been ended by it (host/runner.ErrEventLog).
+	if _, err := r.o.Writer.Write(ev); err != nil && !errors.Is(err, event.ErrClosed) && r.o.Writer.Err() == nil {
 		r.say(fmt.Sprintf("writing the event log: %v", err))
 	}
+}
+
+// incompleteLog makes the run FAILED (exit 1, "error") when its event log
+// failed, however its phases ended: the sentinel must not say DONE over a
+// log missing lines (issue 16).
+func (r *runner) incompleteLog(res Result) Result {
+	// The sentinel follows: every line queued by a batched writer must be
+	// in the log first. Flush returns within the writer's stall bound.
+	err := r.o.Writer.Flush()
+	if err == nil {
+		return res
+	}
+	r.say(fmt.Sprintf("the event log is incomplete, the run is ended: %v", err))
+	res.ExitCode, res.StopReason, res.Reason = sentinel.ExitFailure, sentinel.StopError, ""
+	return res
 }
 
 // fail reports a loop-level failure to the user and the stream.
@@ -344,6 +363,10 @@ func (r *runner) direct(ctx context.Context, p *Phase, kind string, iteration in
 		}
 	}
 	prompt += extra
+	if err := sdk.CheckPrompt("rendered prompt", prompt); err != nil {
+		r.fail(fmt.Sprintf("phase %q: %v", p.Name, err))
+		return failed, id
+	}
 
 	sc := &Scanner{}
 	nudges := 0

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // fakePhases is a PhaseFunc without processes: a phase's prompt is a tiny

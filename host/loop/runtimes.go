@@ -6,23 +6,15 @@ import (
 	"sync"
 
 	"github.com/avenor-go/avenor/host/event"
-	"github.com/avenor-go/avenor/host/plugins"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Backend is how to run one backend: its plugin and its config.
-type Backend struct {
-	// Launch starts a fresh plugin for an attempt.
-	Launch func(ctx context.Context) (*plugins.Launched, error)
-	// Env, PluginOptions and StateDir are the backend's
-	// hostrt.Options fields.
-	Env           map[string]string
-	PluginOptions map[string]any
-	StateDir      string
-}
+// Backend is how to run one backend: its plugin and its config, as
+// host/run resolves it.
+type Backend = hostrt.Backend
 
-// Runtimes runs each phase as a host/runtime run of its own — its plugin
+// Runtimes runs each phase as a host/runner run of its own — its plugin
 // process, its session, its retries with backoff — writing into the loop's
 // one stream (Base.Writer). It also answers for the whole loop to a control
 // plane: Status, Prompt and InterruptAndPrompt act on the phase in flight,
@@ -64,11 +56,12 @@ func (rt *Runtimes) Run(ctx context.Context, s Spec) Outcome {
 		return Outcome{StopReason: sdk.StopError}
 	}
 	o := rt.Base
-	o.Backend, o.Agent, o.Model, o.Thinking = s.Identity.Backend, s.Identity.Agent, s.Identity.Model, s.Identity.Thinking
+	b.Name = s.Identity.Backend
+	b.Apply(&o)
+	o.Agent, o.Model, o.Thinking = s.Identity.Agent, s.Identity.Model, s.Identity.Thinking
 	o.Prompt, o.Resume = s.Prompt, s.Resume
 	o.OnEvent, o.FollowUp = s.OnEvent, s.FollowUp
 	o.Timeout, o.SentinelPath, o.Events = 0, "", nil
-	o.Launch, o.Env, o.PluginOptions, o.StateDir = b.Launch, b.Env, b.PluginOptions, b.StateDir
 	perms := rt.Permissions
 	if perms != nil && rt.SerialPermissions {
 		perms = rt.serial(perms)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/avenor-go/avenor/internal/regularfile"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -18,9 +19,12 @@ import (
 // dropped.
 func ReadRequest(base string) (FileRequest, error) {
 	path := base + ReqSuffix
-	data, err := os.ReadFile(path)
+	data, err := regularfile.ReadFile(path) // a named pipe there must not hang `avenor answer`
 	if errors.Is(err, fs.ErrNotExist) {
 		return FileRequest{}, invalid(ErrNoRequestFile, "request file %s does not exist", path)
+	}
+	if errors.Is(err, regularfile.ErrNotRegular) {
+		return FileRequest{}, invalid(ErrBadRequestFile, "request file %v", err)
 	}
 	if err != nil {
 		return FileRequest{}, fmt.Errorf("read request file: %w", err)
@@ -46,7 +50,7 @@ func ReadRequest(base string) (FileRequest, error) {
 // <base>.req — outcome, option offered, message — and writes
 // <base>.req.response atomically: a temporary file in the same directory,
 // then a hard link that refuses to replace an existing response, or with
-// force a rename over it. It returns the response path. Validation errors
+// force a rename over it. The response carries the .req's request_id. It returns the response path. Validation errors
 // match ErrInvalid; others are I/O errors.
 func WriteAnswer(base string, a Answer, force bool) (string, error) {
 	resp := base + ResponseSuffix
@@ -67,6 +71,9 @@ func WriteAnswer(base string, a Answer, force bool) (string, error) {
 	if a, err = ValidateAnswer(a, req.Options); err != nil {
 		return resp, err
 	}
+	// The response names its request, so the handler never applies it to
+	// a later request that replaced this .req meanwhile.
+	a.RequestID = req.RequestID
 	if !force {
 		if _, err := os.Lstat(resp); err == nil {
 			return resp, existsError(resp)

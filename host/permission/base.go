@@ -9,7 +9,6 @@ import (
 const (
 	ReqSuffix      = ".req"
 	ResponseSuffix = ".req.response"
-	reqTmpSuffix   = ".req.tmp"
 )
 
 // DerivePermBase is the permission file base of a sentinel path (contract

@@ -3,6 +3,7 @@ package permission
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 // Options configures a Broker. The zero value resolves nothing: every
 // request waits (resolver "none") until its turn ends.
 type Options struct {
-	// AutoApprove answers ordinary requests at once with their first
-	// allow-kind option (source "avenor"); never requests that require user
+	// AutoApprove answers ordinary requests at once with an allow-kind
+	// option — allow_once when offered, else the first (source "avenor"); never requests that require user
 	// input, nor requests offering no allow option. Default false.
 	AutoApprove bool
 	// FileBase turns on the file handler on <FileBase>.req /
@@ -39,6 +40,14 @@ type Options struct {
 	// SessionID returns the session id written in a .req whose request
 	// carries no session_id field; nil: the id given to Session.
 	SessionID func() string
+	// Unanswered is what happens to a request that reaches "none" in the
+	// precedence: UnansweredWait (default, also ""), UnansweredDeny or
+	// UnansweredFail (--on-permission).
+	Unanswered string
+	// OnUnanswered, when set, is called once for each request left waiting
+	// with nobody to answer it (Unanswered wait), so the user can be told
+	// (UnansweredNote). It must return quickly. Default nil.
+	OnUnanswered func(sdk.PermissionRequest)
 }
 
 // Broker resolves the permission requests of one runtime's sessions in the
@@ -52,19 +61,39 @@ type Broker struct {
 	mu      sync.Mutex
 	control ControlResolver
 	pending map[string]*pending // by request id, every session
+	// answered remembers the latest MaxRememberedAnswers requests that were
+	// decided by an answer, so a second answer_permission after the
+	// decision hears "already answered" rather than "nothing pending".
+	answered     map[string]struct{}
+	answeredRing []string
 }
 
+// MaxRememberedAnswers bounds how many answered request ids a broker
+// remembers, per runtime, to refuse a second answer as already answered.
+const MaxRememberedAnswers = 256
+
 // pending is one request waiting for its decision.
+// AnswerSettle bounds how long Broker.Answer waits for the answer it
+// delivered to be written as the decision (its permission.response).
+const AnswerSettle = 2 * time.Second
+
 type pending struct {
 	req     sdk.PermissionRequest
 	session *Session
 	// answers carries Broker.Answer's answer (control / direct delivery).
 	answers chan Answer
+	// taken is set, under Broker.mu, by the one answer that decides the
+	// request (Broker.Answer's or the file handler's); every later answer
+	// is refused as already answered, never accepted and dropped.
+	taken bool
+	// decided is closed once an answer Broker.Answer sent has become the
+	// decision and its permission.response is written.
+	decided chan struct{}
 }
 
 // New returns a broker configured by o.
 func New(o Options) *Broker {
-	b := &Broker{opts: o, control: o.Control, pending: map[string]*pending{}}
+	b := &Broker{opts: o, control: o.Control, pending: map[string]*pending{}, answered: map[string]struct{}{}}
 	if o.FileBase != "" {
 		b.file = NewFileHandler(o.FileBase, o.File)
 	}
@@ -85,29 +114,71 @@ func (b *Broker) Session(sessionID string) *Session {
 	return &Session{b: b, id: sessionID}
 }
 
-// Answer delivers an answer to a pending request (source "control"),
+// Answer delivers an answer to a pending request (source "control", or
+// a.Source when it is one of AnswerSources),
 // whichever resolver announced it: a control client's answer_permission,
 // including a late one after the request fell through (contract §4.2). It
 // returns an ErrInvalid error for an answer the request does not accept,
-// ErrNotPending when no such request waits, and ErrAlreadyAnswered when an
-// answer is already on its way.
+// ErrAlreadyAnswered when another answer (a control client's or the file
+// handler's) decided it or is on its way, and ErrNotPending when no such
+// request waits. An answer it accepts is the decision.
 func (b *Broker) Answer(requestID string, a Answer) error {
 	b.mu.Lock()
 	p := b.pending[requestID]
+	_, done := b.answered[requestID]
 	b.mu.Unlock()
-	if p == nil {
+	switch {
+	case p == nil && done:
+		return alreadyAnswered(requestID)
+	case p == nil:
 		return fmt.Errorf("%w: %q", ErrNotPending, requestID)
+	}
+	if !ValidAnswerSource(a.Source) {
+		return failure(ErrInvalid, "answer source %q is not one of %s", a.Source, strings.Join(AnswerSources, ", "))
 	}
 	a, err := ValidateAnswer(a, p.req.Options)
 	if err != nil {
 		return err
 	}
-	select {
-	case p.answers <- a:
-		return nil
-	default:
-		return fmt.Errorf("%w: %q", ErrAlreadyAnswered, requestID)
+	if !b.take(p) {
+		return alreadyAnswered(requestID)
 	}
+	p.answers <- a // the only send: take admits one answer
+	// The caller is told "answered" once the decision is written, so that
+	// what it reads next (status, result, the log) no longer shows the
+	// request pending. A request whose run ended meanwhile never decides:
+	// the wait is bounded.
+	t := time.NewTimer(AnswerSettle)
+	defer t.Stop()
+	select {
+	case <-p.decided:
+	case <-t.C:
+	}
+	return nil
+}
+
+// decideAnswered decides p with the answer Broker.Answer sent and tells
+// Answer that its permission.response is written.
+func (s *Session) decideAnswered(p *pending, a Answer, source string, emit func(event.Event)) sdk.PermissionDecision {
+	d := s.decide(p.req, a, source, emit)
+	close(p.decided)
+	return d
+}
+
+// take claims p for the answer about to decide it; false when another
+// answer already did.
+func (b *Broker) take(p *pending) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.taken {
+		return false
+	}
+	p.taken = true
+	return true
+}
+
+func alreadyAnswered(requestID string) error {
+	return failure(ErrAlreadyAnswered, "permission %q was already answered", requestID)
 }
 
 // Pending returns the requests waiting for a decision, in no order.
@@ -122,7 +193,7 @@ func (b *Broker) Pending() []sdk.PermissionRequest {
 }
 
 // Session resolves the requests of one session, one at a time. It
-// implements host/runtime's Permissions.
+// implements host/runner's Permissions.
 type Session struct {
 	b  *Broker
 	id string
@@ -153,7 +224,7 @@ func (s *Session) Record(ctx context.Context, req sdk.PermissionRequest, emit fu
 		return waitForCtx
 	}
 	if b.opts.AutoApprove && !req.RequiresUserInput {
-		if opt, ok := firstAllow(req.Options); ok {
+		if opt, ok := preferredAllow(req.Options); ok {
 			// Decided here and now: it never occupies the session's slot.
 			emit(RequestEvent(req, ResolverAutomatic))
 			d := s.decide(req, Answer{Outcome: sdk.OutcomeSelected, OptionID: opt.ID}, SourceAvenor, emit)
@@ -161,7 +232,7 @@ func (s *Session) Record(ctx context.Context, req sdk.PermissionRequest, emit fu
 		}
 	}
 
-	p := &pending{req: req, session: s, answers: make(chan Answer, 1)}
+	p := &pending{req: req, session: s, answers: make(chan Answer, 1), decided: make(chan struct{})}
 	s.mu.Lock()
 	busy := s.cur != nil
 	if !busy {
@@ -187,6 +258,19 @@ func (s *Session) Record(ctx context.Context, req sdk.PermissionRequest, emit fu
 		resolver = ResolverFile
 	}
 
+	if resolver == ResolverNone {
+		// The policy may answer at once: the request event, with the
+		// resolver that says so, goes out before Record returns.
+		d, settled, err := s.unansweredNow(p, emit)
+		if settled {
+			s.release(p)
+			return func(context.Context) (sdk.PermissionDecision, error) { return d, err }
+		}
+		return func(ctx context.Context) (sdk.PermissionDecision, error) {
+			defer s.release(p)
+			return s.unanswered(ctx, p, true, emit)
+		}
+	}
 	ev := RequestEvent(req, resolver)
 	emit(ev)
 	return func(ctx context.Context) (sdk.PermissionDecision, error) {
@@ -209,7 +293,7 @@ func (s *Session) resolve(ctx context.Context, p *pending, ev event.Event, resol
 		}
 		select {
 		case a := <-p.answers:
-			return s.decide(p.req, a, SourceControl, emit), nil
+			return s.decideAnswered(p, a, SourceControl, emit), nil
 		case <-ctx.Done():
 			return cancelled(), ctx.Err()
 		case <-claim:
@@ -220,12 +304,8 @@ func (s *Session) resolve(ctx context.Context, p *pending, ev event.Event, resol
 	if b.file != nil {
 		return s.askFile(ctx, p, ev, emit)
 	}
-	select {
-	case a := <-p.answers:
-		return s.decide(p.req, a, SourceControl, emit), nil
-	case <-ctx.Done():
-		return cancelled(), ctx.Err()
-	}
+	// Fell through from the control step: nobody is left to answer.
+	return s.unanswered(ctx, p, true, emit)
 }
 
 type fileResult struct {
@@ -249,8 +329,13 @@ func (s *Session) askFile(ctx context.Context, p *pending, ev event.Event, emit 
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan fileResult, 1)
+	h := s.b.file.warnTo(func(msg string) {
+		ev := warningEvent(msg)
+		ev["request_id"] = p.req.ID
+		emit(ev)
+	})
 	go func() {
-		a, err := s.b.file.Ask(fctx, fr)
+		a, err := h.Ask(fctx, fr)
 		done <- fileResult{a, err}
 	}()
 	select {
@@ -260,18 +345,25 @@ func (s *Session) askFile(ctx context.Context, p *pending, ev event.Event, emit 
 			return cancelled(), ctx.Err()
 		case r.err != nil:
 			return cancelled(), r.err
+		case !s.b.take(p):
+			// A control answer was accepted while the file was read: it
+			// decides, as its client was told.
+			return s.decideAnswered(p, <-p.answers, SourceControl, emit), nil
 		}
 		return s.decide(p.req, r.a, SourceFile, emit), nil
 	case a := <-p.answers:
 		cancel()
 		<-done // the handler removes its .req: the request is answered
-		return s.decide(p.req, a, SourceControl, emit), nil
+		return s.decideAnswered(p, a, SourceControl, emit), nil
 	}
 }
 
 // decide turns a valid answer into the plugin's decision and its
 // permission.response; a cancelled answer also cancels the run.
 func (s *Session) decide(req sdk.PermissionRequest, a Answer, source string, emit func(event.Event)) sdk.PermissionDecision {
+	if a.Source != "" { // Broker.Answer's hint: which front door the person used
+		source = a.Source
+	}
 	if a.Outcome == sdk.OutcomeCancelled {
 		emit(cancelledResponseEvent(req.ID, a.OptionID, source))
 		if s.b.opts.CancelRun != nil {
@@ -300,8 +392,25 @@ func (s *Session) release(p *pending) {
 	s.b.mu.Lock()
 	if s.b.pending[p.req.ID] == p {
 		delete(s.b.pending, p.req.ID)
+		if p.taken {
+			s.b.remember(p.req.ID)
+		}
 	}
 	s.b.mu.Unlock()
+}
+
+// remember records an answered request id, forgetting the oldest past
+// MaxRememberedAnswers. b.mu is held.
+func (b *Broker) remember(id string) {
+	if _, ok := b.answered[id]; ok {
+		return
+	}
+	if len(b.answeredRing) >= MaxRememberedAnswers {
+		delete(b.answered, b.answeredRing[0])
+		b.answeredRing = b.answeredRing[1:]
+	}
+	b.answered[id] = struct{}{}
+	b.answeredRing = append(b.answeredRing, id)
 }
 
 // sessionID is the session a .req names: the request's own session_id
@@ -316,16 +425,6 @@ func (s *Session) sessionID(req sdk.PermissionRequest) string {
 		}
 	}
 	return s.id
-}
-
-// firstAllow is the first option whose normalised kind is allow.
-func firstAllow(opts []sdk.PermissionOption) (sdk.PermissionOption, bool) {
-	for _, o := range opts {
-		if sdk.NormalizeKind(o.Kind) == "allow" {
-			return o, true
-		}
-	}
-	return sdk.PermissionOption{}, false
 }
 
 func cancelled() sdk.PermissionDecision {

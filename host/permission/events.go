@@ -19,7 +19,30 @@ const (
 	SourceAvenor  = "avenor" // auto-approve
 	SourceControl = "control"
 	SourceFile    = "file"
+	// SourceBoard: a person answered on `avenor board`, which relays the
+	// answer over the control socket with the source hint "board".
+	SourceBoard = "board"
 )
+
+// AnswerSources are the source hints a control client may put on
+// answer_permission, so permission.response says which front door a
+// person used. Anything else is refused: a hint can name a front door, but
+// never claim a decision was avenor's own or the file handler's.
+var AnswerSources = []string{SourceControl, SourceBoard}
+
+// ValidAnswerSource says whether s may be given as an answer's source hint;
+// "" (no hint, source "control") is valid.
+func ValidAnswerSource(s string) bool {
+	if s == "" {
+		return true
+	}
+	for _, a := range AnswerSources {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}
 
 // RequestEvent is the permission.request event of contract §2.4: the
 // backend's raw fields, then request_id, tool, question, options
@@ -41,7 +64,7 @@ func RequestEvent(req sdk.PermissionRequest, resolver string) event.Event {
 		}
 		opts[i] = m
 	}
-	ev[event.KeyEvent] = "permission.request"
+	ev[event.KeyEvent] = event.TypePermissionRequest
 	ev["request_id"] = req.ID
 	ev["options"] = opts
 	ev["resolver"] = resolver
@@ -61,7 +84,7 @@ func RequestEvent(req sdk.PermissionRequest, resolver string) event.Event {
 // the option's normalised kind (allow, reject or unknown).
 func ResponseEvent(requestID, optionID, optionKind, source string) event.Event {
 	return event.Event{
-		event.KeyEvent: "permission.response", "request_id": requestID, "option_id": optionID,
+		event.KeyEvent: event.TypePermissionResponse, "request_id": requestID, "option_id": optionID,
 		"kind": sdk.NormalizeKind(optionKind), "source": source,
 	}
 }
@@ -77,5 +100,11 @@ func cancelledResponseEvent(requestID, optionID, source string) event.Event {
 
 // errorEvent is avenor.error{source:"permission"} (contract §2.3).
 func errorEvent(msg string) event.Event {
-	return event.Event{event.KeyEvent: "avenor.error", "source": "permission", "message": msg}
+	return event.Event{event.KeyEvent: event.TypeError, "source": "permission", "message": msg}
+}
+
+// warningEvent is avenor.warning{source:"permission"}: something the file
+// handler ignored while it keeps waiting.
+func warningEvent(msg string) event.Event {
+	return event.Event{event.KeyEvent: event.TypeWarning, "source": "permission", "message": msg}
 }

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/internal/regularfile"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // Defaults of the file handler (contract §4.1).
@@ -29,6 +31,9 @@ type FileOptions struct {
 	// Timeout is how long a request waits for its response before the
 	// handler fails; default DefaultTimeout (10 min).
 	Timeout time.Duration
+	// Warn hears about a <base>.req.response the handler ignores (not a
+	// regular file, or the answer of another request); nil: nobody does.
+	Warn func(message string)
 }
 
 func (o FileOptions) withDefaults() FileOptions {
@@ -95,6 +100,18 @@ func NewFileHandler(base string, o FileOptions) *FileHandler {
 	return &FileHandler{base: base, opts: o.withDefaults()}
 }
 
+// warnTo returns a handler of the same base whose warnings also go to
+// warn (after Options.Warn, when set).
+func (h *FileHandler) warnTo(warn func(string)) *FileHandler {
+	o := h.opts
+	if prev := o.Warn; prev != nil {
+		o.Warn = func(msg string) { prev(msg); warn(msg) }
+	} else {
+		o.Warn = warn
+	}
+	return &FileHandler{base: h.base, opts: o}
+}
+
 // ReqPath is <base>.req.
 func (h *FileHandler) ReqPath() string { return h.base + ReqSuffix }
 
@@ -103,7 +120,7 @@ func (h *FileHandler) ResponsePath() string { return h.base + ResponseSuffix }
 
 // Ask publishes r and waits for its answer: it removes a stale
 // <base>.req.response, writes <base>.req atomically (mode 0600, through
-// <base>.req.tmp), then reads the response every PollInterval until it holds
+// <base>.req.tmp-<random>), then reads the response every PollInterval until it holds
 // a valid answer, Timeout passes, or ctx is done. On every path but a valid
 // answer it removes <base>.req, so a harness never answers a request nobody
 // waits for. Errors say "permission handler: …"; ctx's own error is
@@ -130,7 +147,7 @@ func (h *FileHandler) ask(ctx context.Context, r FileRequest) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	if err := writeAtomic(h.ReqPath(), h.base+reqTmpSuffix, data); err != nil {
+	if err := writeAtomic(h.ReqPath(), data); err != nil {
 		return Answer{}, err
 	}
 
@@ -138,6 +155,7 @@ func (h *FileHandler) ask(ctx context.Context, r FileRequest) (Answer, error) {
 	defer deadline.Stop()
 	tick := time.NewTicker(h.opts.PollInterval)
 	defer tick.Stop()
+	warned := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -146,24 +164,46 @@ func (h *FileHandler) ask(ctx context.Context, r FileRequest) (Answer, error) {
 			return Answer{}, failure(ErrFileTimeout, "no answer to request %s in %s within %s", r.RequestID, h.ResponsePath(), h.opts.Timeout)
 		case <-tick.C:
 		}
-		a, err := h.read(r.Options)
+		a, err := h.read(r)
+		var ign *ignoredError
 		switch {
 		case err == nil:
 			return a, nil
+		case errors.As(err, &ign):
+			// Said once per distinct reason, not every poll.
+			if ign.msg != warned && h.opts.Warn != nil {
+				h.opts.Warn(ign.msg)
+			}
+			warned = ign.msg
 		case errors.Is(err, errNotWritten):
-			continue
+			warned = "" // a response written again is worth a word again
 		default:
 			return Answer{}, err
 		}
 	}
 }
 
-// read reads and validates the response; errNotWritten while it is absent,
-// empty or incomplete.
-func (h *FileHandler) read(options []sdk.PermissionOption) (Answer, error) {
-	f, err := os.Open(h.ResponsePath())
+// ignoredError is a response the handler does not take and keeps waiting
+// past: it is not a regular file, or it answers another request. The
+// harness can replace it (rename an answer over it, or `avenor answer
+// --force`); the handler never removes it, so a correct answer that lands
+// between a read and a removal is never lost.
+type ignoredError struct{ msg string }
+
+func (e *ignoredError) Error() string { return e.msg }
+
+// read reads and validates the response of r: errNotWritten while it is
+// absent, empty or incomplete; an *ignoredError while it is not a regular
+// file or names another request. It opens without blocking (O_NONBLOCK), so
+// a named pipe put there can never hang the handler past its timeout.
+func (h *FileHandler) read(r FileRequest) (Answer, error) {
+	f, err := regularfile.Open(h.ResponsePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return Answer{}, errNotWritten
+	}
+	var nr *regularfile.NotRegularError
+	if errors.As(err, &nr) {
+		return Answer{}, &ignoredError{fmt.Sprintf("permission response %s is %s, not a regular file; ignored, still waiting for request %s (write the answer to a regular file and rename it into place)", nr.Path, nr.What, r.RequestID)}
 	}
 	if err != nil {
 		return Answer{}, fmt.Errorf("read response: %w", err)
@@ -176,38 +216,28 @@ func (h *FileHandler) read(options []sdk.PermissionOption) (Answer, error) {
 	if len(data) > maxResponseBytes {
 		return Answer{}, invalid(ErrResponseTooBig, "response %s is larger than %d bytes", h.ResponsePath(), maxResponseBytes)
 	}
-	a, err := ParseResponse(data, options)
+	a, id, err := parseResponse(data, r.Options)
+	if id != "" && id != r.RequestID {
+		// A late answer to an earlier request must never decide this one,
+		// even when it would not be valid here.
+		return Answer{}, &ignoredError{fmt.Sprintf("permission response %s answers request %q, not the pending request %q; ignored, still waiting (write an answer whose request_id is %q, or none)",
+			h.ResponsePath(), sdk.Truncate(id, 80), r.RequestID, r.RequestID)}
+	}
 	if err != nil && !errors.Is(err, errNotWritten) {
 		return Answer{}, fmt.Errorf("response %s: %w", h.ResponsePath(), err)
 	}
 	return a, err
 }
 
-// writeAtomic writes data to tmp (mode 0600), syncs it and renames it to
-// path; tmp never stays behind.
-func writeAtomic(path, tmp string, data []byte) (err error) {
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write request: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err == nil {
-		if _, err = f.Write(data); err == nil {
-			err = f.Sync()
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write request %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write request: %w", err)
+// writeAtomic writes data to path (mode 0600) through a temporary
+// <path>.tmp-<random> created O_EXCL|O_NOFOLLOW, synced and renamed: a fixed
+// temporary name in a directory another user can write let them plant a
+// symlink that root would truncate, chmod and fill (safefile.WriteFile
+// refuses such a directory outright, and the random name is never
+// followed). The temporary file never stays behind.
+func writeAtomic(path string, data []byte) error {
+	if err := safefile.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("write request %s: %w", path, err)
 	}
 	return nil
 }

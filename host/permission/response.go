@@ -32,6 +32,15 @@ type Answer struct {
 	// Message is relayed to the backend: valid UTF-8, at most 64 KiB,
 	// required when the option has requiresMessage.
 	Message string `json:"message"`
+	// RequestID, when set, is the request this answer is for: the file
+	// handler ignores a response naming another request (a late answer to
+	// an earlier one). Empty: the pending request, whichever it is.
+	RequestID string `json:"request_id,omitempty"`
+	// Source, when set, is permission.response's source for an answer
+	// delivered through Broker.Answer (one of AnswerSources); empty means
+	// "control". Never read from a response file: the file handler's
+	// answers always say "file".
+	Source string `json:"-"`
 }
 
 // errNotWritten: the response file is empty or not complete JSON yet; the
@@ -42,31 +51,45 @@ var errNotWritten = errors.New("response not written yet")
 // against the request's options with the rules of ValidateAnswer. An empty
 // file, or one holding only the beginning of a JSON object, is not written
 // yet (errNotWritten). Every other problem is an ErrInvalid error whose
-// message says what was wrong.
+// message says what was wrong. The optional request_id is returned in the
+// Answer; matching it to the pending request is the file handler's job.
 func ParseResponse(data []byte, options []sdk.PermissionOption) (Answer, error) {
+	a, _, err := parseResponse(data, options)
+	return a, err
+}
+
+// parseResponse is ParseResponse that also returns the response's
+// request_id whenever the JSON object decoded, even when the answer is not
+// valid for options: an answer meant for another request is refused for
+// that reason first.
+func parseResponse(data []byte, options []sdk.PermissionOption) (Answer, string, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return Answer{}, errNotWritten
+		return Answer{}, "", errNotWritten
 	}
 	if trimmed[0] != '{' {
-		return Answer{}, invalid(ErrBadResponse, "response is not a JSON object {\"outcome\",\"option_id\",\"message\"}")
+		return Answer{}, "", invalid(ErrBadResponse, "response is not a JSON object {\"outcome\",\"option_id\",\"message\"}")
 	}
 	var raw struct {
-		Outcome  *string         `json:"outcome"`
-		OptionID *string         `json:"option_id"`
-		Message  json.RawMessage `json:"message"`
+		Outcome   *string         `json:"outcome"`
+		OptionID  *string         `json:"option_id"`
+		Message   json.RawMessage `json:"message"`
+		RequestID *string         `json:"request_id"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&raw); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return Answer{}, errNotWritten
+			return Answer{}, "", errNotWritten
 		}
-		return Answer{}, invalid(ErrBadResponse, "response is not a JSON object {\"outcome\",\"option_id\",\"message\"}: %v", err)
+		return Answer{}, "", invalid(ErrBadResponse, "response is not a JSON object {\"outcome\",\"option_id\",\"message\"}: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Answer{}, invalid(ErrBadResponse, "response has data after its JSON object")
+		return Answer{}, "", invalid(ErrBadResponse, "response has data after its JSON object")
 	}
 	var a Answer
+	if raw.RequestID != nil {
+		a.RequestID = *raw.RequestID
+	}
 	if raw.Outcome != nil {
 		a.Outcome = *raw.Outcome
 	}
@@ -75,13 +98,15 @@ func ParseResponse(data []byte, options []sdk.PermissionOption) (Answer, error) 
 	}
 	if len(raw.Message) > 0 && string(raw.Message) != "null" {
 		if !validJSONStringUTF8(raw.Message) {
-			return Answer{}, invalid(ErrMessageNotUTF8, "message is not valid UTF-8")
+			return Answer{}, a.RequestID, invalid(ErrMessageNotUTF8, "message is not valid UTF-8")
 		}
 		if err := json.Unmarshal(raw.Message, &a.Message); err != nil {
-			return Answer{}, invalid(ErrBadResponse, "message is not a string: %s", sdk.Truncate(string(raw.Message), 40))
+			return Answer{}, a.RequestID, invalid(ErrBadResponse, "message is not a string: %s", sdk.Truncate(string(raw.Message), 40))
 		}
 	}
-	return ValidateAnswer(a, options)
+	id := a.RequestID
+	a, err := ValidateAnswer(a, options)
+	return a, id, err
 }
 
 // ValidateAnswer checks an answer against the offered options (contract

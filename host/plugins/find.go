@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // BinaryPrefix starts every plugin binary's name.
@@ -34,6 +36,9 @@ type Finder struct {
 	// pinned family resolves to exactly its pinned binary, or to a
 	// *PinError, never to another binary. Nil: no project, no pins.
 	Lock *Lock
+	// Logger gets, at debug level, the binary Find chose for a backend and
+	// the lock entry that pinned it (AVENOR_LOG=debug); nil logs nothing.
+	Logger hclog.Logger
 }
 
 // Found is one plugin binary.
@@ -127,6 +132,23 @@ func DefaultFamily(backend string) string {
 // family is pinned (or a *PinError), else the first binary in the search
 // order (or a *NotFoundError).
 func (f Finder) Find(backend string) (Found, error) {
+	found, err := f.find(backend)
+	if f.Logger != nil {
+		switch {
+		case err != nil:
+			f.Logger.Debug("no plugin binary for backend", "backend", backend, "family", f.Family(backend), "error", err)
+		case found.Pin != nil:
+			f.Logger.Debug("plugin binary chosen", "backend", backend, "family", found.Family, "path", found.Path, "source", found.Source,
+				"lock_file", found.LockFile, "pinned_version", found.Pin.Version, "pinned_hash", found.Pin.Hash)
+		default:
+			f.Logger.Debug("plugin binary chosen", "backend", backend, "family", found.Family, "path", found.Path, "source", found.Source,
+				"version", found.Version)
+		}
+	}
+	return found, err
+}
+
+func (f Finder) find(backend string) (Found, error) {
 	family := f.Family(backend)
 	if !validFamily(family) {
 		return Found{}, &NotFoundError{Backend: backend, Family: family, Looked: []string{"(not a valid plugin name)"}}

@@ -26,9 +26,10 @@ type Launched struct {
 }
 
 // Launch starts the plugin binary in found and checks that it serves
-// backend. A pinned binary (found.Pin set) is checked against its pin by
-// go-plugin's SecureConfig right before it is executed; a mismatch is a
-// *PinError and nothing runs.
+// backend. A pinned binary (found.Pin set) is copied into a private
+// directory, the copy's bytes are checked against the pin, and the copy is
+// what runs (sdk/plugin LaunchConfig.SecureConfig): a binary swapped in
+// after the check never runs. A mismatch is a *PinError and nothing runs.
 func Launch(ctx context.Context, found Found, backend string, logger hclog.Logger) (*Launched, error) {
 	cfg := plugin.LaunchConfig{Path: found.Path, Logger: logger, Env: executableEnv()}
 	if found.Pin != nil {
@@ -48,6 +49,21 @@ func Launch(ctx context.Context, found Found, backend string, logger hclog.Logge
 		return nil, fmt.Errorf("plugin %s (%s) does not serve backend %q; it serves: %v", c.Info().Name, found.Path, backend, c.SortedBackendNames())
 	}
 	return &Launched{Client: c, Backend: b, Found: found}, nil
+}
+
+// Reattach connects to a plugin process an earlier avenor launched and that
+// outlived it (it lingers, sdk/plugin), and checks that it serves backend.
+func Reattach(ctx context.Context, info plugin.ReattachInfo, backend string, logger hclog.Logger) (*Launched, error) {
+	c, err := plugin.Reattach(ctx, info, fmt.Sprintf("avenor-plugin (pid %d)", info.PID), logger)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := c.Backend(backend)
+	if !ok {
+		c.Kill()
+		return nil, fmt.Errorf("plugin pid %d does not serve backend %q", info.PID, backend)
+	}
+	return &Launched{Client: c, Backend: b}, nil
 }
 
 // ExecutableEnv names, in every plugin process, the avenor executable that
@@ -148,9 +164,10 @@ func (e *IncompatibleError) Error() string {
 var pluginMajorRE = regexp.MustCompile(`(?i)plugin version:\s*(\d+)`)
 
 // incompatible recognises a protocol refusal: sdk/plugin's ErrIncompatible,
-// or go-plugin's own "incompatible API version" message.
+// which sdk/plugin puts on go-plugin's own refusal too (the one place that
+// reads go-plugin's text).
 func incompatible(found Found, err error) *IncompatibleError {
-	if !errors.Is(err, plugin.ErrIncompatible) && !strings.Contains(strings.ToLower(err.Error()), "incompatible api version") {
+	if !errors.Is(err, plugin.ErrIncompatible) {
 		return nil
 	}
 	ie := &IncompatibleError{Found: found, HostMajors: []int{plugin.ProtocolVersion}, Cause: err}

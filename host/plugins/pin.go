@@ -72,8 +72,7 @@ func (e *PinError) Error() string {
 }
 
 // pinned resolves a pin to its binary and checks the binary's hash before
-// anything runs it (Launch checks again, through go-plugin's SecureConfig,
-// right before exec).
+// anything runs it (Launch checks again, the very bytes it runs).
 func (f Finder) pinned(p Pin) (Found, error) {
 	bin := f.Lock.BinaryPath(p, f.InstallDir)
 	perr := &PinError{Pin: p, LockFile: f.Lock.File(), Binary: bin}

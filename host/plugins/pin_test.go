@@ -155,7 +155,7 @@ func TestParseFamilyVersion(t *testing.T) {
 }
 
 // TestLaunchChecksThePinBeforeExec: a pinned binary swapped after Find is
-// refused by SecureConfig and never runs.
+// refused at launch and never runs.
 func TestLaunchChecksThePinBeforeExec(t *testing.T) {
 	w := newPinWorld(t)
 	w.pin(t, "1.0.0")

@@ -11,6 +11,6 @@
 // [ReadLastSessionEnd] recovers the session id and stop reason from an event
 // log for callers that only have the log.
 //
-// Imported by host/runtime, host/loop and the command wiring; it has no
+// Imported by host/runner, host/loop and the command wiring; it has no
 // dependencies beyond the standard library.
 package sentinel

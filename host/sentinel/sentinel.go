@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // Record is what one sentinel says. The zero value is a clean end with no
@@ -77,48 +79,25 @@ func Format(r Record) []byte {
 var ErrEmptyPath = errors.New("sentinel: empty path")
 
 // Write replaces the sentinel at path with Format(r), atomically: the bytes go
-// to a temporary file in the same directory, which is synced and renamed over
-// path, so a harness polling path sees either nothing or the whole file. No
-// temporary file is left behind on any error. A missing parent directory is an
-// error (the contract says the caller reports it and no file is written); the
-// directory is never created here.
+// to a temporary file of random name in the same directory (created
+// O_EXCL|O_NOFOLLOW, so nothing planted there is followed), which is synced
+// and renamed over path, so a harness polling path sees either nothing or the
+// whole file. No temporary file is left behind on any error. A missing parent
+// directory is an error (the contract says the caller reports it and no file
+// is written); the directory is never created here. A directory another user
+// owns, or that others may write and is not sticky, is refused
+// (safefile.CheckDir): they could redirect or replace the sentinel.
+//
+// The sentinel is 0644: it is read by the harness, which may run as another
+// user in the same group, as a plain file would be.
 func Write(path string, r Record) error {
 	if path == "" {
 		return ErrEmptyPath
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, base+".*.tmp")
-	if err != nil {
+	if err := safefile.WriteFile(path, Format(r), 0o644); err != nil {
 		return fmt.Errorf("write sentinel %s: %w", path, err)
 	}
-	tmpName := tmp.Name()
-	fail := func(step string, err error) error {
-		_ = tmp.Close()
-		_ = os.Remove(tmpName)
-		return fmt.Errorf("write sentinel %s: %s: %w", path, step, err)
-	}
-	if _, err := tmp.Write(Format(r)); err != nil {
-		return fail("write", err)
-	}
-	// CreateTemp makes the file 0600; the sentinel is read by the harness,
-	// which may run as another user in the same group, as a plain file would.
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail("chmod", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail("sync", err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmpName)
-		return fmt.Errorf("write sentinel %s: close: %w", path, err)
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		_ = os.Remove(tmpName)
-		return fmt.Errorf("write sentinel %s: rename: %w", path, err)
-	}
+	dir := filepath.Dir(path)
 	syncDir(dir)
 	return nil
 }

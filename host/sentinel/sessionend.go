@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // MaxLogLine is the longest event-log line ReadLastSessionEnd parses (64 MiB).
@@ -82,7 +84,7 @@ func parseSessionEnd(line []byte) (sessionID, stopReason string, ok bool) {
 	if json.Unmarshal(line, &fields) != nil || fields == nil {
 		return "", "", false
 	}
-	if stringField(fields, "event") != "session.end" {
+	if stringField(fields, "event") != sdk.EventSessionEnd {
 		return "", "", false
 	}
 	sessionID = stringField(fields, "session_id")

@@ -1,7 +1,6 @@
 package stable
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
@@ -11,7 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/config"
-	"github.com/avenor-go/avenor/host/plugins"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // Defaults of Config (contract §1.3, decision 2).
@@ -20,8 +19,8 @@ const (
 	DefaultMaxTreeBudget   = 64
 	DefaultParkedTimeout   = 30 * time.Minute
 	DefaultShutdownTimeout = 10 * time.Second
-	// DefaultMaxKeptPlugins bounds the idle plugin processes kept for fast
-	// follow-ups of cross_process runtimes.
+	// DefaultMaxKeptPlugins bounds the plugin processes parked runtimes
+	// keep running (Config.MaxKeptPlugins).
 	DefaultMaxKeptPlugins = 8
 )
 
@@ -55,11 +54,20 @@ type Config struct {
 	// PermissionFileTimeout replaces the file handler's 10 min timeout; 0:
 	// the contract's.
 	PermissionFileTimeout time.Duration
-	// MaxKeptPlugins bounds the parked runtimes of cross_process backends
-	// that keep their plugin running for a fast follow-up; beyond it the
-	// longest-parked one's plugin stops and its next follow-up resumes in a
-	// fresh plugin. Parked in_process runtimes always keep theirs (their
-	// session lives nowhere else). <= 0: DefaultMaxKeptPlugins.
+	// Warm asks for warm pools (`--warm`): runtimes started, initialised
+	// and with a fresh session open before a spawn asks for one. Each spec
+	// is resolved in New; one that does not resolve fails New.
+	Warm []WarmSpec
+	// WarmIdle stops a pool's members when no spawn took from it for this
+	// long (`--warm-idle`); 0: they stay until shutdown.
+	WarmIdle time.Duration
+	// MaxKeptPlugins bounds the parked runtimes that keep their plugin
+	// running: for a fast follow-up (cross_process backends), or because
+	// their session lives nowhere else (in_process). Beyond it the
+	// longest-parked cross_process runtime's plugin stops, and its next
+	// follow-up resumes in a fresh plugin; only when none is left does the
+	// longest-parked in_process one's, whose session is then lost.
+	// <= 0: DefaultMaxKeptPlugins.
 	MaxKeptPlugins int
 
 	// RunID is the supervisor's run id: its artifact directory and, as the
@@ -75,6 +83,17 @@ type Config struct {
 	// TreeBudgetPath is the inherited tree budget file (AVENOR_TREE_BUDGET):
 	// this supervisor is a nested one. "": it is the root of a new tree.
 	TreeBudgetPath string
+
+	// StateDir is the supervisor's durable state directory (one per control
+	// socket, StateDirFor): state.json there lets a supervisor started on
+	// the same socket after this one died recover its runtimes. "": no
+	// durable state.
+	StateDir string
+	// Linger is how long this supervisor's plugins keep their runtimes
+	// alive after losing it (killed, crashed), waiting for a supervisor on
+	// the same socket to take them over, before they stop them. 0: they
+	// stop them at once.
+	Linger time.Duration
 
 	// Resolve turns a spawn's settings into its backend: config layering
 	// and plugin discovery, as avenor run does them. Required.
@@ -99,17 +118,12 @@ type Config struct {
 // over the defaults, the config files and the environment.
 type Resolver func(dir string, set map[string]any) (Backend, error)
 
-// Backend is what a spawn's backend resolves to.
+// Backend is what a spawn's backend resolves to: the layered settings and
+// the backend they name, as host/run resolves it.
 type Backend struct {
 	// Settings are the layered settings; Settings.Backend names the backend.
 	Settings config.Settings
-	// Env, PluginOptions and StateDir are the runtime's [backends.<name>]
-	// env and options and the plugin family's state directory.
-	Env           map[string]string
-	PluginOptions map[string]any
-	StateDir      string
-	// Launch starts a fresh plugin serving the backend.
-	Launch func(ctx context.Context) (*plugins.Launched, error)
+	hostrt.Backend
 }
 
 func (c *Config) defaults() {

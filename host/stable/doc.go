@@ -14,9 +14,12 @@
 // registered on a host/control Server.
 //
 // Follow-ups continue a parked runtime's session: in its still-running
-// plugin when the runtime kept it (always for backends whose resume scope
-// is in_process, for a bounded number of the others), else in a fresh
-// plugin that resumes the session by id (cross_process).
+// plugin when the runtime kept it, else in a fresh plugin that resumes the
+// session by id (cross_process). At most MaxKeptPlugins parked runtimes
+// keep a plugin; past it the longest-parked cross_process one stops its
+// plugin first, an in_process one (resume scope in_process: its session
+// lives only there, and is lost with it) only when no other is left. A
+// parked runtime holds no file open: its event log is reopened to append.
 //
 // A spawn with loop_file or team_file (§6.8) makes a runtime whose one run
 // is the whole loop or team (host/loop, every phase a run of its own in
@@ -24,6 +27,15 @@
 // cancel and prompt act on the whole loop, and it takes no follow-up once
 // ended. roster_file with roster_entry selects a spawn's backend, agent,
 // model and default thinking (§1.2 direct mode).
+//
+// It also owns the supervisor's durable state (state.go, persist.go): one
+// state.json per control socket under the user's state directory, written
+// atomically as runtimes change, removed by a clean shutdown; and recovery
+// (recover.go): a supervisor started on the socket of one that died brings
+// its runtimes back under their ids, re-attaches to the plugins that
+// lingered (a turn in flight goes on, a pending permission is pending
+// again), continues every log from its last seq, and ends with an error the
+// runtimes whose plugin is gone. A state file it cannot trust is refused.
 //
 // Imported by cmd/avenor (avenor stable). The --http-debug adapter serves
 // it through HTTPDebug.

@@ -1,13 +1,15 @@
 package stable
 
 import (
-	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Entry statuses (contract §5.6). A parked runtime is "ended": its run is
-// over (exit_code says how) though a follow-up may continue it.
+// Entry statuses (contract §5.6). A runtime parked after its turn, waiting
+// for a follow-up, is "idle" (parked:true, exit_code says how the turn
+// ended); "ended" is only a runtime that can take no more prompts: its loop
+// or team is over, its session continues in another runtime or was lost
+// with its plugin, or the supervisor stopped it.
 const (
 	StatusIdle    = "idle"
 	StatusRunning = "running"
@@ -71,7 +73,12 @@ func (rt *runtime) entry(children []string) map[string]any {
 	}
 	status := StatusRunning
 	switch rt.state {
-	case stateParked, stateGone:
+	case stateParked:
+		status = StatusIdle
+		if rt.refusalLocked() != nil {
+			status = StatusEnded
+		}
+	case stateGone:
 		status = StatusEnded
 	}
 	e := map[string]any{
@@ -92,7 +99,7 @@ func (rt *runtime) entry(children []string) map[string]any {
 		"plugin_pid": 0, "resume_scope": rt.scope, "kept_plugin": rt.held != nil,
 	}
 	if wf := rt.wf; wf != nil {
-		e[wf.kind+"_file"] = wf.file
+		e[wf.Kind+"_file"] = wf.File
 	}
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
@@ -125,19 +132,4 @@ func (rt *runtime) entry(children []string) map[string]any {
 		}
 	}
 	return e
-}
-
-// AnswerPermission answers a runtime's pending permission request, as
-// answer_permission does: an error wrapping control.ErrNoPendingPermission
-// when nothing is pending or requestID is not the pending one.
-func (s *Supervisor) AnswerPermission(id, requestID, optionID, message string) error {
-	rt, err := s.lookup(id)
-	if err != nil {
-		return err
-	}
-	a := control.BrokerAnswerer{Broker: rt.broker}
-	if !a.Pending() {
-		return control.ErrNoPendingPermission
-	}
-	return a.Answer(requestID, optionID, message)
 }

@@ -17,7 +17,9 @@ var (
 	// ErrIdempotencyMismatch: an idempotency key came back with other
 	// parameters (contract §5.6).
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with different parameters")
-	// ErrIdempotencyFull: the idempotency store holds 1024 live keys.
+	// ErrIdempotencyFull: every one of the IdempotencyCapacity keys the
+	// store holds belongs to a spawn still in flight (finished ones are
+	// evicted, oldest first, to make room).
 	ErrIdempotencyFull = errors.New("idempotency capacity exhausted")
 	// ErrSessionLost: a parked runtime's in_process session died with its
 	// plugin and cannot be continued.
@@ -42,16 +44,22 @@ func capacityError(source string, limit, active int) *control.Error {
 	}}
 }
 
-// unknownRuntime answers a runtime_id that names no runtime: -32602 on the
-// socket, ErrUnknownRuntime for errors.Is.
+// unknownRuntime answers a runtime_id that names no runtime: on the socket
+// -32000 with the original's text, runtime "rt_9" not found (contract
+// §5.2: the params decoded, the method's lookup failed), the fix in
+// error.data; ErrUnknownRuntime for errors.Is.
 func unknownRuntime(id string) error {
-	return &notFoundError{id: id, rpc: control.InvalidParams(fmt.Sprintf("%v: %q (avenor control list shows the runtimes)", ErrUnknownRuntime, id))}
+	return &notFoundError{id: id, rpc: &control.Error{Code: control.CodeServerError, Message: notFoundText(id), Data: map[string]any{
+		"runtime_id": id, "detail": "no runtime of this supervisor has that id (it never existed, or it was reaped after --parked-timeout); avenor control list shows the runtimes",
+	}}}
 }
+
+func notFoundText(id string) string { return fmt.Sprintf("runtime %q not found", id) }
 
 type notFoundError struct {
 	id  string
 	rpc *control.Error
 }
 
-func (e *notFoundError) Error() string   { return fmt.Sprintf("%v: %s", ErrUnknownRuntime, e.id) }
+func (e *notFoundError) Error() string   { return notFoundText(e.id) }
 func (e *notFoundError) Unwrap() []error { return []error{ErrUnknownRuntime, e.rpc} }

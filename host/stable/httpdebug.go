@@ -1,13 +1,11 @@
 package stable
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
-	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // HTTPDebug is the supervisor as the --http-debug adapter serves it
@@ -39,9 +37,10 @@ func (d debugSupervisor) SubscribeAll() (httpdebug.Subscription, error) {
 	return sub, nil
 }
 
-// debugTarget is one runtime: the one-shot target's subscriptions (replay,
-// de-duplication, an end once the runtime is gone) with the stable entry as
-// its status and the stable errors.
+// debugTarget is one runtime: the method table's runtime (its entry as
+// status, its cancel and answers) through the adapter's subscriptions
+// (replay, de-duplication, an end once the runtime is gone), refusing a
+// runtime that is gone with 404.
 type debugTarget struct {
 	*httpdebug.OneShot
 	rt *runtime
@@ -59,12 +58,6 @@ func (t debugTarget) gone() error {
 	return nil
 }
 
-// Status implements httpdebug.Target: the runtime's list entry (§5.6).
-func (t debugTarget) Status() any {
-	_, children := t.rt.s.sorted()
-	return t.rt.entry(children[t.rt.id])
-}
-
 // Subscribe implements httpdebug.Target.
 func (t debugTarget) Subscribe(opts httpdebug.SubscribeOptions) (httpdebug.Subscription, error) {
 	if err := t.gone(); err != nil {
@@ -79,8 +72,7 @@ func (t debugTarget) Cancel() error {
 	if err := t.gone(); err != nil {
 		return err
 	}
-	t.rt.cancel()
-	return nil
+	return t.OneShot.Cancel()
 }
 
 // AnswerPermission implements httpdebug.Target.
@@ -88,23 +80,13 @@ func (t debugTarget) AnswerPermission(requestID, optionID, message string) error
 	if err := t.gone(); err != nil {
 		return err
 	}
-	err := t.rt.s.AnswerPermission(t.rt.id, requestID, optionID, message)
-	if errors.Is(err, ErrUnknownRuntime) {
-		return fmt.Errorf("%w: %s", httpdebug.ErrRuntimeNotFound, t.rt.id)
-	}
-	return err
+	return t.OneShot.AnswerPermission(requestID, optionID, message)
 }
 
-// debugRuntime is a runtime as its httpdebug.OneShot reads it.
-type debugRuntime struct{ rt *runtime }
-
-func (d debugRuntime) Status() hostrt.Status { return d.rt.runStatus() }
-func (d debugRuntime) Cancel()               { d.rt.cancel() }
-func (d debugRuntime) Events() *event.Writer { return d.rt.w }
-
-// newDebugTarget is the runtime's one-shot target; closeStream ends it.
+// newDebugTarget is the runtime's adapter target over its method-table
+// runtime; closeStream ends it.
 func newDebugTarget(rt *runtime) *httpdebug.OneShot {
-	return httpdebug.NewOneShot(debugRuntime{rt}, control.BrokerAnswerer{Broker: rt.broker})
+	return httpdebug.NewTableTarget(tableTarget{rt}, control.BrokerAnswerer{Broker: rt.broker}.Pending)
 }
 
 // runStatus is the current (or last) run's status.

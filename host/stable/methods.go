@@ -1,7 +1,9 @@
 package stable
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,56 +15,189 @@ import (
 // MaxParentMessage bounds send_to_parent's message (contract §5.4).
 const MaxParentMessage = 64 << 10
 
-// register adds the stable methods (contract §5.4) to srv.
+// register adds the control method table (contract §5.4), served over the
+// supervisor's runtimes, and the stable methods beside it to srv.
 func (s *Supervisor) register(srv *control.Server) {
+	control.RegisterTable(srv, methodTable{s}, control.TableOptions{RuntimeIDRequired: true, ConcurrentPrompts: true})
 	srv.Handle("spawn", control.Method{Mutating: true, Concurrent: true, Handler: s.spawn})
 	srv.Handle("list", control.Method{Handler: s.list})
-	srv.Handle("status", control.Method{Handler: s.status})
-	srv.Handle("result", control.Method{Handler: s.result})
-	srv.Handle("history", control.Method{Handler: s.history})
-	srv.Handle("subscribe", control.Method{Handler: s.subscribe})
-	srv.Handle("cancel", control.Method{Mutating: true, Handler: s.cancel})
-	srv.Handle("prompt", control.Method{Mutating: true, Concurrent: true, Handler: s.prompt})
-	srv.Handle("interrupt_and_prompt", control.Method{Mutating: true, Concurrent: true, Handler: s.interruptAndPrompt})
-	srv.Handle("answer_permission", control.Method{Mutating: true, Handler: s.answerPermission})
 	srv.Handle("send_to_parent", control.Method{Handler: s.sendToParent})
 	srv.Handle("tree_budget", control.Method{Handler: s.treeBudget})
+	// Read-only: it takes no slot. Concurrent: its wait must not hold up
+	// the connection's other calls.
+	srv.Handle("wait_for_capacity", control.Method{Concurrent: true, Handler: s.waitForCapacity})
 	srv.Handle("shutdown", control.Method{Mutating: true, Handler: s.shutdownMethod})
 }
 
-// target is the runtime_id of the per-runtime methods.
-type target struct {
-	RuntimeID string `json:"runtime_id"`
-}
+// methodTable is the supervisor as the control method table's Supervisor:
+// runtimes by id, status {} its snapshot, subscribe {} every runtime.
+type methodTable struct{ s *Supervisor }
 
-// decodeTarget decodes p (which embeds target) and finds its runtime.
-func (s *Supervisor) decodeTarget(c *control.Call, p any, t *target) (*runtime, error) {
-	if err := c.Decode(p); err != nil {
+// Accept takes any runtime_id: Runtime says whether it is one of ours.
+func (m methodTable) Accept(*control.Call, string) error { return nil }
+
+// Runtime finds a runtime; without an id, -32602 names runtime_id.
+func (m methodTable) Runtime(id string) (control.Target, error) {
+	rt, err := m.s.lookup(id)
+	if err != nil {
 		return nil, err
 	}
-	return s.lookup(t.RuntimeID)
+	return tableTarget{rt}, nil
 }
 
-func (s *Supervisor) list(context.Context, *control.Call) (any, error) {
+// Snapshot is status without runtime_id.
+func (m methodTable) Snapshot() any { return m.s.StatusSnapshot() }
+
+// SubscribeAll follows every runtime, present and future (contract §5.7).
+func (m methodTable) SubscribeAll(c *control.Call) {
+	a := m.s.subscribeAll(c.Conn.Context(), func(sub *event.Subscription) { c.Conn.Forward(nil, sub, 0) })
+	c.AfterReply(a.start)
+}
+
+// tableTarget is one runtime as the method table serves it.
+type tableTarget struct{ rt *runtime }
+
+func (t tableTarget) ID() string            { return t.rt.id }
+func (t tableTarget) Events() *event.Writer { return t.rt.w }
+func (t tableTarget) Cancel()               { t.rt.cancel() }
+
+// Status is the runtime's entry (§5.6).
+func (t tableTarget) Status() any {
+	_, children := t.rt.s.sorted()
+	return t.rt.entry(children[t.rt.id])
+}
+
+// Result is the last session.end's final_output, with the runtime's
+// session, status, exit code and stop reason.
+func (t tableTarget) Result() any {
+	rt := t.rt
+	e := rt.entry(nil)
+	out := map[string]any{"runtime_id": rt.id, "final_output": "", "session_id": e["session_id"],
+		"status": e["status"], "exit_code": e["exit_code"], "stop_reason": e["stop_reason"]}
+	rt.mu.Lock()
+	if rt.lastEnd != nil {
+		if f, ok := rt.lastEnd["final_output"].(string); ok {
+			out["final_output"] = f
+		}
+	}
+	rt.mu.Unlock()
+	return out
+}
+
+// Prompt queues text in a running runtime, or continues a parked one.
+func (t tableTarget) Prompt(ctx context.Context, text string, interrupt, keepQueue bool) error {
+	return t.rt.followUp(ctx, text, interrupt, keepQueue)
+}
+
+// AnswerPermission answers through the runtime's broker, which tells
+// "nothing pending" (-32001) from "already answered".
+func (t tableTarget) AnswerPermission(requestID, optionID, message string) error {
+	return control.BrokerAnswerer{Broker: t.rt.broker}.Answer(requestID, optionID, message)
+}
+
+// AnswerPermissionAs implements control.SourcedTarget.
+func (t tableTarget) AnswerPermissionAs(source, requestID, optionID, message string) error {
+	return control.BrokerAnswerer{Broker: t.rt.broker}.AnswerAs(source, requestID, optionID, message)
+}
+
+func (s *Supervisor) list(_ context.Context, c *control.Call) (any, error) {
+	var p struct {
+		// Warm lists the warm pools' ready members instead of the
+		// runtimes: they are apart, since none is a runtime yet.
+		Warm bool `json:"warm"`
+	}
+	// Params other than an object were ignored before warm pools existed
+	// (a harness may send [] or null): they still are.
+	if bytes.HasPrefix(c.Params, []byte("{")) {
+		if err := c.Decode(&p); err != nil {
+			return nil, err
+		}
+	}
+	if p.Warm {
+		return s.warmMembers(), nil
+	}
 	return s.Runtimes(), nil
 }
 
-// status answers a runtime's entry; without runtime_id, the supervisor's
-// own summary.
-func (s *Supervisor) status(_ context.Context, c *control.Call) (any, error) {
-	var p target
-	if err := c.Decode(&p); err != nil {
-		return nil, err
+// StatusSnapshot is status without runtime_id (contract §5.5): a harness
+// written for one-shot `avenor run --control-socket` reads the snapshot of
+// the run it started, so a supervisor answers the snapshot of its default
+// runtime (see defaultRuntime) — every §5.5 field, plus its runtime_id,
+// status and parked — and adds its own summary beside it: supervisor,
+// supervisor_run_id, supervisor_pid, socket, runtimes, active, parked_count
+// (parked too, unless the snapshot's), max_runtimes, connections,
+// artifacts. Where both name a field (run_id, pid) the snapshot's wins;
+// the supervisor's stays under supervisor_run_id and supervisor_pid.
+// Without a runtime it is the summary alone, run_id and pid the
+// supervisor's.
+func (s *Supervisor) StatusSnapshot() map[string]any {
+	list, _ := s.sorted()
+	sum := s.summary(list)
+	def := defaultRuntime(list)
+	if def == nil {
+		return sum
 	}
-	if p.RuntimeID == "" {
-		return s.summary(), nil
+	out := def.snapshot()
+	for k, v := range sum {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
 	}
-	return s.Runtime(p.RuntimeID)
+	return out
 }
 
-// summary is status without runtime_id: the supervisor itself.
-func (s *Supervisor) summary() map[string]any {
-	list, _ := s.sorted()
+// defaultRuntime is the runtime status {} describes: the root runtime (its
+// parent_id names no runtime of this supervisor) spawned last. A harness
+// drives one runtime at a time, spawning the next when one is done, so the
+// newest root is the one it is waiting on; the first would keep answering
+// for a runtime long finished (or reaped, which would move the answer to
+// an arbitrary survivor). Children a runtime spawns under itself
+// (parent_id) never take the default from it. list is in id order.
+func defaultRuntime(list []*runtime) *runtime {
+	ids := make(map[string]bool, len(list))
+	for _, rt := range list {
+		ids[rt.id] = true
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if !ids[list[i].spec.parentID] {
+			return list[i]
+		}
+	}
+	return nil
+}
+
+// snapshot is the runtime's current (or last) run's §5.5 snapshot, with
+// its runtime_id, entry status and parked.
+func (rt *runtime) snapshot() map[string]any {
+	st := rt.runStatus()
+	out := map[string]any{}
+	// The snapshot's own encoding keeps its keys in one place.
+	b, err := json.Marshal(st)
+	if err == nil {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		err = d.Decode(&out)
+	}
+	if err != nil {
+		rt.s.log.Error("encoding a runtime's status snapshot", "runtime_id", rt.id, "error", err)
+	}
+	_, children := rt.s.sorted()
+	e := rt.entry(children[rt.id])
+	// Before its first session.start a run's snapshot may not know these.
+	for _, k := range []string{"session_id", "run_id"} {
+		if v, _ := out[k].(string); v == "" {
+			out[k] = e[k]
+		}
+	}
+	if v, _ := out["run_label"].(string); v == "" {
+		out["run_label"] = e["label"]
+	}
+	out["runtime_id"], out["status"], out["parked"] = rt.id, e["status"], e["parked"]
+	return out
+}
+
+// summary describes the supervisor itself; list is every runtime.
+func (s *Supervisor) summary(list []*runtime) map[string]any {
 	parked := 0
 	for _, rt := range list {
 		rt.mu.Lock()
@@ -74,206 +209,21 @@ func (s *Supervisor) summary() map[string]any {
 	s.mu.Lock()
 	active, conns := s.active, s.conns
 	s.mu.Unlock()
-	return map[string]any{
+	sum := map[string]any{
 		"supervisor": true, "run_id": s.cfg.RunID, "pid": os.Getpid(), "socket": s.cfg.SocketPath,
-		"runtimes": len(list), "active": active, "parked": parked, "max_runtimes": s.cfg.MaxRuntimes,
+		"supervisor_run_id": s.cfg.RunID, "supervisor_pid": os.Getpid(),
+		"runtimes": len(list), "active": active, "parked": parked, "parked_count": parked, "max_runtimes": s.cfg.MaxRuntimes,
 		"connections": conns, "artifacts": s.artifacts,
 	}
-}
-
-func (s *Supervisor) result(_ context.Context, c *control.Call) (any, error) {
-	var p target
-	rt, err := s.decodeTarget(c, &p, &p)
-	if err != nil {
-		return nil, err
+	if len(s.warm.pools) > 0 {
+		sum["warm"] = s.warmSummary()
 	}
-	e := rt.entry(nil)
-	out := map[string]any{"runtime_id": rt.id, "final_output": "", "session_id": e["session_id"],
-		"status": e["status"], "exit_code": e["exit_code"], "stop_reason": e["stop_reason"]}
-	rt.mu.Lock()
-	if rt.lastEnd != nil {
-		if f, ok := rt.lastEnd["final_output"].(string); ok {
-			out["final_output"] = f
-		}
-	}
-	rt.mu.Unlock()
-	return out, nil
-}
-
-// Bounds of history and replay (contract §5.4, §5.7).
-func limit(n int) (int, error) {
-	switch {
-	case n < 0:
-		return 0, control.InvalidParams("limit must not be negative")
-	case n == 0:
-		return control.DefaultHistoryLimit, nil
-	default:
-		return min(n, control.MaxHistoryLimit), nil
-	}
-}
-
-type historyParams struct {
-	target
-	Limit    int   `json:"limit"`
-	AfterSeq int64 `json:"after_seq"`
-}
-
-func (s *Supervisor) history(_ context.Context, c *control.Call) (any, error) {
-	var p historyParams
-	rt, err := s.decodeTarget(c, &p, &p.target)
-	if err != nil {
-		return nil, err
-	}
-	n, err := limit(p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	if p.AfterSeq < 0 {
-		return nil, control.InvalidParams("after_seq must not be negative")
-	}
-	latest := rt.w.LatestSeq()
-	events := rt.w.History(p.AfterSeq, n)
-	out := make([]event.Event, len(events))
-	for i, ev := range events {
-		out[i] = event.Truncate(ev, event.FinalOutputLimit)
-	}
-	return map[string]any{"runtime_id": rt.id, "events": out, "latest_seq": latest}, nil
-}
-
-type subscribeParams struct {
-	target
-	Replay   bool  `json:"replay"`
-	Limit    int   `json:"limit"`
-	AfterSeq int64 `json:"after_seq"`
-}
-
-// subscribe follows one runtime (runtime_id, with replay and after_seq) or
-// every runtime, present and future (contract §5.7).
-func (s *Supervisor) subscribe(_ context.Context, c *control.Call) (any, error) {
-	var p subscribeParams
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	n, err := limit(p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	if p.AfterSeq < 0 {
-		return nil, control.InvalidParams("after_seq must not be negative")
-	}
-	if p.RuntimeID == "" {
-		if p.Replay || p.AfterSeq > 0 {
-			return nil, control.MissingParams("runtime_id")
-		}
-		a := s.subscribeAll(c.Conn.Context(), func(sub *event.Subscription) { c.Conn.Forward(nil, sub, 0) })
-		c.AfterReply(a.start)
-		return map[string]any{"subscribed": true}, nil
-	}
-	rt, err := s.lookup(p.RuntimeID)
-	if err != nil {
-		return nil, err
-	}
-	replay, sub := rt.w.SubscribeWithReplay(p.AfterSeq, n, SubscriberQueue)
-	if !p.Replay {
-		replay = nil
-	}
-	c.AfterReply(func() { c.Conn.Forward(replay, sub, p.AfterSeq) })
-	return map[string]any{"subscribed": true}, nil
-}
-
-func (s *Supervisor) cancel(_ context.Context, c *control.Call) (any, error) {
-	var p target
-	rt, err := s.decodeTarget(c, &p, &p)
-	if err != nil {
-		return nil, err
-	}
-	rt.cancel()
-	return map[string]any{"ok": true}, nil
-}
-
-type promptParams struct {
-	target
-	Text      *string `json:"text"`
-	RequestID string  `json:"request_id"`
-	KeepQueue bool    `json:"keep_queue"`
-}
-
-func (s *Supervisor) decodePrompt(c *control.Call) (*runtime, promptParams, error) {
-	var p promptParams
-	if err := c.Decode(&p); err != nil {
-		return nil, p, err
-	}
-	if p.Text == nil {
-		return nil, p, control.MissingParams("text")
-	}
-	if *p.Text == "" {
-		return nil, p, control.InvalidParams("text is empty")
-	}
-	rt, err := s.lookup(p.RuntimeID)
-	return rt, p, err
-}
-
-// prompt queues text in a running runtime, or continues a parked one.
-func (s *Supervisor) prompt(ctx context.Context, c *control.Call) (any, error) {
-	rt, p, err := s.decodePrompt(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := rt.followUp(ctx, *p.Text, false, false); err != nil {
-		return nil, err
-	}
-	return map[string]any{"accepted": true}, nil
-}
-
-func (s *Supervisor) interruptAndPrompt(ctx context.Context, c *control.Call) (any, error) {
-	rt, p, err := s.decodePrompt(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := rt.followUp(ctx, *p.Text, true, p.KeepQueue); err != nil {
-		return nil, err
-	}
-	return map[string]any{"accepted": true}, nil
-}
-
-type answerParams struct {
-	target
-	RequestID string `json:"request_id"`
-	OptionID  string `json:"option_id"`
-	Message   string `json:"message"`
-}
-
-func (s *Supervisor) answerPermission(_ context.Context, c *control.Call) (any, error) {
-	var p answerParams
-	if err := c.Decode(&p); err != nil {
-		return nil, err
-	}
-	var missing []string
-	for _, f := range []struct{ name, v string }{{"runtime_id", p.RuntimeID}, {"request_id", p.RequestID}, {"option_id", p.OptionID}} {
-		if f.v == "" {
-			missing = append(missing, f.name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, control.MissingParams(missing...)
-	}
-	rt, err := s.lookup(p.RuntimeID)
-	if err != nil {
-		return nil, err
-	}
-	a := control.BrokerAnswerer{Broker: rt.broker}
-	if !a.Pending() {
-		return nil, control.ErrNoPendingPermission
-	}
-	if err := a.Answer(p.RequestID, p.OptionID, p.Message); err != nil {
-		return nil, err
-	}
-	return map[string]any{"accepted": true}, nil
+	return sum
 }
 
 type parentParams struct {
-	target
-	Message *string `json:"message"`
+	RuntimeID string  `json:"runtime_id"`
+	Message   *string `json:"message"`
 }
 
 // sendToParent emits child.question into the parent runtime's stream.
@@ -301,7 +251,7 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 	}
 	pid := child.spec.parentID
 	if pid == "" {
-		return nil, control.InvalidParams(fmt.Sprintf("runtime %s has no parent: it was spawned without parent_id", child.id))
+		return nil, fmt.Errorf("runtime %s has no parent: it was spawned without parent_id", child.id)
 	}
 	s.mu.Lock()
 	parent := s.runtimes[pid]
@@ -309,9 +259,9 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 	reqID := "cq_" + strconv.Itoa(s.nextCQ)
 	s.mu.Unlock()
 	if parent == nil {
-		return nil, control.InvalidParams(fmt.Sprintf("runtime %s's parent %s is not a runtime of this supervisor (or was reaped)", child.id, pid))
+		return nil, fmt.Errorf("runtime %s's parent %s is not a runtime of this supervisor (or was reaped)", child.id, pid)
 	}
-	ev := event.Event{"event": "child.question", "child_id": child.id, "message": *p.Message, "request_id": reqID}
+	ev := event.Event{"event": event.TypeChildQuestion, "child_id": child.id, "message": *p.Message, "request_id": reqID}
 	if sid := parent.session(); sid != "" {
 		ev[event.KeySessionID] = sid
 	}

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+	"github.com/avenor-go/avenor/sdk/plugin"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -48,8 +49,9 @@ type runtime struct {
 	id      string
 	n       int
 	spec    spec
+	params  SpawnParams // as spawned, for the state file
 	w       *event.Writer
-	file    *os.File // the event log, when the supervisor opened it
+	evlog   *eventLog // the event log file; closed while parked
 	broker  *permission.Broker
 	started int64
 	// debug is the runtime's --http-debug target; closeStream ends its
@@ -59,6 +61,11 @@ type runtime struct {
 	wf *workflow
 	// phasePlugins are a workflow's phase plugins still running.
 	phasePlugins map[*plugins.Launched]struct{}
+	// ownSlotBusy: a phase of the workflow runs in the runtime's own
+	// executing slot; phaseSlots counts the extra slots its phases took
+	// (their names). Both under s.mu.
+	ownSlotBusy bool
+	phaseSlots  int
 
 	// ready is closed at the first session.start or the end of the first
 	// run: spawn answers with the session id then.
@@ -84,6 +91,12 @@ type runtime struct {
 	parkTimer *time.Timer
 	handedTo  string // a spawn took over the parked session
 	lost      string // why the session cannot be continued
+	// dead: recovered after the supervisor died, and cannot continue
+	// (why); perms are its turn's permission requests (state.json).
+	dead      string
+	plan      *reattachPlan // the next run takes its session over (recover.go)
+	perms     map[string]*permissionState
+	permOrder []string
 }
 
 // runRef is what the runtime's status and follow-ups reach in its run.
@@ -104,13 +117,15 @@ func (rt *runtime) launch(ctx context.Context) (*plugins.Launched, error) {
 	rt.plugin = l.Client.Info().Name
 	rt.scope = l.Backend.Info().ResumeScope
 	rt.mu.Unlock()
+	rt.s.dirty() // its reattach config
 	return l, nil
 }
 
 // onEvent sees every event of the runtime's runs (Options.OnEvent).
 func (rt *runtime) onEvent(ev event.Event) {
+	rt.persistEvent(ev)
 	switch ev.Type() {
-	case "session.start":
+	case event.TypeSessionStart:
 		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
 			rt.mu.Lock()
 			rt.sessionID = sid
@@ -136,14 +151,34 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 	s := rt.s
 	sp := rt.spec
 	ctx, cancel := context.WithCancelCause(s.runCtx)
+	launch, retries := rt.launch, sp.maxRetries
+	var reattach func(context.Context, *plugins.Launched, sdk.Host) (sdk.Session, plugin.Reattached, error)
+	var adoptedEvents []event.Event
+	if p := rt.plan; p != nil {
+		// A recovered runtime's turn goes on in the plugin that kept it; a
+		// retry would have no prompt to send again.
+		rt.plan = nil
+		reattach, retries, adoptedEvents = p.reattach, 0, p.turnEvents
+		first := true
+		launch = func(ctx context.Context) (*plugins.Launched, error) {
+			if first {
+				first = false
+				rt.mu.Lock()
+				rt.launched = p.l
+				rt.mu.Unlock()
+				return p.l, nil
+			}
+			return rt.launch(ctx)
+		}
+	}
 	runner := hostrt.New(hostrt.Options{
 		Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
 		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
-		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries,
+		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: retries,
 		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent,
 		SentinelPath: sp.sentinel, PermBase: sp.permBase,
 		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
-		Launch: rt.launch, KeepSession: true, Held: held,
+		Launch: launch, KeepSession: true, Held: held, Reattach: reattach, AdoptTurn: reattach != nil, AdoptedEvents: adoptedEvents,
 		Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
 	}, hostrt.BrokerPermissions(rt.broker))
 	if held != nil {
@@ -152,6 +187,7 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 	done := make(chan struct{})
 	rt.runner, rt.cancelRun, rt.runDone, rt.state = runner, cancel, done, stateRunning
 	rt.runs++
+	rt.evlog.unpark()
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
@@ -184,9 +220,7 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	default:
 		rt.held, rt.launched = held, held.Plugin()
 		rt.watchHeldLocked(held)
-		if rt.scope != sdk.ResumeInProcess {
-			evict = s.keepLocked(rt)
-		}
+		evict = s.keepLocked(rt, rt.scope)
 	}
 	if !s.closing && s.cfg.ParkedTimeout > 0 {
 		rt.parkGen++
@@ -196,13 +230,17 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	rt.mu.Unlock()
 	s.releaseLocked(rt.id)
 	for _, v := range evict {
-		if h := v.dropHeld(); h != nil {
+		if h := v.evictHeld(s.cfg.MaxKeptPlugins); h != nil {
 			toClose = append(toClose, h)
 		}
 	}
 	s.mu.Unlock()
+	if err := rt.evlog.park(); err != nil {
+		s.log.Warn("closing the event log of a parked runtime", "runtime_id", rt.id, "error", err)
+	}
 	close(done)
 	rt.markReady()
+	s.dirty()
 	for _, h := range toClose {
 		h.Close()
 	}
@@ -243,13 +281,18 @@ func (rt *runtime) watchHeldLocked(h *hostrt.HeldSession) {
 	}()
 }
 
-// dropHeld takes the kept plugin away from a parked runtime (the caller
-// closes it); for cross_process backends the next follow-up resumes in a
-// fresh plugin.
-func (rt *runtime) dropHeld() *hostrt.HeldSession {
+// evictHeld takes the kept plugin away from a parked runtime to make room
+// for a newer one (the caller closes it); an in_process session is lost
+// with it, and its follow-ups say why.
+func (rt *runtime) evictHeld(maxKept int) *hostrt.HeldSession {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.takeHeldLocked()
+	h := rt.takeHeldLocked()
+	if h != nil && rt.scope == sdk.ResumeInProcess {
+		rt.lost = fmt.Sprintf("its plugin %s was stopped while the runtime was parked, to keep at most %d parked runtimes' plugins running (the longest parked stop first)",
+			rt.plugin, maxKept)
+	}
+	return h
 }
 
 func (rt *runtime) takeHeldLocked() *hostrt.HeldSession {
@@ -282,6 +325,7 @@ func (rt *runtime) reap(gen int) {
 	delete(s.runtimes, rt.id)
 	s.mu.Unlock()
 	s.log.Debug("reaped a parked runtime", "runtime_id", rt.id)
+	s.dirty()
 	if h != nil {
 		h.Close()
 	}
@@ -310,8 +354,8 @@ func (rt *runtime) closeStream() {
 		rt.debug.End()
 	}
 	_ = rt.w.Close()
-	if rt.file != nil {
-		if err := rt.file.Close(); err != nil {
+	if rt.evlog != nil {
+		if err := rt.evlog.Close(); err != nil {
 			rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
 		}
 	}
@@ -362,9 +406,18 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 	if text == "" {
 		return stopErr(hostrt.ErrEmptyPrompt)
 	}
+	if err := sdk.CheckPrompt("text", text); err != nil {
+		return control.InvalidParams(err.Error())
+	}
 	s := rt.s
 	for {
 		s.mu.Lock()
+		if s.stoppingLocked() {
+			// A prompt queued in a run the shutdown is about to cancel
+			// would be answered accepted and never run.
+			s.mu.Unlock()
+			return ErrShuttingDown
+		}
 		rt.mu.Lock()
 		switch rt.state {
 		case stateGone:
@@ -381,8 +434,15 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			} else {
 				err = runner.Prompt(text)
 			}
-			if !errors.Is(err, hostrt.ErrRunEnded) {
+			// A cancelled run that is still ending its turn (ErrStopping)
+			// is an ending run: the prompt continues the session once it
+			// has parked, as a prompt that just missed the end does.
+			stopping := errors.Is(err, hostrt.ErrStopping)
+			if !errors.Is(err, hostrt.ErrRunEnded) && !stopping {
 				return stopErr(err)
+			}
+			if rt.wf != nil && stopping {
+				return fmt.Errorf("runtime %s: %w", rt.id, err)
 			}
 			if rt.wf != nil {
 				// Between two phases: the loop goes on, nothing takes a prompt.
@@ -409,31 +469,17 @@ func (rt *runtime) resumeLocked(text string) error {
 	if s.closing {
 		return ErrShuttingDown
 	}
-	if rt.wf != nil {
-		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.kind, rt.wf.file)
-	}
-	if rt.handedTo != "" {
-		return fmt.Errorf("runtime %s's session %s continues in runtime %s; prompt %s", rt.id, rt.sessionID, rt.handedTo, rt.handedTo)
-	}
-	held := rt.held
-	if held != nil && !held.Alive() {
+	if held := rt.held; held != nil && !held.Alive() && rt.scope == sdk.ResumeInProcess {
 		// Its watcher has not run yet; the run itself closes it.
-		if rt.scope == sdk.ResumeInProcess {
-			rt.lost = fmt.Sprintf("its plugin %s exited while the runtime was parked", rt.plugin)
-		}
+		rt.lost = fmt.Sprintf("its plugin %s exited while the runtime was parked", rt.plugin)
 	}
-	if rt.scope == sdk.ResumeInProcess && rt.sessionID != "" && (held == nil || !held.Alive()) {
-		why := rt.lost
-		if why == "" {
-			why = "its plugin is no longer running"
-		}
-		return fmt.Errorf("%w: runtime %s cannot continue session %s: %s, and backend %s resumes sessions only inside the plugin process that holds them (resume scope in_process); spawn a new runtime",
-			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.backend)
+	if err := rt.refusalLocked(); err != nil {
+		return err
 	}
 	if err := s.admitLocked(rt.id); err != nil {
 		return err
 	}
-	held = rt.takeHeldLocked()
+	held := rt.takeHeldLocked()
 	s.unkeepLocked(rt)
 	if rt.parkTimer != nil {
 		rt.parkTimer.Stop()
@@ -441,6 +487,34 @@ func (rt *runtime) resumeLocked(text string) error {
 	rt.parkGen++
 	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
 	rt.startRunLocked(text, rt.sessionID, held)
+	return nil
+}
+
+// refusalLocked says why a parked runtime can take no follow-up prompt,
+// nil when it can; rt.mu is held. A runtime it refuses lists as ended, one
+// it would take as idle (contract §5.6).
+func (rt *runtime) refusalLocked() error {
+	if rt.dead != "" {
+		return fmt.Errorf("%w: runtime %s %s; spawn a new runtime", ErrSessionLost, rt.id, rt.dead)
+	}
+	if rt.wf != nil {
+		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.Kind, rt.wf.File)
+	}
+	if rt.handedTo != "" {
+		return fmt.Errorf("runtime %s's session %s continues in runtime %s; prompt %s", rt.id, rt.sessionID, rt.handedTo, rt.handedTo)
+	}
+	if held := rt.held; rt.scope == sdk.ResumeInProcess && rt.sessionID != "" && (held == nil || !held.Alive()) {
+		why := rt.lost
+		switch {
+		case why != "":
+		case held != nil:
+			why = fmt.Sprintf("its plugin %s exited while the runtime was parked", rt.plugin)
+		default:
+			why = "its plugin is no longer running"
+		}
+		return fmt.Errorf("%w: runtime %s cannot continue session %s: %s, and backend %s resumes sessions only inside the plugin process that holds them (resume scope in_process); spawn a new runtime",
+			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.backend)
+	}
 	return nil
 }
 

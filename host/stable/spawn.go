@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/avenor-go/avenor/host/control"
 )
 
 // SpawnParams are the params of spawn (contract §5.6). Relative
@@ -49,7 +51,10 @@ type SpawnParams struct {
 }
 
 // validate checks what needs no backend, in the order of avenor run's
-// validation (contract §1.2).
+// validation (contract §1.2). A refused combination (or no prompt at all)
+// is the spawn's own logic failing: a plain error, -32000 with its text
+// (§5.2). A value no spawn could take — a timeout that does not parse, a
+// negative max_retries — is -32602, as params that do not decode are.
 func (p *SpawnParams) validate() error {
 	switch {
 	case p.Prompt != "" && p.PromptFile != "":
@@ -67,13 +72,13 @@ func (p *SpawnParams) validate() error {
 		return err
 	}
 	if p.MaxRetries != nil && *p.MaxRetries < 0 {
-		return fmt.Errorf("max_retries must not be negative, got %d", *p.MaxRetries)
+		return control.InvalidParams(fmt.Sprintf("max_retries must not be negative, got %d", *p.MaxRetries))
 	}
 	if _, err := ParseTimeout(p.Timeout); err != nil {
-		return err
+		return control.InvalidParams(err.Error())
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
-		return errors.New("permission_handler supports file:<path> only")
+		return control.InvalidParams("permission_handler supports file:<path> only")
 	}
 	return nil
 }

@@ -2,8 +2,8 @@ package stable
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -11,9 +11,10 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
-	"github.com/avenor-go/avenor/internal/regularfile"
+	hostrun "github.com/avenor-go/avenor/host/run"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // Default artifact names under <TempDir>/avenor-stable/<run id>/<runtime id>/.
@@ -30,7 +31,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 		return nil, err
 	}
 	if err := p.validate(); err != nil {
-		return nil, control.InvalidParams(err.Error())
+		return nil, err
 	}
 	if p.IdempotencyKey == "" {
 		return s.Spawn(ctx, p)
@@ -54,13 +55,20 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 // Spawn starts a runtime from p (validated, without idempotency) and
 // returns the spawn result.
 func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, error) {
+	s.waitRecovered() // the ids of recovered runtimes are taken
+	// A prompt the wire cannot carry (not UTF-8, over sdk.MaxPromptBytes)
+	// is refused here, not by the plugin's broken stream after launch: the
+	// prompt param itself is -32602; a prompt_file the spawn cannot use
+	// (missing, not a regular file, its content too long) is the spawn's
+	// own failure, -32000 with the text (§5.2).
 	prompt := p.Prompt
 	if p.PromptFile != "" {
-		data, err := regularfile.ReadFile(p.PromptFile)
-		if err != nil {
-			return nil, control.InvalidParams(fmt.Sprintf("prompt_file: %v", err))
+		var err error
+		if prompt, err = hostrun.ReadPromptFile("prompt_file", p.PromptFile); err != nil {
+			return nil, err
 		}
-		prompt = string(data)
+	} else if err := sdk.CheckPrompt("prompt", prompt); err != nil {
+		return nil, control.InvalidParams(err.Error())
 	}
 	start := p.Dir
 	if start == "" {
@@ -68,7 +76,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	absStart, err := filepath.Abs(start)
 	if err != nil {
-		return nil, control.InvalidParams(fmt.Sprintf("dir %q: %v", p.Dir, err))
+		return nil, fmt.Errorf("dir %q: %w", p.Dir, err)
 	}
 	roster, err := spawnRoster(p, absStart)
 	if err != nil {
@@ -93,12 +101,13 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		b.Settings.Backend, b.Settings.Agent, b.Settings.Model, b.Settings.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
 	}
 	set := b.Settings
-	dir, err := filepath.Abs(set.Dir)
-	if err != nil {
-		return nil, control.InvalidParams(fmt.Sprintf("dir %q: %v", set.Dir, err))
+	dir, err := hostrun.WorkDir("dir", set.Dir)
+	var derr *hostrun.DirError
+	if errors.As(err, &derr) {
+		return nil, control.InvalidParams(err.Error())
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, control.InvalidParams(fmt.Sprintf("dir %q is not a directory", set.Dir))
+	if err != nil {
+		return nil, err
 	}
 	if p.SessionID != "" {
 		if err := s.checkResume(p.SessionID, set.Backend); err != nil {
@@ -112,11 +121,19 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		}
 	}
 
-	// An id and an executing slot.
+	// An id and an executing slot; a fresh session of a warm pool's key
+	// takes a warm runtime, whose slot becomes the runtime's.
 	s.mu.Lock()
 	id := runtimeID(s.nextN + 1)
+	var warm *hostrt.HeldSession
+	if p.SessionID == "" && wf == nil {
+		warm = s.takeWarmLocked(keyOf(b, dir))
+	}
 	if err := s.admitLocked(id); err != nil {
 		s.mu.Unlock()
+		if warm != nil {
+			warm.Close()
+		}
 		return nil, err
 	}
 	s.nextN++
@@ -131,6 +148,9 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		s.mu.Lock()
 		s.releaseLocked(id)
 		s.mu.Unlock()
+		if warm != nil {
+			warm.Close()
+		}
 		return nil, err
 	}
 
@@ -139,11 +159,21 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		s.releaseLocked(id)
 		s.mu.Unlock()
 		rt.closeStream()
+		if warm != nil {
+			warm.Close()
+		}
 		return nil, ErrShuttingDown
 	}
 	s.runtimes[id] = rt
+	rt.params = p
 	s.attachLocked(rt)
-	var held *hostrt.HeldSession
+	held := warm
+	if held != nil {
+		l := held.Plugin()
+		rt.mu.Lock()
+		rt.plugin, rt.scope = l.Client.Info().Name, l.Backend.Info().ResumeScope
+		rt.mu.Unlock()
+	}
 	if p.SessionID != "" {
 		held = s.handOverLocked(p.SessionID, rt)
 	}
@@ -155,6 +185,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	rt.mu.Unlock()
 	s.mu.Unlock()
+	s.dirty()
 
 	t := time.NewTimer(spawnWait)
 	defer t.Stop()
@@ -208,9 +239,14 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		sp.env[EnvTreeBudget] = path
 	}
 	if sp.onEvent == "" || sp.sentinel == "" {
+		// <TempDir>/avenor-stable is a predictable name in a shared
+		// directory: each level must be ours and 0700, or another user
+		// who made it first would read or redirect the runtime's files.
 		rtDir := filepath.Join(s.artifacts, id)
-		if err := os.MkdirAll(rtDir, 0o700); err != nil {
-			return nil, fmt.Errorf("runtime artifacts: %w", err)
+		for _, d := range []string{filepath.Dir(s.artifacts), s.artifacts, rtDir} {
+			if err := safefile.PrivateDir(d); err != nil {
+				return nil, fmt.Errorf("runtime artifacts: %w (or give the spawn on_event and sentinel_file)", err)
+			}
 		}
 		if sp.onEvent == "" {
 			sp.onEvent = filepath.Join(rtDir, EventsFile)
@@ -229,15 +265,19 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		sp.permBase = permission.DerivePermBase(sp.sentinel)
 	}
 	hostrt.CleanFiles(sp.sentinel, sp.permBase, s.log.Warn)
-	file, err := os.Create(sp.onEvent)
+	// A named pipe or device is refused, as for `run --on-event`: a pipe
+	// nobody reads would block the open or the log (issue 16).
+	evlog, err := createEventLog(sp.onEvent)
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
 	}
 	rt := &runtime{
-		s: s, id: id, n: n, spec: sp, file: file, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
+		s: s, id: id, n: n, spec: sp, evlog: evlog, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
 		state: stateRunning,
 	}
-	rt.w = event.NewWriter(file, event.Stamp{RunID: sp.runID, RunLabel: sp.label, RuntimeID: id, Now: s.cfg.Now}, event.Options{})
+	// Batched, as every run's (issue 18): each run flushes it before its
+	// sentinel, and closeStream before the log closes.
+	rt.w = hostrt.NewEventWriter(evlog, event.Stamp{RunID: sp.runID, RunLabel: sp.label, RuntimeID: id, Now: s.cfg.Now})
 	perms := permission.Options{
 		AutoApprove: sp.autoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
 		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
@@ -263,9 +303,9 @@ func (s *Supervisor) checkResume(sessionID, backend string) error {
 		}
 		switch {
 		case state == stateRunning:
-			return control.InvalidParams(fmt.Sprintf("session %s is in use by running runtime %s; prompt it instead", sessionID, rt.id))
+			return fmt.Errorf("session %s is in use by running runtime %s; prompt it instead", sessionID, rt.id)
 		case rb != backend:
-			return control.InvalidParams(fmt.Sprintf("session %s belongs to runtime %s of backend %s, not %s", sessionID, rt.id, rb, backend))
+			return fmt.Errorf("session %s belongs to runtime %s of backend %s, not %s", sessionID, rt.id, rb, backend)
 		case state == stateParked && lostScope:
 			return fmt.Errorf("%w: session %s of runtime %s: its plugin is no longer running and backend %s resumes sessions only inside that process (resume scope in_process)",
 				ErrSessionLost, sessionID, rt.id, rb)

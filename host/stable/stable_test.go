@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/plugins"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/sdk/plugin"
 	"github.com/avenor-go/avenor/sdk/plugintest/scripted"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
@@ -41,6 +44,9 @@ func TestParseTimeout(t *testing.T) {
 	}
 }
 
+// TestSpawnParamsValidate: refused combinations are the spawn's own
+// failure (-32000 with the text, issue 17 item 3); values no spawn could
+// take are invalid params (-32602) with the text as detail.
 func TestSpawnParamsValidate(t *testing.T) {
 	neg := -1
 	for _, tc := range []struct {
@@ -59,12 +65,22 @@ func TestSpawnParamsValidate(t *testing.T) {
 		{"file alone", SpawnParams{Prompt: "x", RosterFile: "r.json"}, "roster_file requires roster_entry (or a loop_file or team_file whose phases set roster_entry)"},
 		{"entry loop", SpawnParams{LoopFile: "/l", RosterFile: "r.json", RosterEntry: "e"}, "roster_entry cannot be used with loop_file or team_file (set roster_entry on the phases)"},
 		{"entry backend", SpawnParams{Prompt: "x", RosterFile: "r.json", RosterEntry: "e", Backend: "echo"}, "roster_entry and backend are mutually exclusive"},
-		{"retries", SpawnParams{Prompt: "x", MaxRetries: &neg}, "max_retries must not be negative, got -1"},
-		{"handler", SpawnParams{Prompt: "x", PermissionHandler: "http://x"}, "permission_handler supports file:<path> only"},
+		{"retries", SpawnParams{Prompt: "x", MaxRetries: &neg}, "-32602 max_retries must not be negative, got -1"},
+		{"handler", SpawnParams{Prompt: "x", PermissionHandler: "http://x"}, "-32602 permission_handler supports file:<path> only"},
+		{"timeout", SpawnParams{Prompt: "x", Timeout: json.RawMessage(`"soon"`)}, `-32602 timeout "soon": want a number of seconds (600) or a Go duration string ("10m")`},
 	} {
 		err := tc.p.validate()
-		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || err.Error() != tc.want)) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		got := ""
+		if err != nil {
+			var ce *control.Error
+			if errors.As(err, &ce) {
+				got = fmt.Sprintf("%d %v", ce.Code, ce.Data.(map[string]any)["detail"])
+			} else {
+				got = err.Error()
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
@@ -109,11 +125,19 @@ func TestIdempotencyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	finish(map[string]any{"runtime_id": "rt_2"})
-	if _, _, err := s.begin(ctx, "k3", "h"); !errors.Is(err, ErrIdempotencyFull) {
-		t.Fatalf("full store: %v", err)
+	// Full: a new key evicts the oldest finished one (eviction in detail:
+	// TestIdempotencyStoreEvicts).
+	now = now.Add(time.Second)
+	if stored, finish, err := s.begin(ctx, "k3", "h"); err != nil || stored != nil {
+		t.Fatalf("full store: %v %v", stored, err)
+	} else {
+		finish(map[string]any{"runtime_id": "rt_3"})
+	}
+	if stored, _, err := s.begin(ctx, "k2", "h"); err != nil || stored["runtime_id"] != "rt_2" {
+		t.Fatalf("k2 after k3: %v %v", stored, err)
 	}
 	now = now.Add(IdempotencyTTL + time.Second)
-	if stored, finish, err := s.begin(ctx, "k3", "h"); err != nil || stored != nil {
+	if stored, finish, err := s.begin(ctx, "k1", "h"); err != nil || stored != nil {
 		t.Fatalf("after the TTL: %v %v", stored, err)
 	} else {
 		finish(nil)
@@ -180,7 +204,7 @@ func inProcess(launches *atomic.Int32) Resolver {
 		if err != nil {
 			return Backend{}, err
 		}
-		return Backend{Settings: st, StateDir: filepath.Join(dir, "state"), Launch: func(ctx context.Context) (*plugins.Launched, error) {
+		return Backend{Settings: st, Backend: hostrt.Backend{Name: st.Backend, StateDir: filepath.Join(dir, "state"), Launch: func(ctx context.Context) (*plugins.Launched, error) {
 			launches.Add(1)
 			c, err := plugin.ServeInProcess(ctx, plugin.Info{Name: "scripted", Version: "test"}, nil, scripted.New())
 			if err != nil {
@@ -188,7 +212,7 @@ func inProcess(launches *atomic.Int32) Resolver {
 			}
 			b, _ := c.Backend("scripted")
 			return &plugins.Launched{Client: c, Backend: b, Found: plugins.Found{Family: "scripted", Path: "in-process"}}, nil
-		}}, nil
+		}}}, nil
 	}
 }
 
@@ -242,7 +266,7 @@ func TestSupervisorInProcess(t *testing.T) {
 				Runs int `json:"runs"`
 			}
 			_ = json.Unmarshal(rt.Raw, &extra)
-			if rt.Status == "ended" && extra.Runs == runs {
+			if rt.Parked && extra.Runs == runs {
 				return rt
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -310,16 +334,16 @@ func TestInProcessSessionLost(t *testing.T) {
 	defer os.RemoveAll(dir)
 	resolve := func(d string, set map[string]any) (Backend, error) {
 		st, _, err := config.Load(config.Sources{Flags: set})
-		return Backend{Settings: st, StateDir: filepath.Join(d, "state"), Launch: func(ctx context.Context) (*plugins.Launched, error) {
+		return Backend{Settings: st, Backend: hostrt.Backend{Name: st.Backend, StateDir: filepath.Join(d, "state"), Launch: func(ctx context.Context) (*plugins.Launched, error) {
 			c, err := plugin.ServeInProcess(ctx, plugin.Info{Name: "scripted", Version: "test"}, nil, inProcessScope{scripted.New()})
 			if err != nil {
 				return nil, err
 			}
 			b, _ := c.Backend("scripted")
 			return &plugins.Launched{Client: c, Backend: b}, nil
-		}}, err
+		}}}, err
 	}
-	sup, err := New(Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, MaxKeptPlugins: 1, Resolve: resolve})
+	sup, err := New(Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, MaxKeptPlugins: 2, Resolve: resolve})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,19 +367,21 @@ func TestInProcessSessionLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rt.Status == "ended" {
+			if rt.Parked {
 				return rt
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	var ids []string
-	for i := 0; i < 2; i++ { // two: MaxKeptPlugins 1 never evicts in_process plugins
+	for i := 0; i < 2; i++ { // two: both keep their plugin (MaxKeptPlugins 2)
 		sp, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say one"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ended(sp.RuntimeID)
+		if rt := ended(sp.RuntimeID); rt.Status != StatusIdle {
+			t.Fatalf("parked runtime with its kept plugin lists %q, want idle (it takes follow-ups)", rt.Status)
+		}
 		ids = append(ids, sp.RuntimeID)
 	}
 	if err := c.Prompt(ctx, "say two", ids[0]); err != nil {
@@ -379,6 +405,9 @@ func TestInProcessSessionLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(rt.Raw), `"session_lost":"its plugin scripted exited while the runtime was parked"`) {
+			if rt.Status != StatusEnded {
+				t.Fatalf("a runtime whose in_process session was lost lists %q, want ended (it takes no prompt)", rt.Status)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -400,5 +429,8 @@ func TestInProcessSessionLost(t *testing.T) {
 	}
 	if err := c.Prompt(ctx, "say two", ids[1]); err == nil || !strings.Contains(err.Error(), "continues in runtime "+sp.RuntimeID) {
 		t.Fatalf("prompt of the runtime whose session moved: %v", err)
+	}
+	if rt := ended(ids[1]); rt.Status != StatusEnded {
+		t.Fatalf("a runtime whose session moved lists %q, want ended", rt.Status)
 	}
 }

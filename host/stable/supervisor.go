@@ -15,7 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/control"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // Reasons a supervisor stops (the tombstone's reason=).
@@ -41,6 +43,9 @@ const (
 	killWait = 5 * time.Second
 	// spawnWait bounds how long spawn waits for the session to open.
 	spawnWait = 60 * time.Second
+	// recoveryWait bounds how long a control call waits for the runtimes
+	// of a dead predecessor to be recovered (recover.go).
+	recoveryWait = 60 * time.Second
 )
 
 // Supervisor runs many runtimes behind one control socket. Build it with
@@ -51,6 +56,7 @@ type Supervisor struct {
 	srv  *control.Server
 	idem *idemStore
 	tree *treeBudget
+	warm *warmSet
 	// artifacts is <TempDir>/avenor-stable/<RunID>.
 	artifacts string
 
@@ -65,11 +71,27 @@ type Supervisor struct {
 	nextN     int
 	active    int // executing runtimes (starting or running)
 	conns     int
-	kept      []*runtime // parked cross_process runtimes keeping a plugin, oldest first
+	kept      []keptRuntime // parked runtimes keeping their plugin, oldest first
 	allSubs   []*allSub
 	closing   bool
 	idleTimer *time.Timer
 	nextCQ    int
+	// slotFreed is closed (and replaced) when an executing slot is given
+	// back: phases waiting for one look again.
+	slotFreed chan struct{}
+
+	// store holds the durable state (nil without Config.StateDir); the
+	// saver goroutine writes it when dirty (persist.go).
+	store     *stateStore
+	saveCh    chan struct{}
+	saverQuit chan struct{}
+	saverDone chan struct{}
+	pid       int
+	// recovered is closed once the runtimes of a dead predecessor are back
+	// (or there were none): until then the runtime table is not whole, and
+	// lookups wait for it.
+	recovered     chan struct{}
+	recoveredOnce sync.Once
 
 	stopOnce   sync.Once
 	stopCh     chan struct{}
@@ -87,10 +109,18 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, errors.New("stable: Config.Resolve is required")
 	}
 	cfg.defaults()
-	s := &Supervisor{
+	warm, err := newWarmSet(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Supervisor{warm: warm,
 		cfg: cfg, log: cfg.Logger, idem: newIdemStore(cfg.Now), runCtx: context.Background(),
 		artifacts: filepath.Join(cfg.TempDir, "avenor-stable", cfg.RunID),
 		runtimes:  map[string]*runtime{}, stopCh: make(chan struct{}), done: make(chan struct{}),
+		pid: os.Getpid(), recovered: make(chan struct{}),
+	}
+	if cfg.StateDir == "" {
+		s.markRecovered() // nothing to recover
 	}
 	return s, nil
 }
@@ -108,6 +138,7 @@ func (s *Supervisor) TombstonePath() string { return s.cfg.SocketPath + ".dead" 
 // start_failed and the error.
 func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	defer close(s.done)
+	defer s.markRecovered()
 	tomb := s.TombstonePath()
 	if err := os.Remove(tomb); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("could not remove the old tombstone", "path", tomb, "error", err)
@@ -133,9 +164,22 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 		s.writeTombstone(ReasonStartFailed)
 		return ReasonStartFailed, err
 	}
+	// The socket is ours now: no other supervisor serves it, so none is
+	// recovering the same state.
+	err = s.openState()
+	s.markRecovered()
+	if err != nil {
+		s.srv.Close()
+		s.tree.close()
+		s.writeTombstone(ReasonStartFailed)
+		return ReasonStartFailed, err
+	}
+	s.startSaver()
+	s.dirty()
 	s.mu.Lock()
 	s.idleCheckLocked()
 	s.mu.Unlock()
+	s.runWarm()
 
 	mode := ModeGraceful
 	select {
@@ -148,6 +192,8 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	reason, mode = s.stopReason, s.stopMode
 	s.mu.Unlock()
 	s.shutdown(mode)
+	// Every runtime was stopped here: nothing is left for a successor.
+	s.stopSaver(true)
 	if err := s.srv.Close(); err != nil {
 		s.log.Warn("closing the control socket", "error", err)
 	}
@@ -157,6 +203,20 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	}
 	s.writeTombstone(reason)
 	return reason, nil
+}
+
+// stoppingLocked reports whether a stop was requested or has begun; s.mu is
+// held. From the shutdown method's answer on, nothing new is started.
+func (s *Supervisor) stoppingLocked() bool {
+	if s.closing {
+		return true
+	}
+	select {
+	case <-s.stopCh:
+		return true
+	default:
+		return false
+	}
 }
 
 // requestStop asks Serve to stop; the first request wins.
@@ -173,13 +233,9 @@ func (s *Supervisor) requestStop(reason, mode string) {
 func (s *Supervisor) writeTombstone(reason string) {
 	line := fmt.Sprintf("STOPPED reason=%s pid=%d at=%s\n", reason, os.Getpid(), s.cfg.Now().UTC().Format(time.RFC3339Nano))
 	path := s.TombstonePath()
-	tmp := path + ".tmp"
-	err := os.WriteFile(tmp, []byte(line), 0o600)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	// Beside the socket, maybe in a shared directory: a fixed .tmp name
+	// there could be a planted symlink.
+	if err := safefile.WriteFile(path, []byte(line), 0o600); err != nil {
 		fmt.Fprintf(s.cfg.Stderr, "avenor stable: writing the tombstone %s: %v\n", path, err)
 	}
 }
@@ -229,6 +285,10 @@ func (s *Supervisor) admitLocked(id string) error {
 	if err := s.tree.reserve(id); err != nil {
 		return err
 	}
+	if s.active+s.warm.slotsLocked() >= s.cfg.MaxRuntimes {
+		// Warm runtimes hold slots only until a spawn needs one.
+		s.yieldWarmLocked()
+	}
 	s.active++
 	s.idleCheckLocked()
 	return nil
@@ -239,6 +299,34 @@ func (s *Supervisor) releaseLocked(id string) {
 	s.active--
 	s.tree.release(id)
 	s.idleCheckLocked()
+	s.slotFreedLocked()
+}
+
+// slotFreedLocked wakes the phases waiting for an executing slot.
+func (s *Supervisor) slotFreedLocked() {
+	if s.slotFreed != nil {
+		close(s.slotFreed)
+		s.slotFreed = nil
+	}
+}
+
+// slotWaitLocked is closed at the next slotFreedLocked.
+func (s *Supervisor) slotWaitLocked() <-chan struct{} {
+	if s.slotFreed == nil {
+		s.slotFreed = make(chan struct{})
+	}
+	return s.slotFreed
+}
+
+// markRecovered opens the runtime table to lookups.
+func (s *Supervisor) markRecovered() { s.recoveredOnce.Do(func() { close(s.recovered) }) }
+
+// waitRecovered waits, bounded, for recovery to finish.
+func (s *Supervisor) waitRecovered() {
+	select {
+	case <-s.recovered:
+	case <-time.After(recoveryWait):
+	}
 }
 
 // lookup returns a live runtime.
@@ -246,6 +334,7 @@ func (s *Supervisor) lookup(id string) (*runtime, error) {
 	if id == "" {
 		return nil, control.MissingParams("runtime_id")
 	}
+	s.waitRecovered()
 	s.mu.Lock()
 	rt := s.runtimes[id]
 	s.mu.Unlock()
@@ -257,6 +346,7 @@ func (s *Supervisor) lookup(id string) (*runtime, error) {
 
 // sorted returns the runtimes in id order and each one's children.
 func (s *Supervisor) sorted() ([]*runtime, map[string][]string) {
+	s.waitRecovered()
 	s.mu.Lock()
 	list := make([]*runtime, 0, len(s.runtimes))
 	for _, rt := range s.runtimes {
@@ -273,23 +363,43 @@ func (s *Supervisor) sorted() ([]*runtime, map[string][]string) {
 	return list, children
 }
 
-// keepLocked records rt as keeping a cross_process plugin while parked and
-// returns the runtimes whose kept plugins must stop to stay within
-// MaxKeptPlugins.
-func (s *Supervisor) keepLocked(rt *runtime) []*runtime {
-	s.kept = append(s.kept, rt)
+// keepLocked records rt as keeping its plugin while parked and returns the
+// runtimes whose kept plugins must stop to stay within MaxKeptPlugins.
+// Every kept plugin counts, in_process ones too: parked runtimes do not
+// count against --max-runtimes (contract §1.3), so without this bound each
+// parked in_process runtime held a process for its whole parking (40
+// spawns under --max-runtimes 2 left 40 plugins running). The longest
+// parked cross_process runtime goes first, since it loses only speed (its
+// next follow-up resumes in a fresh plugin); an in_process one goes only
+// when no cross_process one is left, and its session is then lost.
+// scope is rt's resume scope (rt.mu is held by the caller).
+func (s *Supervisor) keepLocked(rt *runtime, scope string) []*runtime {
+	s.kept = append(s.kept, keptRuntime{rt: rt, inProcess: scope == sdk.ResumeInProcess})
 	var evict []*runtime
 	for len(s.kept) > s.cfg.MaxKeptPlugins {
-		evict = append(evict, s.kept[0])
-		s.kept = s.kept[1:]
+		i := 0
+		for j, k := range s.kept {
+			if !k.inProcess {
+				i = j
+				break
+			}
+		}
+		evict = append(evict, s.kept[i].rt)
+		s.kept = append(s.kept[:i], s.kept[i+1:]...)
 	}
 	return evict
+}
+
+// keptRuntime is a parked runtime keeping its plugin.
+type keptRuntime struct {
+	rt        *runtime
+	inProcess bool // its session lives only in that plugin
 }
 
 // unkeepLocked forgets rt in the kept list.
 func (s *Supervisor) unkeepLocked(rt *runtime) {
 	for i, k := range s.kept {
-		if k == rt {
+		if k.rt == rt {
 			s.kept = append(s.kept[:i], s.kept[i+1:]...)
 			return
 		}
@@ -311,6 +421,7 @@ func (s *Supervisor) shutdown(mode string) {
 		list = append(list, rt)
 	}
 	s.mu.Unlock()
+	s.stopWarm()
 
 	for _, rt := range list {
 		rt.cancel()
@@ -331,9 +442,18 @@ func (s *Supervisor) shutdown(mode string) {
 			s.log.Error("runtimes still running after their plugins were killed")
 		}
 	}
+	// At once: a kept plugin can take a second or two to stop (a
+	// re-attached one is no child of ours, and its exit is polled), and
+	// shutdown waits for the slowest only.
+	var retiring sync.WaitGroup
 	for _, rt := range list {
-		rt.retire()
+		retiring.Add(1)
+		go func() {
+			defer retiring.Done()
+			rt.retire()
+		}()
 	}
+	retiring.Wait()
 	s.bg.Wait()
 }
 

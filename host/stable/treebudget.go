@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // EnvTreeBudget names the inherited tree budget file (contract §1.14).
@@ -84,18 +86,40 @@ func openTreeBudget(inherited, home, runID string, capacity int, now func() time
 		return t
 	}
 	dir := filepath.Join(home, ".avenor", "sockets")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := safefile.PrivateDir(dir); err != nil {
 		t.degrade(fmt.Sprintf("creating %s: %v", dir, err))
 		return t
 	}
-	path := filepath.Join(dir, fmt.Sprintf("tree-budget-%d-%s.tree-budget", pid, NewRunID()[:8]))
+	// A root killed before its close left its file: the next root removes
+	// those of dead pids (ours only; a live root's file stays).
+	safefile.RemoveStale(dir, treeBudgetPrefix)
+	path := filepath.Join(dir, safefile.StaleName(treeBudgetPrefix, pid)+NewRunID()[:8]+".tree-budget")
 	data, _ := json.Marshal(budgetFile{Version: 1, RootID: runID, RootPID: pid, Capacity: capacity, Reservations: []reservation{}})
-	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := createBudgetFile(path, append(data, '\n')); err != nil {
 		t.degrade(fmt.Sprintf("creating %s: %v", path, err))
 		return t
 	}
 	t.path, t.root = path, true
 	return t
+}
+
+// treeBudgetPrefix starts a budget file's name:
+// tree-budget-<root pid>-<random>.tree-budget (contract §8).
+const treeBudgetPrefix = "tree-budget-"
+
+// createBudgetFile creates a new budget file, refusing anything already at
+// path (safefile.Create: O_EXCL|O_NOFOLLOW).
+func createBudgetFile(path string, data []byte) error {
+	f, err := safefile.Create(path, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }
 
 func (t *treeBudget) degrade(reason string) {

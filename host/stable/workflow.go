@@ -2,25 +2,29 @@ package stable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"time"
 
-	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/plugins"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrun "github.com/avenor-go/avenor/host/run"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// workflow is what a loop_file / team_file runtime runs (contract §6.8):
-// the whole loop or team is the runtime's one run, every phase a
-// host/runtime run of its own writing into the runtime's stream.
-type workflow struct {
-	kind, file string // "loop" or "team", as the spawn gave it
-	loop       *loop.LoopConfig
-	team       *loop.TeamConfig
-	identity   loop.Identity
-	backends   map[string]loop.Backend
-}
+// PhaseSlotRetry is how often a loop or team phase waiting for an executing
+// slot looks again when none was given back in this supervisor: other
+// supervisors of its tree free tree budget without telling it.
+const PhaseSlotRetry = 250 * time.Millisecond
+
+// workflow is what a loop_file / team_file runtime runs (contract §6.8),
+// loaded by host/run as `avenor run --loop-file` loads it: the whole loop
+// or team is the runtime's one run, every phase a host/runner run of its
+// own writing into the runtime's stream.
+type workflow = hostrun.Workflow
 
 // relTo resolves a spawn's path against its dir.
 func relTo(dir, path string) string {
@@ -37,7 +41,7 @@ func spawnRoster(p SpawnParams, dir string) (*loop.Roster, error) {
 	}
 	r, err := loop.LoadRoster(relTo(dir, p.RosterFile))
 	if err != nil {
-		return nil, control.InvalidParams(fmt.Sprintf("roster_file %s: %v", p.RosterFile, err))
+		return nil, fmt.Errorf("roster_file %s: %w", p.RosterFile, err)
 	}
 	return r, nil
 }
@@ -46,7 +50,7 @@ func spawnRoster(p SpawnParams, dir string) (*loop.Roster, error) {
 func rosterEntry(r *loop.Roster, name string) (loop.RosterEntry, error) {
 	e, err := r.Lookup(name)
 	if err != nil {
-		return e, control.InvalidParams(fmt.Sprintf("roster_entry: %v", err))
+		return e, fmt.Errorf("roster_entry: %w", err)
 	}
 	return e, nil
 }
@@ -56,31 +60,14 @@ func rosterEntry(r *loop.Roster, name string) (loop.RosterEntry, error) {
 // before anything runs; b is the run-level backend, already resolved.
 func (s *Supervisor) loadWorkflow(p SpawnParams, dir string, roster *loop.Roster, b Backend) (*workflow, error) {
 	set := b.Settings
-	wf := &workflow{kind: "loop", file: p.LoopFile, backends: map[string]loop.Backend{},
-		identity: loop.Identity{Backend: set.Backend, Agent: set.Agent, Model: set.Model, Thinking: set.Thinking}}
-	if p.TeamFile != "" {
-		wf.kind, wf.file = "team", p.TeamFile
-	}
-	lo := loop.LoadOptions{Roster: roster}
-	var names []string
-	var err error
-	if wf.kind == "loop" {
-		if wf.loop, err = loop.LoadLoop(relTo(dir, wf.file), lo); err == nil {
-			names = wf.loop.Backends(wf.identity)
-		}
-	} else {
-		if wf.team, err = loop.LoadTeam(relTo(dir, wf.file), lo); err == nil {
-			names = wf.team.Backends(wf.identity)
-		}
-	}
-	if err != nil {
-		return nil, control.InvalidParams(fmt.Sprintf("load %s config: %v", wf.kind, err))
-	}
-	for _, name := range names {
+	id := loop.Identity{Backend: set.Backend, Agent: set.Agent, Model: set.Model, Thinking: set.Thinking}
+	files := hostrun.WorkflowFiles{LoopFile: p.LoopFile, TeamFile: p.TeamFile, Dir: dir, Roster: roster}
+	return hostrun.LoadWorkflow(files, id, func(name string) (hostrt.Backend, error) {
 		nb := b
 		if name != set.Backend {
+			var err error
 			if nb, err = s.cfg.Resolve(dir, map[string]any{"backend": name}); err != nil {
-				return nil, err
+				return hostrt.Backend{}, err
 			}
 		}
 		env := make(map[string]string, len(nb.Env)+1)
@@ -90,25 +77,17 @@ func (s *Supervisor) loadWorkflow(p SpawnParams, dir string, roster *loop.Roster
 		if path := s.tree.Path(); path != "" {
 			env[EnvTreeBudget] = path
 		}
-		wf.backends[name] = loop.Backend{Launch: nb.Launch, Env: env, PluginOptions: nb.PluginOptions, StateDir: nb.StateDir}
-	}
-	return wf, nil
-}
-
-// backend is the phases' Runtimes.Backend.
-func (wf *workflow) backend(name string) (loop.Backend, error) {
-	b, ok := wf.backends[name]
-	if !ok {
-		return b, fmt.Errorf("unknown backend %q", name)
-	}
-	return b, nil
+		lb := nb.Backend
+		lb.Env = env
+		return lb, nil
+	})
 }
 
 // phaseBackend is the phases' Runtimes.Backend: the workflow's backend,
 // whose plugins the runtime tracks while they run, so that a kill shutdown
 // can SIGKILL them.
 func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
-	b, err := rt.wf.backend(name)
+	b, err := rt.wf.Backend(name)
 	if err != nil {
 		return b, err
 	}
@@ -157,21 +136,81 @@ func (rt *runtime) startWorkflowLocked(initial string) {
 	done := make(chan struct{})
 	rt.runner, rt.cancelRun, rt.runDone, rt.state = rts, cancel, done, stateRunning
 	rt.runs++
+	rt.evlog.unpark()
 	s.runs.Add(1)
 	opts := loop.Options{
 		RunID: sp.runID, Dir: sp.dir, Writer: rt.w, SentinelPath: sp.sentinel, Timeout: sp.timeout,
-		Initial: initial, Identity: wf.identity, Phases: rts.Run, Stderr: s.cfg.Stderr,
+		Initial: initial, Identity: wf.Identity, Phases: rt.admitted(rts.Run), Stderr: s.cfg.Stderr,
 	}
 	go func() {
 		defer s.runs.Done()
-		var res loop.Result
-		if wf.loop != nil {
-			res = loop.RunLoop(ctx, wf.loop, opts)
-		} else {
-			res = loop.RunTeam(ctx, wf.team, opts)
-		}
+		res := wf.Run(ctx, opts)
 		cancel(nil)
 		rt.finishRun(hostrt.Result{ExitCode: res.ExitCode, StopReason: res.StopReason}, done)
 	}()
 	rt.markReady()
+}
+
+// admitted makes every phase of the runtime's loop or team hold an
+// executing slot while it runs: each phase is a plugin and a session, a
+// runtime as --max-runtimes and the tree budget count them. A team used to
+// start every member at once (120 members: 120 plugins under
+// --max-runtimes 2); its members now run as many at a time as the limits
+// allow, the rest waiting for a slot, and the team still runs them all.
+func (rt *runtime) admitted(run loop.PhaseFunc) loop.PhaseFunc {
+	return func(ctx context.Context, spec loop.Spec) loop.Outcome {
+		release, err := rt.phaseSlot(ctx)
+		if err != nil {
+			reason := sdk.StopCancelled
+			if errors.Is(context.Cause(ctx), hostrt.ErrTimeout) {
+				reason = sdk.StopTimeout
+			}
+			return loop.Outcome{StopReason: reason}
+		}
+		defer release()
+		return run(ctx, spec)
+	}
+}
+
+// phaseSlot takes an executing slot for one phase: the runtime's own,
+// admitted at spawn, when no other phase of it holds it; else one of its
+// own, admitted as a spawn is (--max-runtimes, then the tree budget). It
+// waits while neither is free. The own slot keeps a team going whatever
+// else runs: a team never waits on slots that only it could free.
+func (rt *runtime) phaseSlot(ctx context.Context) (release func(), err error) {
+	s := rt.s
+	for {
+		s.mu.Lock()
+		if !rt.ownSlotBusy {
+			rt.ownSlotBusy = true
+			s.mu.Unlock()
+			return func() {
+				s.mu.Lock()
+				rt.ownSlotBusy = false
+				s.slotFreedLocked()
+				s.mu.Unlock()
+			}, nil
+		}
+		rt.phaseSlots++
+		id := rt.id + "." + strconv.Itoa(rt.phaseSlots)
+		if err := s.admitLocked(id); err == nil {
+			s.mu.Unlock()
+			return func() {
+				s.mu.Lock()
+				s.releaseLocked(id)
+				s.mu.Unlock()
+			}, nil
+		}
+		freed := s.slotWaitLocked()
+		s.mu.Unlock()
+		t := time.NewTimer(PhaseSlotRetry)
+		select {
+		case <-freed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Class is what an event means to someone skimming a run (contract §1.5).
@@ -44,14 +46,14 @@ const findingConfidence = 60
 func Classify(ev Event) Class {
 	name := ev.Name()
 	switch name {
-	case evSessionEnd, evPermRequest, evLoopStart, evLoopEnd, evPhaseEnd, evRetry, evError:
+	case sdk.EventSessionEnd, sdk.EventPermissionRequest, sdk.EventLoopStart, sdk.EventLoopEnd, sdk.EventPhaseEnd, sdk.EventRetry, sdk.EventError:
 		return Milestone
-	case evStatus:
+	case sdk.EventAgentStatus:
 		if p := ev.str("phase"); p == "waiting" || p == "done" {
 			return Milestone
 		}
 		return Activity
-	case evMessageChunk, evThoughtChunk, evUserChunk:
+	case sdk.EventMessageChunk, sdk.EventThoughtChunk, sdk.EventUserMessageChunk:
 		if isFinding(ev.chunkText()) {
 			return Finding
 		}

@@ -19,6 +19,9 @@ var (
 	// ErrTruncated: the log shrank below what was already read while
 	// following it; it was rewritten, not appended to.
 	ErrTruncated = errors.New("log truncated while following")
+	// ErrCursorPipe: --since-cursor was given with a pipe; a pipe has no
+	// offsets to come back to. The fault is the caller's.
+	ErrCursorPipe = errors.New("a cursor needs a log file")
 )
 
 // CursorAheadError is [ErrCursorAhead] with the contract's exact text (§1.5):

@@ -38,8 +38,15 @@ func (e Event) Name() string {
 	return s
 }
 
-// SessionID is the "session_id" field rendered as text, or "".
-func (e Event) SessionID() string { return e.str("session_id") }
+// SessionID is the "session_id" field rendered as text, else the
+// "sessionID" field some older writers used (the original accepted both), or
+// "".
+func (e Event) SessionID() string {
+	if id := e.str("session_id"); id != "" {
+		return id
+	}
+	return e.str("sessionID")
+}
 
 // str renders a scalar field as text: strings as they are, numbers as
 // written in the log, booleans as true/false; objects, arrays, null and
@@ -58,18 +65,6 @@ func scalar(v any) string {
 		return strconv.FormatBool(v)
 	}
 	return ""
-}
-
-// object returns a nested object field, or nil.
-func (e Event) object(key string) Event {
-	m, _ := e[key].(map[string]any)
-	return m
-}
-
-// truthy says whether a field is the JSON boolean true.
-func (e Event) truthy(key string) bool {
-	b, _ := e[key].(bool)
-	return b
 }
 
 // chunkText is the text of a message, thought or user chunk: content.text

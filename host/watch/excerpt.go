@@ -6,111 +6,92 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // MaxExcerptRunes bounds an excerpt (contract §1.5: at most 120 characters).
 const MaxExcerptRunes = 120
-
-// Event names the digest and the classifier treat specially (contract §2).
-const (
-	evMessageChunk = "agent.message_chunk"
-	evThoughtChunk = "agent.thought_chunk"
-	evUserChunk    = "user.message_chunk"
-	evToolCall     = "tool.call"
-	evToolUpdate   = "tool.call_update"
-	evStatus       = "agent.status"
-	evSessionEnd   = "session.end"
-	evPermRequest  = "permission.request"
-	evError        = "avenor.error"
-	evRetry        = "avenor.retry"
-	evLoopStart    = "avenor.loop.start"
-	evLoopEnd      = "avenor.loop.end"
-	evPhaseStart   = "avenor.phase.start"
-	evPhaseEnd     = "avenor.phase.end"
-)
 
 // envelope are the standard fields of §2.1 (and ACP bookkeeping) that the
 // generic excerpt leaves out: they are on every line and say nothing about
 // this one.
 var envelope = map[string]bool{
 	"event": true, "ts": true, "seq": true, "run_id": true, "run_label": true,
-	"runtime_id": true, "session_id": true, "session_update": true,
+	"runtime_id": true, "session_id": true, "sessionID": true, "session_update": true,
 }
 
 // Excerpt is the last column of a plain digest line: one line of at most
 // [MaxExcerptRunes] runes, every run of white space (newlines included) and
-// control characters collapsed into one space. Per event:
+// control characters collapsed into one space. The forms are the original
+// avenor's (issue 17), so a harness that matches them keeps working:
 //
 //	agent.message_chunk, agent.thought_chunk, user.message_chunk   the text
 //	tool.call, tool.call_update     kind:title [status]   (read:/repo/main.go [pending], read [completed])
+//	agent.status                    <phase> | <label>, or <phase> alone
+//	permission.request              <question>, or <tool> when there is no question
+//	session.plan                    <label>, or <title>
+//	session.end                     stop_reason=<reason>
+//	avenor.retry                    attempt=<attempt>/<max_retries>, or "retrying" without attempt
+//	avenor.loop.start               loop start, max_iterations=<n>
 //	avenor.phase.start              phase: <phase> (iter <iteration>)
-//	avenor.phase.end                phase: <phase> → <stop_reason> [exit|abort: <marker label>]
-//	session.end                     stop_reason=<reason> [error=<error>]
-//	agent.status                    <phase>[: <label>]
-//	permission.request              <tool>: <question>   (either alone when the other is missing)
-//	avenor.error                    <source>: <message>
+//	avenor.phase.end                phase: <phase> → <stop_reason>
+//	avenor.loop.end                 loop end: <exit_reason>
+//	avenor.error                    <source>: <message>, or either alone
 //	anything else                   key=value for every non-envelope field, sorted by key
+//
+// The last row is ours: the original printed nothing there, and a line that
+// says which fields an unknown event carries costs a harness nothing.
 func Excerpt(ev Event) string { return clip(rawExcerpt(ev), MaxExcerptRunes) }
 
 func rawExcerpt(ev Event) string {
 	switch ev.Name() {
-	case evMessageChunk, evThoughtChunk, evUserChunk:
+	case sdk.EventMessageChunk, sdk.EventThoughtChunk, sdk.EventUserMessageChunk:
 		return ev.chunkText()
-	case evToolCall, evToolUpdate:
+	case sdk.EventToolCall, sdk.EventToolCallUpdate:
 		return toolExcerpt(ev)
-	case evPhaseStart:
+	case sdk.EventAgentStatus:
+		return joinNonEmpty(" | ", ev.str("phase"), ev.str("label"))
+	case sdk.EventPermissionRequest:
+		if q := ev.str("question"); q != "" {
+			return q
+		}
+		return ev.str("tool")
+	case sdk.EventPlan:
+		if l := ev.str("label"); l != "" {
+			return l
+		}
+		return ev.str("title")
+	case sdk.EventSessionEnd:
+		return "stop_reason=" + ev.str("stop_reason")
+	case sdk.EventRetry:
+		a := ev.str("attempt")
+		if a == "" {
+			return "retrying"
+		}
+		return "attempt=" + joinNonEmpty("/", a, ev.str("max_retries"))
+	case sdk.EventLoopStart:
+		return joinNonEmpty(", max_iterations=", "loop start", ev.str("max_iterations"))
+	case sdk.EventPhaseStart:
 		s := "phase: " + ev.str("phase")
 		if it := ev.str("iteration"); it != "" {
 			s += " (iter " + it + ")"
 		}
 		return s
-	case evPhaseEnd:
-		s := "phase: " + ev.str("phase")
-		if r := ev.str("stop_reason"); r != "" {
-			s += " → " + r
-		}
-		switch {
-		case ev.truthy("abort_marker"):
-			s += " [abort: " + ev.str("abort_marker_label") + "]"
-		case ev.truthy("exit_marker"):
-			s += " [exit: " + ev.str("exit_marker_label") + "]"
-		}
-		return s
-	case evSessionEnd:
-		s := "stop_reason=" + ev.str("stop_reason")
-		for _, k := range []string{"error", "error_message"} {
-			if e := ev.str(k); e != "" {
-				s += " error=" + e
-				break
-			}
-		}
-		return s
-	case evStatus:
-		return joinNonEmpty(": ", ev.str("phase"), ev.str("label"))
-	case evPermRequest:
-		tool, q := ev.str("tool"), ev.str("question")
-		if tool != "" && strings.Contains(q, tool) {
-			tool = ""
-		}
-		return joinNonEmpty(": ", tool, q)
-	case evError:
+	case sdk.EventPhaseEnd:
+		return "phase: " + ev.str("phase") + " → " + ev.str("stop_reason")
+	case sdk.EventLoopEnd:
+		return "loop end: " + ev.str("exit_reason")
+	case sdk.EventError:
 		return joinNonEmpty(": ", ev.str("source"), ev.str("message"))
 	}
 	return compact(ev)
 }
 
 // toolExcerpt renders kind:title [status]; a missing kind or title leaves
-// the other alone (an update usually has no title), and a title equal to
-// the kind is not repeated.
+// the other alone (an update usually has no title).
 func toolExcerpt(ev Event) string {
-	kind, title := ev.str("kind"), ev.str("title")
-	if title == kind {
-		title = ""
-	}
-	head := joinNonEmpty(":", kind, title)
-	if head == "" {
-		head = joinNonEmpty("", ev.str("toolCallId"), ev.str("tool_use_id"))
-	}
+	head := joinNonEmpty(":", ev.str("kind"), ev.str("title"))
 	if st := ev.str("status"); st != "" {
 		return joinNonEmpty(" ", head, "["+st+"]")
 	}
@@ -224,8 +205,9 @@ func blank(r rune) bool {
 }
 
 // token makes a field usable as one space-separated column of a digest
-// line: white space and control characters become "_", at most max runes,
-// "-" when empty.
+// line: white space and control characters become "_", at most
+// MaxExcerptRunes runes; "" stays "" (the column is then empty, as in the
+// original).
 func token(s string) string {
 	var b strings.Builder
 	n := 0
@@ -238,9 +220,6 @@ func token(s string) string {
 		}
 		b.WriteRune(r)
 		n++
-	}
-	if b.Len() == 0 {
-		return "-"
 	}
 	return b.String()
 }

@@ -23,10 +23,23 @@ const DefaultCursorEvery = 10
 // Config is one `avenor watch`. The zero value reads the whole log once and
 // prints plain lines.
 type Config struct {
-	// Follow keeps polling after the end of the log and returns after the
-	// first session.end, or when ctx ends. It also waits for a log that does
-	// not exist yet. Default false: read to the end once.
+	// Follow keeps polling after the end of the log until the run that
+	// writes it is over (see [Run]), or ctx ends. It also waits for a log
+	// that does not exist yet. Default false: read to the end once (a pipe:
+	// until its writer closes it).
 	Follow bool
+	// SentinelPath, when set while following, is the run's sentinel file
+	// (contract §3): once it holds this run's sentinel the log is complete,
+	// and Run returns after reading it to its end. It then decides alone:
+	// no settle time applies. Default "": no sentinel.
+	SentinelPath string
+	// Settle is how long a follow waits with nothing new after a clean or
+	// cancelled session.end outside a loop or team (more turns may follow)
+	// before it returns. Zero means DefaultSettle.
+	Settle time.Duration
+	// RetrySettle is the same wait after a retryable failure before the
+	// last attempt. Zero means DefaultRetrySettle.
+	RetrySettle time.Duration
 	// Printer says how events are printed. Zero value: plain lines.
 	Printer Printer
 	// PollInterval is the follow-mode sleep. Zero means DefaultPollInterval.
@@ -64,6 +77,12 @@ func (c Config) withDefaults() Config {
 	if c.Sleep == nil {
 		c.Sleep = sleep
 	}
+	if c.Settle <= 0 {
+		c.Settle = DefaultSettle
+	}
+	if c.RetrySettle <= 0 {
+		c.RetrySettle = DefaultRetrySettle
+	}
 	return c
 }
 
@@ -79,19 +98,37 @@ type Result struct {
 	// Offset is where the next watch should start: just past the last line
 	// read and written out. It is what the cursor file holds.
 	Offset int64
-	// SessionEnded says a session.end stopped a follow.
-	SessionEnded bool
+	// Ended says why a follow stopped, "" when it did not; a pipe read
+	// without Follow ends with EndClosed.
+	Ended End
 }
 
 // errStopped: ctx ended while waiting; a clean stop, not a failure.
 var errStopped = errors.New("stopped")
 
 // Run prints the events of the log at path to out, per cfg, and saves the
-// cursor. It returns nil when the log was read to its end (or, following,
-// at session.end or when ctx ends), and an error when the log or the cursor
-// cannot be read or written, when the cursor points past the end of the log
-// ([CursorAheadError], the cursor file is left alone), or when a followed
-// log shrinks ([ErrTruncated]).
+// cursor. path [Stdin] ("-") reads standard input; a pipe is read until its
+// writer closes it, and cannot have a cursor ([ErrCursorPipe]).
+//
+// Following, Run returns when the run that writes the log is over (issue
+// 17), whichever comes first:
+//
+//   - the avenor.loop.end or avenor.team.end that closes the run; inside a
+//     loop or team a phase's session.end ends nothing;
+//   - a session.end nothing can follow: a failure that is not retried, or
+//     a retryable one after the avenor.retry of the last attempt;
+//   - with Config.SentinelPath, the run's sentinel appearing (then only
+//     that, and the two above, end it);
+//   - without it, Config.Settle (RetrySettle after a retryable failure)
+//     with nothing new after a session.end that another turn or attempt
+//     could follow: avenor.turn.start, avenor.retry or session.start
+//     arriving in time means the run goes on;
+//   - a pipe's writer closing it, or ctx ending.
+//
+// It returns nil at those ends (and at the end of the log without Follow),
+// and an error when the log or the cursor cannot be read or written, when
+// the cursor points past the end of the log ([CursorAheadError], the cursor
+// file is left alone), or when a followed log shrinks ([ErrTruncated]).
 func Run(ctx context.Context, path string, out io.Writer, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	var start int64
@@ -115,12 +152,20 @@ func Run(ctx context.Context, path string, out io.Writer, cfg Config) (Result, e
 	if err != nil {
 		return res, err
 	}
-	if start > fi.Size() {
+	w := &watcher{cfg: cfg, path: path, f: f, res: &res, out: bufio.NewWriterSize(out, 64<<10)}
+	var src io.ReaderAt = f
+	if isStream(fi.Mode()) {
+		if cfg.CursorPath != "" {
+			return res, fmt.Errorf("%w: %s is a pipe, not a log file (drop --since-cursor, or watch the log file itself)", ErrCursorPipe, path)
+		}
+		if w.stream, err = newStreamSource(f); err != nil {
+			return res, fmt.Errorf("reading %s: %w", path, err)
+		}
+		src = w.stream
+	} else if start > fi.Size() {
 		return res, &CursorAheadError{Log: path, Cursor: cfg.CursorPath, Offset: start, Size: fi.Size()}
 	}
-
-	w := &watcher{cfg: cfg, path: path, f: f, res: &res, out: bufio.NewWriterSize(out, 64<<10)}
-	w.lines = newLineReader(f, start, cfg.MaxLineBytes, w.skipped)
+	w.lines = newLineReader(src, start, cfg.MaxLineBytes, w.skipped)
 	err = w.loop(ctx)
 	if errors.Is(err, errStopped) {
 		err = nil
@@ -139,8 +184,15 @@ func Run(ctx context.Context, path string, out io.Writer, cfg Config) (Result, e
 // openLog opens the log; in follow mode it waits for a log that does not
 // exist yet (the run may not have created it).
 func openLog(ctx context.Context, path string, cfg Config) (*os.File, error) {
+	if path == Stdin {
+		f, err := openPath(stdinPath)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return f, nil
+	}
 	for {
-		f, err := os.Open(path)
+		f, err := openPath(path)
 		if err == nil || !cfg.Follow || !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
@@ -159,6 +211,15 @@ type watcher struct {
 	out     *bufio.Writer
 	res     *Result
 	scratch []byte
+	// stream is the pipe being read; nil for a file.
+	stream *streamSource
+	run    runTracker
+	// idle is how long the follow has found nothing new since the last
+	// line (counted in poll intervals).
+	idle time.Duration
+	// sentinelSeen: the sentinel was found at the last end of the log; one
+	// more read to the end and the follow is over.
+	sentinelSeen bool
 }
 
 // ctxCheckEvery is how many lines pass between two looks at ctx while a
@@ -172,20 +233,22 @@ func (w *watcher) loop(ctx context.Context) error {
 			if err := w.flush(); err != nil {
 				return err
 			}
-			if !w.cfg.Follow {
-				return nil
-			}
-			if err := w.checkSize(); err != nil {
+			if end, again, err := w.atEnd(); err != nil || end != "" {
+				w.res.Ended = end
 				return err
+			} else if again {
+				continue
 			}
 			if w.cfg.Sleep(ctx, w.cfg.PollInterval) != nil {
 				return errStopped
 			}
+			w.idle += w.cfg.PollInterval
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("reading log %s: %w", w.path, err)
 		}
+		w.idle = 0
 		if n++; n%ctxCheckEvery == 0 && ctx.Err() != nil {
 			return errStopped
 		}
@@ -193,6 +256,41 @@ func (w *watcher) loop(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// atEnd decides, at the current end of the log, whether the watch is over:
+// end is why (io.EOF's caller returns), again asks for one more read to the
+// end right away (the sentinel just appeared: lines written before it may
+// have arrived since the last read). Neither: wait a poll interval.
+func (w *watcher) atEnd() (end End, again bool, err error) {
+	if w.stream != nil && w.stream.closed {
+		return EndClosed, false, nil
+	}
+	if !w.cfg.Follow {
+		if w.stream != nil {
+			return "", false, nil // a pipe's end is its writer closing it
+		}
+		return "", false, errStopped // a file read once: done, cleanly
+	}
+	if w.stream == nil {
+		if err := w.checkSize(); err != nil {
+			return "", false, err
+		}
+	}
+	if w.cfg.SentinelPath != "" {
+		if w.sentinelSeen {
+			return EndSentinel, false, nil
+		}
+		if w.run.sentinelWritten(w.cfg.SentinelPath) {
+			w.sentinelSeen = true
+			return "", true, nil
+		}
+		return "", false, nil
+	}
+	if w.run.settling && w.idle >= w.run.settle(w.cfg) {
+		return EndSettled, false, nil
+	}
+	return "", false, nil
 }
 
 // checkSize fails when the followed log got shorter than what was read: it
@@ -209,8 +307,8 @@ func (w *watcher) checkSize() error {
 }
 
 // event prints one line's event, if it has one. Following, it returns
-// errStopped after session.end, and saves the cursor every CursorEvery
-// events.
+// errStopped when the event ends the run (see Run), and saves the cursor
+// every CursorEvery events.
 func (w *watcher) event(line []byte) error {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return nil
@@ -235,8 +333,8 @@ func (w *watcher) event(line []byte) error {
 	if !w.cfg.Follow {
 		return nil
 	}
-	if name == evSessionEnd {
-		w.res.SessionEnded = true
+	if end, over := w.run.observe(ev); over {
+		w.res.Ended = end
 		return errStopped
 	}
 	if w.cfg.CursorPath != "" && w.res.Events%w.cfg.CursorEvery == 0 {

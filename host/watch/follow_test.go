@@ -85,13 +85,15 @@ func (p *poller) writer(ctx context.Context, steps ...func()) (wait func()) {
 	return func() { <-done }
 }
 
-func TestFollowStopsAtSessionEnd(t *testing.T) {
+func TestFollowStopsAtAFinalSessionEnd(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "ev.ndjson")
 	start := evLine("session.start", `,"backend":"echo"`)
 	appendFile(t, log, start)
 	call := evLine("tool.call", `,"kind":"read","title":"a.go","status":"pending"`)
-	end := evLine("session.end", `,"stop_reason":"end_turn"`)
+	// refused: no retry and no next turn can follow, so this session.end
+	// ends the run.
+	end := evLine("session.end", `,"stop_reason":"refusal"`)
 	after := evLine("agent.message_chunk", `,"content":{"text":"after the end"}`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -117,11 +119,11 @@ func TestFollowStopsAtSessionEnd(t *testing.T) {
 	if strings.Join(p.snapshots, "|") != strings.Join(want, "|") {
 		t.Errorf("output at each poll:\n%q\nwant\n%q", p.snapshots, want)
 	}
-	if got, want := out.String(), want[2]+"EVENT session.end ses_1 stop_reason=end_turn\n"; got != want {
+	if got, want := out.String(), want[2]+"EVENT session.end ses_1 stop_reason=refusal\n"; got != want {
 		t.Errorf("output:\n%s\nwant\n%s", got, want)
 	}
-	if wantOff := int64(len(start + call + end)); res.Offset != wantOff || !res.SessionEnded || res.Malformed != 0 || res.Events != 3 {
-		t.Errorf("Result = %+v, want Offset %d (just past session.end), SessionEnded, 3 events, 0 malformed", res, wantOff)
+	if wantOff := int64(len(start + call + end)); res.Offset != wantOff || res.Ended != EndSessionEnd || res.Malformed != 0 || res.Events != 3 {
+		t.Errorf("Result = %+v, want Offset %d (just past session.end), Ended session_end, 3 events, 0 malformed", res, wantOff)
 	}
 }
 
@@ -140,7 +142,7 @@ func TestFollowStopsWhenCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a cancelled follow is a clean stop, got %v", err)
 	}
-	if res.SessionEnded || res.Events != 1 {
+	if res.Ended != "" || res.Events != 1 {
 		t.Errorf("Result = %+v", res)
 	}
 	assertCursor(t, cursor, int64(len(first)))
@@ -155,12 +157,12 @@ func TestFollowWaitsForTheLog(t *testing.T) {
 	p := newPoller(&out)
 	wait := p.writer(ctx,
 		func() {}, // still missing at the first poll
-		func() { appendFile(t, log, evLine("session.end", `,"stop_reason":"cancelled"`)) },
+		func() { appendFile(t, log, evLine("session.end", `,"stop_reason":"timeout"`)) },
 	)
 	_, err := Run(ctx, log, &out, Config{Follow: true, Sleep: p.sleep})
 	cancel()
 	wait()
-	if err != nil || out.String() != "EVENT session.end ses_1 stop_reason=cancelled\n" {
+	if err != nil || out.String() != "EVENT session.end ses_1 stop_reason=timeout\n" {
 		t.Errorf("Run = %v, output %q", err, out.String())
 	}
 }
@@ -246,7 +248,7 @@ func TestCursorResume(t *testing.T) {
 	if _, err := Run(context.Background(), log, &out, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if want := "EVENT agent.message_chunk - hi\nEVENT session.end ses_1 stop_reason=end_turn\n"; out.String() != want {
+	if want := "EVENT agent.message_chunk  hi\nEVENT session.end ses_1 stop_reason=end_turn\n"; out.String() != want {
 		t.Errorf("second run printed %q, want only the new events %q", out.String(), want)
 	}
 	fi, _ := os.Stat(log)

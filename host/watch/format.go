@@ -3,6 +3,8 @@ package watch
 import (
 	"encoding/json"
 	"fmt"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Format is the output format of `avenor watch --format`.
@@ -10,7 +12,8 @@ type Format string
 
 // The two formats (contract §1.5).
 const (
-	// Plain prints one digest line per event: EVENT <event> <session_id> <excerpt>.
+	// Plain prints one digest line per event: EVENT <event> <session_id> <excerpt>,
+	// the separators kept around an empty session or excerpt.
 	Plain Format = "plain"
 	// JSON passes each event line through unchanged.
 	JSON Format = "json"
@@ -29,10 +32,11 @@ func ParseFormat(s string) (Format, error) {
 
 // Digest is what a plain line says about one event.
 type Digest struct {
-	// Event is the event name as one token ("-" never happens: events
-	// without a name are not digested).
+	// Event is the event name as one token (never empty: events without a
+	// name are not digested).
 	Event string
-	// SessionID is the session id as one token, "-" when the event has none.
+	// SessionID is the session id (session_id, else sessionID) as one
+	// token, "" when the event has none.
 	SessionID string
 	// Excerpt is at most [MaxExcerptRunes] runes on one line; may be empty.
 	Excerpt string
@@ -116,11 +120,13 @@ func (p Printer) appendPlain(dst []byte, d Digest, failure bool) []byte {
 	}
 	dst = append(dst, "EVENT "...)
 	paint(code, d.Event)
+	// Both separators stay when a column is empty, as in the original: the
+	// excerpt is always what follows the third space.
 	dst = append(dst, ' ')
-	paint(ansiDim, d.SessionID)
-	if d.Excerpt != "" {
-		dst = append(append(dst, ' '), d.Excerpt...)
+	if d.SessionID != "" {
+		paint(ansiDim, d.SessionID)
 	}
+	dst = append(append(dst, ' '), d.Excerpt...)
 	return append(dst, '\n')
 }
 
@@ -138,9 +144,9 @@ func classColor(c Class) string {
 // ends other than end_turn.
 func isFailure(ev Event) bool {
 	switch ev.Name() {
-	case evError:
+	case sdk.EventError:
 		return true
-	case evSessionEnd:
+	case sdk.EventSessionEnd:
 		return ev.str("stop_reason") != "end_turn"
 	}
 	return false

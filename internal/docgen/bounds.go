@@ -28,34 +28,111 @@ var Bounds = []Bound{
 	{"host/control", "MaxRequestLine", "control socket", "longest request line; the rest of a longer line is discarded and the connection goes on"},
 	{"host/control", "DefaultHistoryLimit", "control `history`, `subscribe` replay", "events returned when `limit` is absent"},
 	{"host/control", "MaxHistoryLimit", "control `history`, `subscribe` replay", "largest `limit` honoured"},
+	{"host/control", "MaxConnections", "control socket", "open connections; one more gets a -32000 error line and is closed"},
+	{"host/control", "AcceptBackoffMin", "control socket", "first pause after a failed accept (EMFILE); it doubles per failure"},
+	{"host/control", "AcceptBackoffMax", "control socket", "longest pause between failed accepts"},
+	{"host/control", "AcceptLogInterval", "control socket", "failed accepts and refused connections are logged at most once per interval"},
+	{"host/control/httpdebug", "ReadHeaderTimeout", "`--http-debug`", "time for a request's headers"},
+	{"host/control/httpdebug", "IdleTimeout", "`--http-debug`", "an idle keep-alive connection is closed after it"},
+	{"host/control/httpdebug", "MaxConnections", "`--http-debug`", "open connections; one more is answered 503 and closed"},
+	{"host/control", "LockWait", "control socket start and stop", "wait for `<socket>.control.lock` before failing with an error naming its holder"},
+	{"host/fleet", "ConnectTimeout", "fleet (`--fleet`, `--nats`)", "dialling the NATS servers and the first JetStream answer"},
+	{"host/fleet", "SpawnAckWait", "fleet node", "a spawn neither acked nor heartbeated this long is redelivered to another node"},
+	{"host/fleet", "HeartbeatInterval", "fleet node", "in-progress acks of a spawn while its runtime starts"},
+	{"host/fleet", "PresenceInterval", "fleet node", "refresh of the node's presence key"},
+	{"host/fleet", "PresenceTTL", "fleet node", "a node silent this long is lost; its runtimes move"},
+	{"host/fleet", "ReapInterval", "fleet node", "how often a node looks for runtimes of lost nodes"},
+	{"host/fleet", "PullWait", "fleet node", "one pull of the spawn queue and one capacity wait"},
+	{"host/fleet", "PermissionMoveWait", "`avenor fleet serve`", "an answer to a pending permission of a moving runtime waits this long for the new node to raise it again"},
+	{"host/fleet", "RPCTimeout", "`avenor fleet serve`", "one call routed to the owning node"},
+	{"host/fleet", "ReadAttemptTimeout", "`avenor fleet serve`", "one try of a read-only routed call (status, result, history, list); a try whose reply was lost with a NATS server is sent again"},
+	{"host/fleet", "DefaultSpawnTimeout", "`avenor fleet serve --spawn-timeout`", "how long a spawn waits for a node of its pool to start it"},
+	{"host/fleet", "DefaultEventsMaxAge", "fleet `--events-max-age`", "age bound of the events stream"},
+	{"host/fleet", "DefaultEventsMaxBytes", "fleet `--events-max-bytes`", "size bound of the events stream"},
+	{"host/fleet", "DedupeWindow", "fleet streams", "duplicate window: a republished event or spawn within it is stored once"},
+	{"host/fleet", "RegistryRetry", "fleet node", "retries of a registry write across a lost NATS server"},
+	{"host/fleet", "DevReadyTimeout", "`avenor fleet dev`", "wait for the embedded server to accept connections"},
+	{"host/board", "DialTimeout", "`avenor board`", "dialling a control socket and each call a route makes; a socket slower than this is left out of /api/sockets and is a 502 elsewhere"},
+	{"host/plugins", "NamesTimeout", "shell completion of `--backend`", "starting and asking every plugin found for its backends; a plugin slower than this is left out"},
+	{"host/board", "MaxStreams", "`avenor board`", "open /api/events streams (each holds a control connection); one more is answered 503"},
+	{"host/board", "MaxBodyBytes", "`avenor board`", "a POST body"},
+	{"host/board", "MaxSockets", "`avenor board`", "sockets /api/sockets reports, in name order (the header X-Avenor-Sockets-Left-Out counts the rest)"},
+	{"host/board", "StreamKeepAlive", "`avenor board`", "an idle event stream sends a comment this often"},
+	{"host/board", "DefaultStallAfter", "`avenor board --stall-after`", "a running runtime without a new event for this long is marked waiting for you"},
 	{"host/event", "DefaultHistory", "event history per runtime", "events kept in memory for `history` and replay (the NDJSON file keeps all)"},
 	{"host/event", "DefaultQueue", "each subscription", "queued events before the oldest is dropped and `subscriber.lagged` sent"},
+	{"host/event", "MaxQueuedLogBytes", "event log (`--on-event`, `on_event`)", "bytes of events queued for the log; a Write waits for room (never holding up control) rather than growing memory"},
+	{"host/event", "MaxWriteStall", "event log (`--on-event`, `on_event`)", "longest a write to the log may block; past it the log is given up and the run ends `FAILED` with `avenor.error{source:\"event_log\"}`"},
 	{"host/event", "FinalOutputLimit", "control views of `session.end`", "runes of `final_output` in status, history and notifications (`final_output_truncated` set); the log keeps it whole"},
-	{"host/runtime", "MaxQueuedPrompts", "one run", "prompts queued by `prompt` behind the turn in flight"},
-	{"host/runtime", "DefaultCancelBudget", "one run", "time a plugin gets to end a cancelled or timed-out turn"},
+	{"host/runner", "MaxQueuedPrompts", "one run", "prompts queued by `prompt` behind the turn in flight"},
+	{"sdk/runtime", "MaxPromptBytes", "every prompt", "longest prompt in bytes (`--prompt`, `--prompt-file`, spawn `prompt`/`prompt_file`, phase prompts, control `prompt`): one gRPC message of at most 4 MiB carries it; a longer or non-UTF-8 one is refused before launch"},
+	{"host/runner", "DefaultCancelBudget", "one run", "time a plugin gets to end a cancelled or timed-out turn"},
+	{"host/runner", "CheckBudget", "one run", "readiness check after a session failed to open; a runtime that is not ready is not retried"},
 	{"host/permission", "DefaultPollInterval", "file permission handler", "how often `<base>.req.response` is polled"},
 	{"host/permission", "DefaultTimeout", "file permission handler", "how long a `.req` waits for its response before the attempt fails"},
 	{"host/permission", "MaxMessageBytes", "permission answers", "longest `message` of an answer (file, socket or HTTP)"},
+	{"host/permission", "AnswerSettle", "`answer_permission`", "an accepted answer returns once its `permission.response` is written, or after this long"},
+	{"host/liveview", "DefaultQueue", "the live view (`--progress`)", "events queued for the view before the oldest are dropped with a note; the run never waits for it"},
+	{"host/liveview", "FinishBudget", "the live view (`--progress`)", "wait for the view to catch up with the stream before the end summary"},
+	{"host/liveview", "StatusTick", "the live view (`--progress=tty`)", "how often the status line's clock is redrawn"},
+	{"host/run", "MaxStdinPrompt", "`avenor run --prompt-file -`", "longest prompt read from stdin"},
+	{"host/run", "ListTimeout", "`avenor backends`", "time for one plugin to start and describe its backends"},
+	{"host/run", "HTTPDebugDrain", "`--http-debug`", "wait at exit for the event streams to deliver the last events"},
+	{"client", "AwaitPoll", "`avenor await`, `client.Await`", "how often the status is read again while a `session.end` settles"},
+	{"client", "FindDialTimeout", "`avenor await`, `client.FindRuntime`", "time to dial and list one supervisor"},
+	{"host/watch", "DefaultSettle", "`avenor watch --follow`", "wait with nothing new after a clean or cancelled `session.end` (no loop, team or `--sentinel-file`) before the run counts as over"},
+	{"host/watch", "DefaultRetrySettle", "`avenor watch --follow`", "the same wait after a retryable failure, before the last attempt is known"},
+	{"host/permission", "MaxRememberedAnswers", "one runtime's permission broker", "answered request ids remembered, so a second `answer_permission` hears \"already answered\""},
 	{"host/loop", "DefaultMaxIterations", "loop config", "`max_iterations` when absent or 0"},
 	{"host/loop", "MaxIterationsLimit", "loop config", "largest `max_iterations` accepted"},
 	{"host/loop", "DefaultMaxNudges", "phase `on_incomplete`", "`max_nudges` when absent"},
 	{"host/stable", "DefaultMaxRuntimes", "`avenor stable`", "`--max-runtimes` default: live runtimes before spawn is refused"},
 	{"host/stable", "DefaultMaxTreeBudget", "`avenor stable`", "runtimes in one parent/child tree (`tree_budget` capacity)"},
 	{"host/stable", "DefaultParkedTimeout", "`avenor stable`", "how long an idle runtime keeps its session open for follow-ups"},
+	{"host/stable", "DefaultWarmIdle", "`avenor stable --warm-idle`", "how long a warm pool nobody takes from keeps its runtimes"},
+	{"host/stable", "MaxWarmPerPool", "`avenor stable --warm`", "runtimes one warm pool keeps"},
+	{"host/stable", "WarmOpenBudget", "`avenor stable --warm`", "starting one warm runtime: plugin, CLI and session"},
+	{"host/stable", "WarmRetryMin", "`avenor stable --warm`", "first backoff after a warm runtime failed to start or died young"},
+	{"host/stable", "WarmRetryMax", "`avenor stable --warm`", "longest backoff of a failing warm pool"},
 	{"host/stable", "DefaultShutdownTimeout", "`avenor stable`", "`--shutdown-timeout` default for a graceful shutdown"},
-	{"host/stable", "DefaultMaxKeptPlugins", "`avenor stable`", "idle plugin processes kept for fast follow-ups"},
+	{"sdk/plugin", "DefaultLinger", "`avenor stable --linger`", "how long a plugin keeps its runtime and session after its supervisor died, for one restarted on the same socket; then it stops them (0: at once, as `avenor run`)"},
+	{"sdk/plugin", "MaxReplayEvents", "`avenor stable` restart", "events a re-attached plugin sends again, those it sent last before its supervisor died (at most 1 MiB); the new supervisor skips those its log has"},
+	{"sdk/plugin", "MaxLingerBuffer", "`avenor stable --linger`", "bytes of events one lingering session keeps for the next supervisor; past it the oldest go and an `avenor.warning` says how many"},
+	{"host/stable", "DefaultMaxKeptPlugins", "`avenor stable`", "parked runtimes keeping their plugin running (cross_process ones stop theirs first)"},
+	{"host/stable", "PhaseSlotRetry", "`avenor stable` loop or team", "how often a phase waiting for an executing slot looks again"},
+	{"host/stable", "MaxCapacityWait", "`wait_for_capacity`", "longest `timeout` of one call, and its wait when none is given"},
 	{"host/stable", "IdempotencyTTL", "spawn `idempotency_key`", "how long a key's result is remembered"},
-	{"host/stable", "IdempotencyCapacity", "spawn `idempotency_key`", "keys remembered at once"},
+	{"host/stable", "IdempotencyCapacity", "spawn `idempotency_key`", "keys remembered at once; a new one evicts the oldest"},
 	{"host/stable", "MaxParentMessage", "`send_to_parent`", "longest `message`"},
+	{"host/mcpserver", "StartupTimeout", "`avenor mcp`", "time the autostarted `avenor stable` has to listen before the tool call that started it fails"},
+	{"host/mcpserver", "DialTimeout", "`avenor mcp`", "one dial and health check of a supervisor"},
+	{"host/mcpserver", "ShutdownWait", "`avenor mcp` `avenor_shutdown`", "wait for the autostarted supervisor to exit after its shutdown"},
+	{"host/mcpserver", "DefaultHTTPMaxWait", "`avenor mcp --transport http`", "`--max-wait` default: the longest wait of `avenor_status`/`avenor_result` (`wait_clamped`)"},
+	{"host/mcpserver", "WaitPoll", "`avenor mcp` waits", "status read when no event of the run arrives"},
+	{"host/mcpserver", "WaitSettle", "`avenor mcp` waits", "status read after the run's events; at most one per interval"},
+	{"host/mcpserver", "DefaultEventsLimit", "`avenor_events`", "events returned when `limit` is absent"},
+	{"host/mcpserver", "MaxEventsLimit", "`avenor_events`", "largest `limit` honoured"},
+	{"host/mcpserver", "MaxEventString", "`avenor_events`", "bytes of each string of an event; longer ones are cut (`event_path` names the whole log)"},
+	{"host/mcpserver", "MaxResultOutput", "`avenor_result`", "bytes of `output`; longer is cut (`output_truncated`, `output_event_path`)"},
+	{"host/mcpserver", "MaxLogLine", "`avenor_events`, `avenor_result`", "longest event log line read; a longer one is skipped"},
+	{"host/mcpserver", "ReadHeaderTimeout", "`avenor mcp --transport http`", "time for a request's headers"},
+	{"host/mcpserver", "MaxHTTPBody", "`avenor mcp --transport http`", "bytes of one request body"},
+	{"host/mcpserver", "HTTPShutdownWait", "`avenor mcp --transport http`", "wait for the requests in flight when the server stops"},
 	{"sdk/agentproc", "DefaultMaxLineBytes", "plugins (runtime stdout)", "longest line read from an agent CLI; a longer line is discarded"},
 	{"sdk/agentproc", "DefaultStderrTailBytes", "plugins (runtime stderr)", "end of stderr kept for crash reports"},
 	{"sdk/agentproc", "DefaultCancelGrace", "plugins", "grace between asking an agent CLI to stop and killing it"},
+	{"sdk/agentproc", "CgroupRemoveWait", "plugins (runtime cgroup)", "wait for a runtime's killed tree to leave its cgroup before the cgroup is removed"},
+	{"sdk/agentproc", "ExitReportLines", "plugins (errors)", "last stderr lines quoted when a runtime exits"},
+	{"sdk/agentproc", "ExitReportBytes", "plugins (errors)", "bytes of stderr quoted when a runtime exits (cut at a rune boundary)"},
+	{"sdk/turn", "DefaultGrace", "plugins", "time a cancelled turn may take to end before its runtime is stopped"},
 	{"sdk/acp", "DefaultInitTimeout", "ACP backends", "time for `initialize`"},
 	{"sdk/acp", "DefaultSessionTimeout", "ACP backends", "time for `session/new` or `session/load`"},
 	{"sdk/acp", "DefaultCancelWait", "ACP backends", "wait for the turn to end after `session/cancel`"},
-	{"sdk/acp", "DefaultWriteTimeout", "ACP backends", "one write to the agent's stdin"},
-	{"sdk/acp", "DefaultQueueSize", "ACP backends", "messages read ahead from the agent before reading pauses"},
+	{"sdk/jsonrpc", "DefaultWriteTimeout", "ACP and JSON-RPC backends", "one write to the agent's stdin"},
+	{"sdk/jsonrpc", "DefaultQueueSize", "ACP and JSON-RPC backends", "messages read ahead from the agent before reading pauses"},
 	{"sdk/mcpconfig", "MaxFileBytes", "`.mcp.json` edits (claude-channel, `claude-channel-cleanup`)", "largest file rewritten; a larger one is an error and left as it is"},
+	{"plugins/opencode/internal/ochttp", "HealthTryTimeout", "opencode-http", "one `GET /global/health` try, each on a fresh connection"},
+	{"plugins/opencode/internal/ochttp", "DefaultHealthTimeout", "opencode-http", "how long opening a session waits for the server's health in all; option `health_timeout`"},
 	{"plugins/claude/internal/channel", "MaxBodyBytes", "claude-channel broker", "largest request body (413 beyond)"},
 	{"plugins/claude/internal/channel", "MaxPollWait", "claude-channel broker", "longest `/poll-control` long-poll"},
 	{"plugins/claude/internal/channel", "MaxQueuedControls", "claude-channel broker", "control messages waiting for the sidecar (429 beyond)"},
@@ -92,19 +169,7 @@ func BoundsTable(root string) (string, error) {
 
 func packageConsts(dir string) (map[string]ast.Expr, error) {
 	out := map[string]ast.Expr{}
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return nil, err
-	}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return nil, err
-		}
+	err := eachSourceFile(dir, func(f *ast.File) {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -119,8 +184,29 @@ func packageConsts(dir string) (map[string]ast.Expr, error) {
 				}
 			}
 		}
+	})
+	return out, err
+}
+
+// eachSourceFile parses every non-test Go file of the package in dir and
+// hands it to fn: the docs read the code's own source, not a build.
+func eachSourceFile(dir string, fn func(*ast.File)) error {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return err
 	}
-	return out, nil
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		fn(f)
+	}
+	return nil
 }
 
 type constVal struct {
@@ -146,7 +232,7 @@ var timeUnits = map[string]time.Duration{
 }
 
 // evalConst evaluates the simple constant expressions bounds are written
-// in: integers, time units, *, <<, parentheses and same-package names.
+// in: integers, time units, *, <<, +, -, parentheses and same-package names.
 func evalConst(e ast.Expr, cs map[string]ast.Expr) (constVal, error) {
 	switch x := e.(type) {
 	case *ast.BasicLit:
@@ -183,6 +269,8 @@ func evalConst(e ast.Expr, cs map[string]ast.Expr) (constVal, error) {
 			return constVal{n: l.n << r.n, duration: l.duration}, nil
 		case token.ADD:
 			return constVal{n: l.n + r.n, duration: l.duration || r.duration}, nil
+		case token.SUB:
+			return constVal{n: l.n - r.n, duration: l.duration || r.duration}, nil
 		}
 	}
 	return constVal{}, fmt.Errorf("cannot evaluate %T", e)

@@ -179,19 +179,7 @@ func isMethodType(e ast.Expr) bool {
 // that match re, sorted.
 func StringLiterals(dir string, re *regexp.Regexp) ([]string, error) {
 	seen := map[string]bool{}
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return nil, err
-	}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return nil, err
-		}
+	err := eachSourceFile(dir, func(f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := strconv.Unquote(lit.Value); err == nil && re.MatchString(s) {
@@ -200,6 +188,9 @@ func StringLiterals(dir string, re *regexp.Regexp) ([]string, error) {
 			}
 			return true
 		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, 0, len(seen))
 	for s := range seen {

@@ -3,7 +3,9 @@
 // prompt_file) without ever blocking on them: a named pipe, a device or a
 // socket given where a file belongs is refused at once, with an error
 // naming the path and what it is, instead of hanging the run (issue 11, bad
-// input: "no hang").
+// input: "no hang"). Create does the same for the files avenor writes
+// where a harness reads them (the --on-event and on_event logs, issue 16).
 //
-// Imported by cmd/avenor, host/loop and host/stable.
+// Imported by cmd/avenor, host/loop, host/stable and host/permission (the
+// permission files a harness writes).
 package regularfile

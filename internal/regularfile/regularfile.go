@@ -29,10 +29,23 @@ func Open(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s is %s, %w; give the path of a file", path, describe(fi.Mode()), ErrNotRegular)
+		return nil, &NotRegularError{Path: path, What: describe(fi.Mode())}
 	}
 	return f, nil
 }
+
+// NotRegularError is Open's refusal of a path that is not a regular file;
+// it matches ErrNotRegular.
+type NotRegularError struct {
+	Path string
+	What string // what it is instead, as a user would say it: "a named pipe (FIFO)"
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, %v; give the path of a file", e.Path, e.What, ErrNotRegular)
+}
+
+func (e *NotRegularError) Unwrap() error { return ErrNotRegular }
 
 // ReadFile is os.ReadFile for a regular file only (see Open).
 func ReadFile(path string) ([]byte, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/plugins/claude/internal/channel"
+	"github.com/avenor-go/avenor/plugins/claude/internal/claudecode"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -41,12 +42,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == sidecarCommand {
 		os.Exit(sidecarMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	plugin.Serve(plugin.Info{Name: "claude", Version: Version}, newStreamBackend(), newPTYBackend(), newChannelBackend())
+	plugin.Serve(plugin.Info{Name: "claude", Version: Version}, claudecode.NewStreamBackend(), claudecode.NewPTYBackend(), claudecode.NewChannelBackend())
 }
 
 // sidecarCommand is the first argument that makes this binary the MCP
 // sidecar of a claude-channel session.
-const sidecarCommand = "claude-channel"
+const sidecarCommand = claudecode.SidecarCommand
 
 // sidecarMain runs the sidecar; it returns the exit code (2: bad flags).
 func sidecarMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"github.com/avenor-go/avenor/plugins/codex/internal/appserver"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -19,5 +20,6 @@ import (
 var Version = "0.1.0"
 
 func main() {
-	plugin.Serve(plugin.Info{Name: "codex", Version: Version}, newBackend())
+	appserver.Version = Version
+	plugin.Serve(plugin.Info{Name: "codex", Version: Version}, appserver.New())
 }

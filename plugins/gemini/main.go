@@ -4,6 +4,7 @@
 package main
 
 import (
+	"github.com/avenor-go/avenor/plugins/gemini/internal/geminiacp"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -12,5 +13,5 @@ import (
 var Version = "0.1.0"
 
 func main() {
-	plugin.Serve(plugin.Info{Name: "gemini", Version: Version}, newBackend())
+	plugin.Serve(plugin.Info{Name: "gemini", Version: Version}, geminiacp.New())
 }

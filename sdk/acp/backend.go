@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	"os/exec"
 	"strings"
 
@@ -46,7 +47,7 @@ type backend struct{ spec BackendSpec }
 func (b *backend) Info() runtime.BackendInfo { return b.spec.Info }
 
 func (b *backend) binary(options map[string]any, env map[string]string) string {
-	bin := ResolveBinary(b.spec.Binary, b.spec.BinaryEnv, options, env)
+	bin := agentproc.ResolveBinary(b.spec.Binary, b.spec.BinaryEnv, options, env)
 	if bin != b.spec.Binary {
 		return bin
 	}
@@ -61,7 +62,7 @@ func (b *backend) binary(options map[string]any, env map[string]string) string {
 }
 
 func (b *backend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
-	return Check(ctx, b.spec.Info.Name, b.binary(req.Options, req.Env), Environ(req.Env, b.spec.EnvDefaults), b.spec.InstallHint)
+	return agentproc.Check(ctx, b.spec.Info.Name, b.binary(req.Options, req.Env), agentproc.Environ(req.Env, b.spec.EnvDefaults), b.spec.InstallHint)
 }
 
 func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
@@ -70,7 +71,7 @@ func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtim
 	}
 	cfg := Config{
 		Backend: b.spec.Info.Name, Binary: b.binary(req.Options, req.Env), Dir: req.Dir,
-		Env: Environ(req.Env, b.spec.EnvDefaults), InstallHint: b.spec.InstallHint,
+		Env: agentproc.Environ(req.Env, b.spec.EnvDefaults), InstallHint: b.spec.InstallHint,
 		ResumeSessionID: req.ResumeSessionID, Model: req.Model, Mode: req.Agent,
 	}
 	var cleanup func()

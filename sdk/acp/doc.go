@@ -4,14 +4,10 @@
 //
 // It owns everything between an agent CLI's stdio and sdk/runtime:
 //
-//   - framing (framing.go): NDJSON, one JSON-RPC 2.0 message per line, and
-//     also a Content-Length framed message; lines are bounded by
-//     agentproc.LineReader, so a runaway agent cannot make a plugin buffer
-//     without limit;
-//   - the JSON-RPC connection (conn.go): our requests with bounded waits,
-//     the agent's requests and notifications handled strictly in arrival
-//     order, request ids kept raw (agents send 0 and UUID strings), methods
-//     we do not serve answered -32601;
+//   - the JSON-RPC 2.0 layer is sdk/jsonrpc (framing: NDJSON and
+//     Content-Length, bounded lines; the connection: our requests with
+//     bounded waits, the agent's handled strictly in arrival order, raw ids,
+//     -32601 for what we do not serve); jsonrpc.go gives its names here;
 //   - the ACP calls (client.go): initialize, authenticate, session/new,
 //     session/load, session/resume, modes, models and config options,
 //     session/prompt, session/cancel;
@@ -21,8 +17,9 @@
 //     (result.go);
 //   - a runtime.Session over one agent process (session.go), which the
 //     plugins configure with a Config and extend with vendor methods
-//     (Cursor's cursor/*), and a runtime.Backend around it (backend.go,
-//     launch.go: which binary, its environment, Check).
+//     (Cursor's cursor/*), its turns run by sdk/turn, and a runtime.Backend
+//     around it (backend.go; which binary, its environment and Check are
+//     sdk/agentproc's, as for every runtime CLI).
 //
 // acptest builds a fake ACP agent (internal/fakeagent) that behaves like
 // opencode acp, gemini --acp or Cursor's agent acp, for the plugins' tests.

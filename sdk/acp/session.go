@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
-	"github.com/avenor-go/avenor/sdk/turngate"
+	"github.com/avenor-go/avenor/sdk/turn"
 )
 
 // Config is how to launch and drive one ACP agent. Zero values are valid
@@ -148,23 +147,10 @@ type Session struct {
 	noisy   chan struct{} // closed at the first non-ACP output
 	noisyMu sync.Once
 
-	gate *turngate.Gate // keeps events inside turns
+	gate  *turn.Gate   // keeps events inside turns
+	turns *turn.Runner // the turn in flight, cancel, grace then kill, close
 
-	mu     sync.Mutex
-	turn   *turnState
-	closed bool
-	dead   error // the agent is gone; no more turns
-
-	closeOnce sync.Once
-	onClose   []func() // run once the agent is stopped
-}
-
-// turnState is the turn in flight.
-type turnState struct {
-	ctx       context.Context
-	cancel    context.CancelFunc // cancels pending permission requests
-	cancelled chan struct{}      // closed by Cancel
-	once      sync.Once
+	onClose []func() // run once the agent is stopped
 }
 
 var _ runtime.Session = (*Session)(nil)
@@ -200,7 +186,8 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 		log = hclog.NewNullLogger()
 	}
 	s := &Session{cfg: cfg, host: host, log: log, mapper: newMapper(), noisy: make(chan struct{}),
-		gate: turngate.New(host, maxBuffered, cfg.Backend)}
+		gate: turn.NewGate(host, maxBuffered, cfg.Backend)}
+	s.turns = turn.New(turn.Config{Backend: cfg.Backend, Grace: cfg.CancelWait, Gate: s.gate, OnOverdue: s.overdue})
 
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
@@ -210,7 +197,7 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 		var nf *agentproc.NotFoundError
 		if errors.As(err, &nf) {
 			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s",
-				cfg.Backend, nf.Path, where(nf.Path), nf.Hint)
+				cfg.Backend, nf.Path, where(nf.Path), nf.Hint).WithCode(runtime.CodeRuntimeMissing)
 		}
 		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s: %v", cfg.Backend, cfg.Binary, err)
 	}
@@ -254,7 +241,7 @@ func (s *Session) handshake(ctx context.Context) error {
 			if errors.Is(err, ErrClosed) {
 				return s.exitedErr("authenticate")
 			}
-			return runtime.Errorf(runtime.FaultUser, "%s: authentication with %q failed: %v%s", cfg.Backend, cfg.AuthMethod, err, hint(cfg.AuthHint))
+			return runtime.Errorf(runtime.FaultUser, "%s: authentication with %q failed: %v%s", cfg.Backend, cfg.AuthMethod, err, hint(cfg.AuthHint)).WithCode(runtime.CodeAuthRequired)
 		}
 	}
 
@@ -389,19 +376,7 @@ func (s *Session) noACP(what string) error {
 
 // exitedErr is the error of an agent that exited during stage.
 func (s *Session) exitedErr(stage string) error {
-	select {
-	case <-s.proc.Done():
-	case <-time.After(exitWait):
-	}
-	status := "its output closed"
-	var exitErr *exec.ExitError
-	if err := s.proc.ExitErr(); errors.As(err, &exitErr) {
-		status = exitErr.Error()
-	} else if err != nil {
-		status = strings.TrimPrefix(err.Error(), "agentproc: ")
-	} else if isDone(s.proc.Done()) {
-		status = "exit status 0"
-	}
+	status := agentproc.ExitStatus(s.proc, exitWait)
 	msg := fmt.Sprintf("%s: %s exited during %s (%s)", s.cfg.Backend, s.cfg.Binary, stage, status)
 	if stage == "initialize" {
 		msg += "; is it a version with ACP support?" + space(s.cfg.InstallHint)
@@ -418,29 +393,11 @@ func (s *Session) diagnostics(stderr bool) string {
 	}
 	s.noiseMu.Unlock()
 	if stderr {
-		if tail := lastLines(s.proc.StderrTail(), 8); tail != "" {
+		if tail := agentproc.StderrReport(s.proc); tail != "" {
 			fmt.Fprintf(&b, "\nstderr:\n%s", tail)
 		}
 	}
 	return b.String()
-}
-
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return runtime.Truncate(strings.Join(lines, "\n"), 2000)
-}
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // sessionErr maps a failed session/new, load or resume.
@@ -453,10 +410,10 @@ func (s *Session) sessionErr(stage string, err error) error {
 	if errors.As(err, &rpcErr) {
 		switch {
 		case rpcErr.Code == CodeAuthRequired:
-			return runtime.Errorf(runtime.FaultUser, "%s: %s needs authentication: %v%s", cfg.Backend, s.agentName(), rpcErr, hint(cfg.AuthHint))
+			return runtime.Errorf(runtime.FaultUser, "%s: %s needs authentication: %v%s", cfg.Backend, s.agentName(), rpcErr, hint(cfg.AuthHint)).WithCode(runtime.CodeAuthRequired)
 		case stage != "session/new" && notFound(rpcErr):
-			return &runtime.Error{Fault: runtime.FaultUser, Message: fmt.Sprintf("%s: session %q: %v (%s): %v",
-				cfg.Backend, cfg.ResumeSessionID, runtime.ErrSessionNotFound, stage, rpcErr)}
+			return runtime.Errorf(runtime.FaultUser, "%s: session %q: %v (%s): %v",
+				cfg.Backend, cfg.ResumeSessionID, runtime.ErrSessionNotFound, stage, rpcErr)
 		}
 		return runtime.Errorf(runtime.FaultRuntime, "%s: %s refused %s: %v", cfg.Backend, s.agentName(), stage, rpcErr)
 	}
@@ -575,7 +532,7 @@ func (s *Session) setErr(what, value string, err error) error {
 func (s *Session) unsupported(what, value string) error {
 	msg := fmt.Sprintf("%s: --%s %q has no effect: %s offers no way to choose the %s", s.cfg.Backend, what, value, s.agentName(), what)
 	if !s.cfg.WarnUnsupported {
-		return &runtime.Error{Fault: runtime.FaultUser, Message: msg}
+		return &runtime.Error{Fault: runtime.FaultUser, Message: msg, Code: runtime.CodeUnsupported}
 	}
 	s.Warn(msg + "; its own configuration decides")
 	return nil
@@ -660,14 +617,12 @@ func (s *Session) AskPermission(ctx context.Context, req runtime.PermissionReque
 
 // turnScoped is ctx, also ended by the cancel of the turn in flight.
 func (s *Session) turnScoped(ctx context.Context) (context.Context, func()) {
-	s.mu.Lock()
-	t := s.turn
-	s.mu.Unlock()
+	t := s.turns.Current()
 	if t == nil {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(t.ctx, func() { cancel(context.Canceled) })
+	stop := context.AfterFunc(t.Context(), func() { cancel(context.Canceled) })
 	return ctx, func() { stop(); cancel(nil) }
 }
 
@@ -754,88 +709,44 @@ func (s *Session) frameError(err error) {
 // ctx ending) it sends session/cancel, answers a pending permission request
 // "cancelled" and waits CancelWait for the agent's answer; an agent that
 // does not answer in time is killed with its process group.
-func (s *Session) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnResult, error) {
-	t, err := s.beginTurn()
+func (s *Session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResult, error) {
+	t, err := s.turns.Begin(ctx)
 	if err != nil {
 		return runtime.TurnResult{StopReason: runtime.StopError}, err
 	}
-	defer s.endTurn(t)
+	defer s.turns.End(t)
+	// Whatever came before this turn is not part of a replay any more.
+	s.replaying.Store(false)
+	if t.IsCancelled() {
+		return runtime.TurnResult{StopReason: runtime.StopCancelled}, nil
+	}
 	// The turn is over in stream order when its answer arrives: what the
 	// agent sends after it is held for the next turn.
-	call := s.client.PromptCall(s.id, turn.Text, func() { s.detachTurn(t) })
-	ctxDone := ctx.Done()
-	var grace <-chan time.Time
-	cancelled := t.cancelled
+	call := s.client.PromptCall(s.id, in.Text, func() { s.turns.Detach(t) })
+	// session/cancel is sent from here, after session/prompt is written,
+	// so the agent never reads a cancel before the prompt it cancels.
+	cancelled := t.Cancelled()
 	for {
 		select {
 		case <-call.Done():
 			return s.turnResult(call)
-		case <-ctxDone:
-			ctxDone = nil
-			s.cancelTurn(t)
 		case <-cancelled:
 			cancelled = nil
-			timer := time.NewTimer(s.cfg.CancelWait)
-			defer timer.Stop()
-			grace = timer.C
-		case <-grace:
-			msg := fmt.Sprintf("%s: %s did not end the cancelled turn within %s; stopped it and its process group", s.cfg.Backend, s.agentName(), s.cfg.CancelWait)
-			s.Warn(msg)
-			s.kill(errors.New(msg))
+			if err := s.client.Cancel(s.id); err != nil {
+				s.log.Debug("sending session/cancel failed", "error", err)
+			}
+		case <-t.Overdue():
 			call.Abandon(ErrClosed)
 			return runtime.TurnResult{StopReason: runtime.StopCancelled}, nil
 		}
 	}
 }
 
-func (s *Session) beginTurn() (*turnState, error) {
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nil, runtime.Errorf(runtime.FaultPlugin, "%s: the session is closed", s.cfg.Backend)
-	case s.dead != nil:
-		err := s.dead
-		s.mu.Unlock()
-		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the agent is gone: %v", s.cfg.Backend, err)
-	case s.turn != nil:
-		s.mu.Unlock()
-		return nil, runtime.Errorf(runtime.FaultPlugin, "%s: a turn is already running", s.cfg.Backend)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t := &turnState{ctx: ctx, cancel: cancel, cancelled: make(chan struct{})}
-	s.turn = t
-	s.mu.Unlock()
-	// Whatever came before this turn is not part of a replay any more.
-	s.replaying.Store(false)
-	s.gate.Open()
-	return t, nil
-}
-
-func (s *Session) endTurn(t *turnState) {
-	t.cancel()
-	s.detachTurn(t)
-}
-
-func (s *Session) detachTurn(t *turnState) {
-	s.mu.Lock()
-	if s.turn == t {
-		s.turn = nil
-		s.gate.Shut() // no event of this turn lands after it ended
-	}
-	s.mu.Unlock()
-}
-
-// cancelTurn sends session/cancel once and ends the turn's pending
-// permission requests (they are answered "cancelled").
-func (s *Session) cancelTurn(t *turnState) {
-	t.once.Do(func() {
-		close(t.cancelled)
-		t.cancel()
-		if err := s.client.Cancel(s.id); err != nil {
-			s.log.Debug("sending session/cancel failed", "error", err)
-		}
-	})
+// overdue: the agent did not end a cancelled turn within CancelWait.
+func (s *Session) overdue(*turn.Turn) {
+	msg := fmt.Sprintf("%s: %s did not end the cancelled turn within %s; stopped it and its process group", s.cfg.Backend, s.agentName(), s.cfg.CancelWait)
+	s.Warn(msg)
+	s.kill(errors.New(msg))
 }
 
 // turnResult converts the answer to session/prompt.
@@ -858,13 +769,7 @@ func (s *Session) turnResult(call *Call) (runtime.TurnResult, error) {
 	return fail, runtime.Errorf(runtime.FaultRuntime, "%s: %v", s.cfg.Backend, err)
 }
 
-func (s *Session) markDead(err error) {
-	s.mu.Lock()
-	if s.dead == nil {
-		s.dead = err
-	}
-	s.mu.Unlock()
-}
+func (s *Session) markDead(err error) { s.turns.MarkDead(err) }
 
 // kill stops the agent at once, with its process group.
 func (s *Session) kill(why error) {
@@ -874,37 +779,23 @@ func (s *Session) kill(why error) {
 	}
 }
 
-// Cancel asks the turn in flight to stop; Prompt then returns once the
-// agent answers (or is killed). It does not wait.
-func (s *Session) Cancel(context.Context) error {
-	s.mu.Lock()
-	t := s.turn
-	s.mu.Unlock()
-	if t != nil {
-		s.cancelTurn(t)
-	}
-	return nil
-}
+// Cancel asks the turn in flight (or starting) to stop; Prompt then
+// returns once the agent answers (or is killed). It does not wait.
+func (s *Session) Cancel(ctx context.Context) error { return s.turns.Cancel(ctx) }
 
-// Close ends the session: pending requests are answered, the agent's
-// stdin is closed, and it is stopped with its whole process group.
+// TurnStarting implements runtime.TurnStarter.
+func (s *Session) TurnStarting() { s.turns.TurnStarting() }
+
+// Close ends the session: the turn in flight is cancelled, pending
+// requests are answered, the agent's stdin is closed, and it is stopped
+// with its whole process group.
 func (s *Session) Close(ctx context.Context) error {
-	s.mu.Lock()
-	t := s.turn
-	s.mu.Unlock()
-	if t != nil {
-		s.cancelTurn(t)
-	}
 	s.shutdown()
 	return nil
 }
 
 func (s *Session) shutdown() {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.gate.Close()
+	s.turns.Close(func() {
 		s.conn.Close()
 		if err := s.proc.Stop(s.cfg.StopGrace); err != nil {
 			s.log.Debug("stopping the agent", "error", err)

@@ -29,7 +29,26 @@ const (
 
 	// DefaultParentPollInterval is WatchParent's interval when given none.
 	DefaultParentPollInterval = time.Second
+
+	// CgroupRemoveWait bounds how long a runtime's cgroup is waited for to
+	// empty after its tree was killed, before it is removed.
+	CgroupRemoveWait = 2 * time.Second
 )
+
+// CgroupsEnv set to "off" makes NewCgroup fail, so runtimes are owned through
+// their process group, the subreaper and TreeEnv alone (tests of the
+// fallback, and systems where creating cgroups is unwelcome).
+const CgroupsEnv = "AVENOR_CGROUPS"
+
+// maxKillPasses bounds the walks of one tree kill: each pass finds what the
+// previous one's victims forked before they died.
+const maxKillPasses = 10
+
+// maxTreeDepth bounds the ppid chain a walk follows.
+const maxTreeDepth = 256
+
+// reapBudget bounds the wait for killed orphans to be reaped.
+const reapBudget = time.Second
 
 // lineChunkBytes is the read size of a LineReader: the granularity at which an
 // over-long line is discarded.

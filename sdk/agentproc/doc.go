@@ -3,6 +3,12 @@
 //
 //   - its process group: the CLI is started in a group of its own, so Stop and
 //     KillGroup reach the helpers it spawned, not just the CLI itself;
+//   - its whole tree: the CLI runs in a cgroup v2 of its own where one can be
+//     created (NewCgroup), and it and everything it starts carry a token in
+//     TreeEnv; once the CLI is reaped its cgroup, its group and every marked
+//     process are killed, so a shell tool that left the group with setsid
+//     dies with its CLI. BecomeSubreaper, KillDescendants and KillMarked let
+//     a plugin and the host do the same for a whole plugin;
 //   - its lifetime: Pdeathsig kills the CLI if the plugin dies, ctx cancellation
 //     stops it, and Stop escalates stdin close → SIGTERM → SIGKILL and always
 //     reaps;
@@ -18,6 +24,7 @@
 // LineReader is the bounded framing on its own, for plugins that read lines
 // from something other than a child's stdout (HTTP bodies, PTYs).
 //
-// Plugin (backend) authors import this package; the avenor host does not.
-// It is Linux-only: process groups and Pdeathsig have no portable equivalent.
+// Plugin (backend) authors import this package; the host uses its tree
+// killing. Pdeathsig, cgroups, the subreaper and /proc walks are Linux-only;
+// elsewhere it builds and owns a CLI through its process group alone.
 package agentproc

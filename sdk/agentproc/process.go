@@ -86,6 +86,11 @@ type Process struct {
 	pid  int
 	log  hclog.Logger
 
+	// The tree: every process the CLI starts carries token in TreeEnv and,
+	// when cgroups are usable, lives in cg (nil otherwise).
+	token string
+	cg    *Cgroup
+
 	stdin  *os.File
 	stdout *drainReader
 	stderr *drainReader
@@ -158,25 +163,37 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	parent := []*os.File{stdinW, stdoutR, stderrR}
 	child := []*os.File{stdinR, stdoutW, stderrW}
 
-	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   append([]string{spec.Path}, spec.Args...),
-		Dir:    spec.Dir,
-		Env:    spec.Env,
-		Stdin:  stdinR,
-		Stdout: stdoutW,
-		Stderr: stderrW,
-		SysProcAttr: &syscall.SysProcAttr{
-			// A group of its own, so that signals reach the helpers the CLI
-			// spawns and a Ctrl-C at the host's terminal does not.
-			Setpgid: true,
-			// Dies with the plugin even if the plugin is SIGKILLed.
-			Pdeathsig: syscall.SIGKILL,
-		},
+	token := NewTreeToken()
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	} else if v, ok := os.LookupEnv(TreeEnv); ok {
+		// The trees the plugin belongs to hold its CLI too.
+		env = append([]string{TreeEnv + "=" + v}, env...)
 	}
+	env = WithTreeToken(env, token)
+	cg, cgErr := NewCgroup("avenor-rt")
+	if cgErr != nil {
+		log.Debug("runtime CLI without a cgroup of its own; its tree is owned through its process group and "+TreeEnv, "reason", cgErr)
+	}
+	newCmd := func(cg *Cgroup) *exec.Cmd {
+		return &exec.Cmd{
+			Path:        path,
+			Args:        append([]string{spec.Path}, spec.Args...),
+			Dir:         spec.Dir,
+			Env:         env,
+			Stdin:       stdinR,
+			Stdout:      stdoutW,
+			Stderr:      stderrW,
+			SysProcAttr: sysProcAttr(cg),
+		}
+	}
+	cmd := newCmd(cg)
 	p := &Process{
 		name:       spec.Path,
 		cmd:        cmd,
+		token:      token,
+		cg:         cg,
 		stdin:      stdinW,
 		stdout:     &drainReader{f: stdoutR},
 		stderr:     &drainReader{f: stderrR},
@@ -190,7 +207,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	started := make(chan error, 1)
 	ready := make(chan struct{})
 	p.wg.Add(1)
-	go p.run(started, ready)
+	go p.run(started, ready, newCmd)
 	err = <-started
 	// The child has its copies now (or never will); ours would keep the
 	// pipes from reaching EOF.
@@ -199,6 +216,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		closeFiles(parent)
 		return nil, fmt.Errorf("agentproc: starting %s (%s): %w", spec.Path, path, err)
 	}
+	cmd = p.cmd // run may have restarted it without the cgroup
 	p.pid = cmd.Process.Pid
 	p.log = log.With("pid", p.pid)
 	p.log.Debug("started runtime CLI", "path", path, "args", spec.Args)
@@ -316,6 +334,31 @@ func (p *Process) stop(grace time.Duration) error {
 	return err
 }
 
+// killTree kills everything the CLI started, wherever it went: its cgroup,
+// its process group, and every process carrying its token. Called once the
+// CLI is reaped.
+func (p *Process) killTree() {
+	var killed []int
+	if p.cg != nil {
+		var err error
+		if killed, err = p.cg.Kill(); err != nil {
+			p.log.Warn("killing what the runtime CLI left behind", "error", err)
+		}
+	}
+	if err := KillGroup(p.pid); err != nil {
+		p.log.Warn("killing what the runtime CLI left behind", "error", err)
+	}
+	if n := KillMarked(p.token); n > 0 {
+		p.log.Debug("killed processes the runtime CLI left outside its group", "count", n)
+	}
+	ReapKilled(killed)
+	if p.cg != nil {
+		if err := p.cg.Remove(CgroupRemoveWait); err != nil {
+			p.log.Warn("removing the runtime CLI's cgroup", "error", err)
+		}
+	}
+}
+
 // waitExited reports whether the CLI is reaped within d.
 func (p *Process) waitExited(d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -337,21 +380,35 @@ func (p *Process) waitExited(d time.Duration) bool {
 // exits. Forking from a thread that run keeps locked until the CLI is reaped
 // means no other goroutine can be scheduled there, lock it and end it, and
 // the CLI is killed only when the plugin really dies.
-func (p *Process) run(started chan<- error, ready <-chan struct{}) {
+//
+// A CLI that cannot be started into its cgroup (no clone3, a seccomp filter,
+// no right to move a process there) is started again without one.
+func (p *Process) run(started chan<- error, ready <-chan struct{}, newCmd func(*Cgroup) *exec.Cmd) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := p.cmd.Start(); err != nil {
+	err := p.cmd.Start()
+	if err != nil && p.cg != nil {
+		_ = p.cg.Remove(0)
+		p.cg = nil
+		p.cmd = newCmd(nil)
+		err = p.cmd.Start()
+	}
+	if err != nil {
 		started <- err
 		return
 	}
 	started <- nil
 	<-ready
 
-	err := p.cmd.Wait()
+	err = p.cmd.Wait()
 	if err != nil {
 		err = fmt.Errorf("agentproc: %s (pid %d) exited: %w", p.name, p.pid, err)
 	}
+	// Whatever the CLI started has lost its owner: a shell tool in a
+	// session of its own, a helper it forgot. Kill it all now, not at Stop,
+	// so a CLI that dies mid-tool leaves nothing behind.
+	p.killTree()
 	p.exitErr = err
 	close(p.exited)
 	p.unwatchCtx()

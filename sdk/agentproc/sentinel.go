@@ -14,6 +14,9 @@ var (
 	ErrTerminated = errors.New("agentproc: process had to be terminated")
 	// ErrKilled: Stop had to send SIGKILL.
 	ErrKilled = errors.New("agentproc: process had to be killed")
+	// ErrNoCgroup: NewCgroup cannot create a cgroup here; the process tree is
+	// then owned through its process group, the subreaper and TreeEnv.
+	ErrNoCgroup = errors.New("agentproc: no usable cgroup v2")
 )
 
 // LineTooLongError reports a line longer than the reader's limit. The line

@@ -22,6 +22,16 @@ func WatchParent(ctx context.Context, interval time.Duration, onDeath func()) {
 	watchParent(ctx, interval, os.Getppid(), onDeath)
 }
 
+// ParentGone is WatchParent as a channel: closed when the process that
+// started the caller dies (the parent is the one at call time), its watch
+// ending with ctx.
+func ParentGone(ctx context.Context, interval time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	ppid := os.Getppid()
+	go watchParent(ctx, interval, ppid, func() { close(ch) })
+	return ch
+}
+
 // watchParent takes the original parent's pid so that tests can capture it
 // before signalling that the watch may begin.
 func watchParent(ctx context.Context, interval time.Duration, ppid int, onDeath func()) {

@@ -66,3 +66,14 @@ func TestWatchParentReturnsWhenCancelled(t *testing.T) {
 		t.Fatalf("WatchParent returned before ctx was done: %v", ctx.Err())
 	}
 }
+
+func TestParentGoneStaysOpenWhileTheParentLives(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := ParentGone(ctx, 5*time.Millisecond)
+	select {
+	case <-gone:
+		t.Fatal("ParentGone closed while the parent lives")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+}

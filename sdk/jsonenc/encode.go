@@ -284,3 +284,33 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 	}
 	return t
 }()
+
+// AppendString appends s as a JSON string, byte for byte what json.Marshal
+// writes for it: <, > and & escaped, invalid UTF-8 as \ufffd. Code that
+// splices an encoded object (a plugin's event fields, the host's stamped
+// line) quotes its strings with it to keep the exact bytes.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// Hex4 reads the four hex digits of a \u escape (either case) at the start
+// of b: the one decoding rule the host's scanner and the plugin's decoder
+// share.
+func Hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r*16 + rune(c)
+	}
+	return r, true
+}

@@ -63,7 +63,7 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 		{"html in keys", Event{"<k>&": "v", "a\"b": 1, "\n": 2}},
 		{"unicode", Event{"s": "é 🐴 \u2028 \u2029 日本語 \ufeff"}},
 		{"invalid utf-8", Event{"s": "a\xffb\xc3(c\xed\xa0\x80d\xf0\x9f\x90", "\xfe": 1}},
-		{"floats", Event{"a": 1.5, "b": 100.0, "c": 1e21, "d": 1e20, "e": 1e-7, "f": 1e-6, "g": -0.0, "h": 0.0,
+		{"floats", Event{"a": 1.5, "b": 100.0, "c": 1e21, "d": 1e20, "e": 1e-7, "f": 1e-6, "g": math.Copysign(0, -1), "h": 0.0,
 			"i": 123456789.123456789, "j": -1e-300, "k": math.MaxFloat64, "l": math.SmallestNonzeroFloat64, "m": 9007199254740993.0}},
 		{"float32", Event{"a": float32(1.1), "b": float32(1e21), "c": float32(1e-7), "d": float32(3.4e38)}},
 		{"ints", Event{"a": 42, "b": int64(math.MaxInt64), "c": int64(math.MinInt64), "d": int8(-8), "e": int16(-16), "f": int32(-32),

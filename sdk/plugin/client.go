@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,8 +31,12 @@ type LaunchConfig struct {
 	Env []string
 	// Logger receives the plugin's logs, named after the plugin. Default: none.
 	Logger hclog.Logger
-	// SecureConfig, when set, is checked against Path before it runs: a
-	// pinned plugin whose checksum differs never executes.
+	// SecureConfig, when set, is the checksum the binary must have: Path is
+	// copied into a private directory, hashing the bytes copied, and the
+	// copy runs only if they match, so a binary whose checksum differs never
+	// executes, even if it is swapped in after the check. The copy is
+	// removed once the process has started; the plugin's argv[0] is still
+	// Path.
 	SecureConfig *goplugin.SecureConfig
 	// StartTimeout bounds the handshake. Default 30s.
 	StartTimeout time.Duration
@@ -81,30 +84,36 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Client, error) {
 		cfg.StderrTail = 16 << 10
 	}
 	name := filepath.Base(cfg.Path)
+	exe, removeCopy := cfg.Path, func() {}
 	if cfg.SecureConfig != nil {
-		ok, err := cfg.SecureConfig.Check(cfg.Path)
+		copied, remove, err := verifiedCopy(cfg.Path, cfg.SecureConfig)
+		if errors.Is(err, ErrChecksumMismatch) {
+			return nil, fmt.Errorf("%w: %s", ErrChecksumMismatch, cfg.Path)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("verify plugin %s: %w", cfg.Path, err)
 		}
-		if !ok {
-			return nil, fmt.Errorf("%w: %s", ErrChecksumMismatch, cfg.Path)
-		}
+		exe, removeCopy = copied, remove
 	}
+	defer removeCopy()
 	c := &Client{path: cfg.Path, logger: cfg.Logger.Named(name), stderr: newTailBuffer(cfg.StderrTail), exited: make(chan struct{})}
 	gp := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  handshake,
 		VersionedPlugins: pluginSets(&grpcPlugin{}),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		Logger:           c.logger,
+		Logger:           pluginLogger{Logger: c.logger, name: name},
 		StartTimeout:     cfg.StartTimeout,
 		Stderr:           c.stderr,
-		RunnerFunc: func(l hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd := exec.Command(cfg.Path)
+		RunnerFunc: func(l hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
+			markSocketDir(socketDir, l)
+			cmd := exec.Command(exe)
+			cmd.Args[0] = cfg.Path // a verified copy's process is still the plugin, by its own path
 			cmd.Env = append(append([]string{}, spec.Env...), cfg.Env...)
-			// The plugin dies with the host even when the host is SIGKILLed;
-			// the plugin then stops its runtimes (sdk/plugin.Serve).
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-			return newProcRunner(cmd, c)
+			r, err := newProcRunner(cmd, c, newPluginTree(c.logger))
+			if r != nil {
+				r.name, r.started = cfg.Path, removeCopy
+			}
+			return r, err
 		},
 	})
 	c.gp = gp
@@ -324,3 +333,33 @@ func lastLines(s string, n int) string {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// ReattachInfo is what a new host needs to reconnect to a running plugin
+// process (go-plugin's ReattachConfig, as plain values a host can store).
+type ReattachInfo struct {
+	Network, Address string
+	PID              int
+	Protocol         string
+	ProtocolVersion  int
+}
+
+// Reattach is the plugin process's reattach information; false in process
+// or before the process has started.
+func (c *Client) Reattach() (ReattachInfo, bool) {
+	if c.gp == nil {
+		return ReattachInfo{}, false
+	}
+	rc := c.gp.ReattachConfig()
+	if rc == nil || rc.Addr == nil {
+		return ReattachInfo{}, false
+	}
+	pid, version := rc.Pid, rc.ProtocolVersion
+	if pid == 0 {
+		pid = c.PID()
+	}
+	if version == 0 { // go-plugin leaves it out of a launched plugin's
+		version = c.gp.NegotiatedVersion()
+	}
+	return ReattachInfo{Network: rc.Addr.Network(), Address: rc.Addr.String(), PID: pid,
+		Protocol: string(rc.Protocol), ProtocolVersion: version}, true
+}

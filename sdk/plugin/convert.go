@@ -177,7 +177,7 @@ func errorToProto(err error) *pb.Error {
 	if err == nil {
 		return nil
 	}
-	return &pb.Error{Fault: string(runtime.FaultOf(err)), Message: err.Error()}
+	return &pb.Error{Fault: string(runtime.FaultOf(err)), Message: err.Error(), Code: string(runtime.CodeOf(err))}
 }
 
 func errorFromProto(e *pb.Error) error {
@@ -188,7 +188,7 @@ func errorFromProto(e *pb.Error) error {
 	if fault == "" {
 		fault = runtime.FaultPlugin
 	}
-	return &runtime.Error{Fault: fault, Message: e.GetMessage()}
+	return &runtime.Error{Fault: fault, Message: e.GetMessage(), Code: runtime.Code(e.GetCode())}
 }
 
 // marshalObject encodes a JSON object, as json.Marshal does; nil encodes

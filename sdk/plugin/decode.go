@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/avenor-go/avenor/sdk/jsonenc"
 )
 
 // Every event crosses the wire as a JSON object and is decoded back into a
@@ -295,7 +297,7 @@ func (d *objectDecoder) str(key bool) (string, bool) {
 			case 't':
 				out = append(out, '\t')
 			case 'u':
-				r, ok := hex4(b[i+2:])
+				r, ok := jsonenc.Hex4(b[i+2:])
 				if !ok || utf16.IsSurrogate(r) {
 					return "", false // surrogates: json.Unmarshal's pairing rules
 				}
@@ -316,27 +318,6 @@ func (d *objectDecoder) str(key bool) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r*16 + rune(c)
-	}
-	return r, true
 }
 
 // makeString returns b as a string; a short key comes from the cache.

@@ -1,6 +1,9 @@
 package plugin
 
-import "github.com/avenor-go/avenor/sdk/runtime"
+import (
+	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
 
 // emitterQueue bounds the batches of decoded events waiting for the host:
 // up to emitterQueue Events messages (each at most maxBatch events). When
@@ -23,6 +26,7 @@ type emitter struct {
 
 type emitItem struct {
 	events  []runtime.Event
+	raw     []*pb.Event   // for a runtime.JSONEmitter host: as received
 	drained chan struct{} // non-nil: a drain marker, closed when reached
 }
 
@@ -30,6 +34,14 @@ func newEmitter(host runtime.Host) *emitter {
 	e := &emitter{host: host, items: make(chan emitItem, emitterQueue), done: make(chan struct{})}
 	go e.run()
 	return e
+}
+
+// emitRaw queues a batch as received, for a host that takes JSON
+// (runtime.JSONEmitter); it waits as emit does.
+func (e *emitter) emitRaw(events []*pb.Event) {
+	if len(events) > 0 {
+		e.items <- emitItem{raw: events}
+	}
 }
 
 func (e *emitter) run() {
@@ -41,6 +53,12 @@ func (e *emitter) run() {
 		}
 		for _, ev := range it.events {
 			e.host.Emit(ev)
+		}
+		if len(it.raw) > 0 {
+			je := e.host.(runtime.JSONEmitter)
+			for _, pe := range it.raw {
+				je.EmitJSON(pe.GetType(), pe.GetJson())
+			}
 		}
 	}
 }

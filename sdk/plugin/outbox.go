@@ -22,6 +22,33 @@ type outbox struct {
 	mu     sync.Mutex
 	closed bool
 	err    error
+	// linger, when set, keeps what the stream could not take (its host is
+	// gone) instead of dropping it (linger.go); sent then keeps the events
+	// last sent, which a host that died may not have written (replay).
+	linger *lingerBuffer
+	sent   *sentRing
+}
+
+// keepUnsent makes the outbox buffer, up to MaxLingerBuffer, what it
+// cannot send from now on.
+func (o *outbox) keepUnsent() {
+	o.mu.Lock()
+	if o.linger == nil {
+		o.linger = newLingerBuffer(MaxLingerBuffer)
+		o.sent = &sentRing{}
+	}
+	o.mu.Unlock()
+}
+
+// takeSent returns the events last sent, oldest first.
+func (o *outbox) takeSent() []*pb.Event {
+	o.mu.Lock()
+	r := o.sent
+	o.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.take()
 }
 
 type outItem struct {
@@ -38,6 +65,18 @@ func newOutbox(s sender, logger hclog.Logger) *outbox {
 	o := &outbox{send: s.Send, logger: logger, ch: make(chan outItem, outboxSize), quit: make(chan struct{}), done: make(chan struct{})}
 	go o.run()
 	return o
+}
+
+// takeUnsent returns what the outbox kept unsent (keepUnsent), oldest
+// first, led by a warning when some was dropped.
+func (o *outbox) takeUnsent() []*pb.PluginMessage {
+	o.mu.Lock()
+	buf := o.linger
+	o.mu.Unlock()
+	if buf == nil {
+		return nil
+	}
+	return buf.take()
 }
 
 func (o *outbox) pushEvent(ev *pb.Event) { o.put(outItem{ev: ev}) }
@@ -99,17 +138,23 @@ func (o *outbox) close() {
 func (o *outbox) run() {
 	defer close(o.done)
 	var batch []*pb.Event
+	size := 0 // the JSON and types in batch
 	sendBatch := func() {
 		if len(batch) == 0 {
 			return
 		}
 		o.deliver(&pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: batch}}})
-		batch = nil
+		batch, size = nil, 0
 	}
 	handle := func(it outItem) {
 		switch {
 		case it.ev != nil:
+			n := len(it.ev.GetJson()) + len(it.ev.GetType()) + 8
+			if len(batch) > 0 && size+n > maxBatchBytes {
+				sendBatch()
+			}
 			batch = append(batch, it.ev)
+			size += n
 			if len(batch) >= maxBatch {
 				sendBatch()
 			}
@@ -145,15 +190,29 @@ func (o *outbox) run() {
 
 func (o *outbox) deliver(m *pb.PluginMessage) {
 	o.mu.Lock()
-	failed := o.err != nil
+	failed, buf := o.err != nil, o.linger
 	o.mu.Unlock()
 	if failed {
+		if buf != nil {
+			buf.push(m)
+		}
 		return
 	}
 	if err := o.send(m); err != nil {
 		o.mu.Lock()
 		o.err = err
+		buf = o.linger
 		o.mu.Unlock()
+		if buf != nil {
+			buf.push(m)
+		}
 		o.logger.Debug("session stream send failed", "error", err)
+		return
+	}
+	o.mu.Lock()
+	r := o.sent
+	o.mu.Unlock()
+	if r != nil {
+		r.add(m.GetEvents().GetEvents())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -20,6 +21,9 @@ import (
 const (
 	// parentPollInterval is how often a plugin checks that its host lives.
 	parentPollInterval = 500 * time.Millisecond
+	// sigtermParentWait bounds how long a SIGTERM waits to tell the host's
+	// death (Pdeathsig) from a live host's request to stop.
+	sigtermParentWait = 500 * time.Millisecond
 	// shutdownBudget bounds closing every session when the plugin stops.
 	shutdownBudget = 5 * time.Second
 )
@@ -49,18 +53,61 @@ func Serve(info Info, backends ...runtime.Backend) {
 		os.Exit(1)
 	}
 
+	// Orphans among our descendants — a shell tool whose runtime CLI died —
+	// come to us rather than to init, so that exit finds them.
+	if err := agentproc.BecomeSubreaper(); err != nil {
+		logger.Debug("not a subreaper; orphaned tools are found by "+agentproc.TreeEnv+" alone", "reason", err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	// The host asked us to stop, or died (SIGTERM via Pdeathsig, or noticed
-	// by polling the parent pid): close every session first.
+	// A host that dies leaves our stdout and stderr pipes without a
+	// reader: writing them must fail with EPIPE, not kill us by SIGPIPE
+	// (fd 1 and 2 do unless SIGPIPE is notified), or a lingering plugin
+	// would die at its first log line.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	srv.linger, srv.ppid = lingerFromEnv(), os.Getppid()
+	if srv.linger > 0 {
+		// Our socket must outlive the host's marker of its directory: a
+		// host that starts after ours died removes the directories of
+		// dead hosts, and would cut us off from it.
+		markSocketDir(os.Getenv(goplugin.EnvUnixSocketDir), logger)
+	}
+	srv.lingerEnd = func() {
+		srv.closeAll(shutdownBudget)
+		exit(logger)
+	}
+	// The host asked us to stop (SIGHUP, or SIGTERM while it lives), or
+	// died (SIGTERM via Pdeathsig, or noticed by polling the parent pid):
+	// close every session first — after the linger window, when the host
+	// died and set one.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		select {
-		case <-sigs:
-		case <-parentGone(ctx):
+		// Pdeathsig set by the host is the fast path; the poll covers a
+		// host whose forking thread exited before it.
+		gone := agentproc.ParentGone(ctx, parentPollInterval)
+	wait:
+		for {
+			select {
+			case sig := <-sigs:
+				// Pdeathsig can come while the kernel is still
+				// reparenting our threads: getppid may show the old
+				// parent for a moment, hence the short wait.
+				if sig == syscall.SIGTERM && srv.linger > 0 && srv.hostGone(sigtermParentWait) {
+					srv.startLinger()
+					continue
+				}
+				break wait
+			case <-gone:
+				if srv.linger > 0 {
+					srv.startLinger()
+					gone = nil
+					continue
+				}
+				break wait
+			}
 		}
 		srv.closeAll(shutdownBudget)
-		os.Exit(0)
+		exit(logger)
 	}()
 
 	goplugin.Serve(&goplugin.ServeConfig{
@@ -72,31 +119,21 @@ func Serve(info Info, backends ...runtime.Backend) {
 	// go-plugin returns when the host closed the connection.
 	stop()
 	srv.closeAll(shutdownBudget)
-	os.Exit(0)
+	exit(logger)
 }
 
-// parentGone is closed when our parent process changes, i.e. the host died
-// and we were reparented. Pdeathsig set by the host is the fast path; this
-// poll covers the case where the host's forking thread exited before it.
-func parentGone(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{})
-	ppid := os.Getppid()
-	go func() {
-		t := time.NewTicker(parentPollInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if os.Getppid() != ppid {
-					close(ch)
-					return
-				}
-			}
-		}
-	}()
-	return ch
+// exit kills every process the plugin still has below it — descendants
+// found by walking /proc (orphans included: we are their subreaper) and
+// every process carrying the token the host gave us — and exits. Sessions
+// are closed by now: whatever is left is a runtime's leftover, and would
+// otherwise outlive the host.
+func exit(logger hclog.Logger) {
+	n := agentproc.KillDescendants(os.Getpid())
+	n += agentproc.KillMarked(agentproc.OwnTreeToken(os.Environ()))
+	if n > 0 {
+		logger.Debug("killed processes the runtimes left behind", "count", n)
+	}
+	os.Exit(0)
 }
 
 func envOr(key, def string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -32,6 +33,13 @@ const (
 	outboxSize = 1024
 	// maxBatch is the most events sent in one Events message.
 	maxBatch = 256
+	// maxBatchBytes bounds the JSON of one Events message: gRPC takes the
+	// buffer of a message up to 32 KiB from a 32 KiB pool and of a larger
+	// one from a 1 MiB pool, and zeroes the whole buffer each time, on the
+	// sending and on the receiving side. 256 chunks of ~130 bytes crossed
+	// that line and made clearing 1 MiB per batch the largest single cost
+	// of a flood (issue 25); a batch this size stays below it.
+	maxBatchBytes = 28 << 10
 	// closeBudget bounds Session.Close when the host has gone away.
 	closeBudget = 10 * time.Second
 )
@@ -46,6 +54,50 @@ type server struct {
 
 	mu       sync.Mutex
 	sessions map[*sessionServer]struct{}
+
+	// linger is how long sessions outlive a host that died (linger.go);
+	// 0: they close at once. ppid is the host's pid (0 in process: the
+	// host never dies apart from us). lingerEnd stops everything when the
+	// window passes with no host back.
+	linger      time.Duration
+	ppid        int
+	lingerEnd   func()
+	lingerTimer *time.Timer // under mu; set while the window runs
+}
+
+// hostGone reports whether the host process died (we were reparented),
+// waiting up to wait for the reparenting that follows its sockets closing.
+func (s *server) hostGone(wait time.Duration) bool {
+	if s.ppid == 0 {
+		return false
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if os.Getppid() != s.ppid {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startLinger starts the linger window unless it runs: when it passes,
+// lingerEnd stops every session and the process.
+func (s *server) startLinger() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lingerTimer != nil {
+		return
+	}
+	s.logger.Info("the host is gone; keeping the sessions for a host to take them over", "linger", s.linger.String())
+	s.lingerTimer = time.AfterFunc(s.linger, func() {
+		s.logger.Info("no host took the sessions over within the linger window; stopping them")
+		if s.lingerEnd != nil {
+			s.lingerEnd()
+		}
+	})
 }
 
 func newServer(info Info, logger hclog.Logger, backends []runtime.Backend) (*server, error) {
@@ -117,6 +169,9 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	if err != nil {
 		return err
 	}
+	if ra := first.GetReattach(); ra != nil {
+		return s.reattach(stream, ra)
+	}
 	open := first.GetOpen()
 	if open == nil {
 		return status.Error(codes.FailedPrecondition, "the first message of a session must be Open")
@@ -126,8 +181,21 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 		stream:  stream,
 		out:     newOutbox(stream, s.logger),
 		pending: map[string]chan runtime.PermissionDecision{},
+		closed:  make(chan struct{}),
 	}
-	defer ss.out.close()
+	// Turns live as long as the session, not its stream: a lingering
+	// session's turn goes on after its host's stream broke.
+	ss.life, ss.endLife = context.WithCancel(context.Background())
+	defer func() {
+		if ss.sess == nil { // never opened; an open one ends in closeSession
+			ss.endLife()
+		}
+	}()
+	if s.linger > 0 {
+		ss.out.keepUnsent()
+	}
+	out := ss.out
+	defer out.close()
 	b, ok := s.backends[open.GetBackend()]
 	if !ok {
 		ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Closed{Closed: &pb.Closed{Error: errorToProto(
@@ -139,8 +207,18 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 		ss.out.push(closedMsg(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
 		return ss.out.flush()
 	}
-	sess, err := safeOpen(stream.Context(), b, req, ss)
+	// A backend may keep Open's context for the session's life (its
+	// runtime's process, its turns): it ends with the session, not with
+	// this stream, which a lingering session outlives. Only while Open
+	// runs does the stream's end abandon it.
+	openCtx, abandon := context.WithCancel(ss.life)
+	stopAbandon := context.AfterFunc(stream.Context(), abandon)
+	sess, err := safeOpen(openCtx, b, req, ss)
+	if !stopAbandon() {
+		abandon()
+	}
 	if err != nil {
+		abandon()
 		ss.out.push(closedMsg(err))
 		return ss.out.flush()
 	}
@@ -148,21 +226,31 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sessions, ss)
-		s.mu.Unlock()
-	}()
+	defer s.forget(ss, stream)
 	var startFields []byte
 	if sf, ok := sess.(runtime.StartFielder); ok {
 		if startFields, err = marshalObject(sf.StartFields()); err != nil {
 			ss.Logger().Error("session.start fields do not encode; leaving them out", "error", err)
 		}
 	}
-	ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
+	ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
 		SessionId: sess.ID(), Process: processToProto(sess.Process()), StartFieldsJson: startFields,
 	}}})
-	return ss.serve()
+	return ss.serve(stream)
+}
+
+// forget drops ss from the live sessions once the stream that served it
+// ends, unless another stream has taken it over since (reattach).
+func (s *server) forget(ss *sessionServer, stream pb.Runtime_SessionServer) {
+	ss.mu.Lock()
+	mine := ss.stream == stream
+	ss.mu.Unlock()
+	if !mine {
+		return
+	}
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
 }
 
 func closedMsg(err error) *pb.PluginMessage {
@@ -194,12 +282,63 @@ type sessionServer struct {
 	turnDone   chan struct{}
 	turnID     string
 	closeOnce  sync.Once
+	// life is the session's own lifetime (turns run in it); closed is
+	// closed once the session is.
+	life    context.Context
+	endLife context.CancelFunc
+	closed  chan struct{}
+	// Lingering (linger.go, under mu): taken is set while the session has
+	// no host and closed when one takes it over; lostAt is when its host
+	// went. lastEnded is the last turn end sent, pendingMsgs the
+	// permission requests still waiting, in order: a new host gets them
+	// again if the old one may not have.
+	taken       chan struct{}
+	claimed     bool
+	lostAt      time.Time
+	lastEnded   *pb.PluginMessage
+	pendingMsgs []*pb.PluginMessage
+	// outMu: the outbox is swapped on a take-over while nothing is pushed.
+	outMu sync.RWMutex
 }
 
-func (ss *sessionServer) serve() error {
+// push and flush go to the session's current outbox.
+func (ss *sessionServer) push(m *pb.PluginMessage) {
+	ss.outMu.RLock()
+	defer ss.outMu.RUnlock()
+	ss.out.push(m)
+}
+
+func (ss *sessionServer) flush() error {
+	ss.outMu.RLock()
+	o := ss.out
+	ss.outMu.RUnlock()
+	return o.flush()
+}
+
+func (ss *sessionServer) dropPendingMsgLocked(id string) {
+	for i, m := range ss.pendingMsgs {
+		if m.GetPermissionRequest().GetRequestId() == id {
+			ss.pendingMsgs = append(ss.pendingMsgs[:i], ss.pendingMsgs[i+1:]...)
+			return
+		}
+	}
+}
+
+func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
 	for {
-		msg, err := ss.stream.Recv()
+		msg, err := stream.Recv()
 		if err != nil {
+			if ss.server.linger > 0 && ss.server.hostGone(lingerParentWait) {
+				// The host died: the session and its runtime wait for a
+				// host to take them over, or for the window to pass.
+				taken := ss.orphan()
+				ss.server.startLinger()
+				select {
+				case <-ss.closed:
+				case <-taken:
+				}
+				return nil
+			}
 			// The host went away without Close: stop the runtime anyway.
 			ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
 			ss.closeSession(ctx)
@@ -220,18 +359,18 @@ func (ss *sessionServer) serve() error {
 				continue
 			}
 			go func() {
-				if err := ss.sess.Cancel(ss.stream.Context()); err != nil {
+				if err := ss.sess.Cancel(stream.Context()); err != nil {
 					ss.Logger().Warn("cancel failed", "error", err)
 				}
 			}()
 		case *pb.HostMessage_PermissionDecision:
 			ss.deliver(m.PermissionDecision)
 		case *pb.HostMessage_Close:
-			ctx, cancel := context.WithTimeout(ss.stream.Context(), closeBudget)
+			ctx, cancel := context.WithTimeout(stream.Context(), closeBudget)
 			err := ss.closeSession(ctx)
 			cancel()
-			ss.out.push(closedMsg(err))
-			return ss.out.flush()
+			ss.push(closedMsg(err))
+			return ss.flush()
 		case *pb.HostMessage_Open:
 			ss.Logger().Warn("ignoring a second Open on an open session")
 		}
@@ -261,22 +400,31 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		case <-ss.turnDone:
 		default:
 			ss.mu.Unlock()
-			ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, runtime.TurnResult{},
+			ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, runtime.TurnResult{},
 				runtime.Errorf(runtime.FaultUser, "a turn is already running in this session"))}})
 			return
 		}
 	}
-	ctx, cancel := context.WithCancel(ss.stream.Context())
+	ctx, cancel := context.WithCancel(ss.life)
 	done := make(chan struct{})
 	ss.turnCancel, ss.turnDone, ss.turnID = cancel, done, turnID
 	ss.mu.Unlock()
+	// Before the Cancel that may follow this Prompt is read, so the
+	// session keeps it even if it lands before Prompt has begun the turn.
+	if ts, ok := ss.sess.(runtime.TurnStarter); ok {
+		ts.TurnStarting()
+	}
 	go func() {
 		res, err := ss.prompt(ctx, runtime.Turn{ID: turnID, Text: text})
 		cancel()
 		// The turn is over before the host can hear so: its next Prompt
 		// must not find this one still running.
 		close(done)
-		ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, res, err)}})
+		ended := &pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, res, err)}}
+		ss.mu.Lock()
+		ss.lastEnded = ended
+		ss.mu.Unlock()
+		ss.push(ended)
 	}()
 }
 
@@ -309,6 +457,12 @@ func (ss *sessionServer) closeSession(ctx context.Context) error {
 			case <-ctx.Done():
 			}
 		}
+		if ss.endLife != nil {
+			ss.endLife()
+		}
+		if ss.closed != nil {
+			close(ss.closed)
+		}
 	})
 	return err
 }
@@ -317,6 +471,7 @@ func (ss *sessionServer) deliver(d *pb.PermissionDecision) {
 	ss.mu.Lock()
 	ch, ok := ss.pending[d.GetRequestId()]
 	delete(ss.pending, d.GetRequestId())
+	ss.dropPendingMsgLocked(d.GetRequestId())
 	ss.mu.Unlock()
 	if !ok {
 		ss.Logger().Debug("decision for a request that is no longer pending", "request_id", d.GetRequestId())
@@ -332,7 +487,19 @@ func (ss *sessionServer) Emit(ev runtime.Event) {
 		ss.Logger().Error("dropping an event that does not encode", "error", err)
 		return
 	}
+	ss.outMu.RLock()
+	defer ss.outMu.RUnlock()
 	ss.out.pushEvent(pe)
+}
+
+// EmitJSON implements runtime.JSONEmitter: the fields go on the wire as
+// they are, with no map built or encoded (issue 25). The host checks them.
+func (ss *sessionServer) EmitJSON(typ runtime.EventType, fields []byte) {
+	// Under outMu as Emit: a re-attach swaps the outbox, and an event
+	// pushed into the old one while it drains would be lost.
+	ss.outMu.RLock()
+	defer ss.outMu.RUnlock()
+	ss.out.pushEvent(&pb.Event{Type: typ, Json: fields})
 }
 
 // AskPermission implements runtime.Host.
@@ -351,14 +518,17 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request %q is already pending", req.ID)
 	}
 	ss.pending[req.ID] = ch
+	pm := &pb.PluginMessage{Msg: &pb.PluginMessage_PermissionRequest{PermissionRequest: msg}}
+	ss.pendingMsgs = append(ss.pendingMsgs, pm)
 	ss.mu.Unlock()
-	ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_PermissionRequest{PermissionRequest: msg}})
+	ss.push(pm)
 	select {
 	case d := <-ch:
 		return d, nil
 	case <-ctx.Done():
 		ss.mu.Lock()
 		delete(ss.pending, req.ID)
+		ss.dropPendingMsgLocked(req.ID)
 		ss.mu.Unlock()
 		return runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}, ctx.Err()
 	}
@@ -367,7 +537,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 // RecordProcess implements runtime.ProcessRecorder: tell the host the
 // runtime process changed.
 func (ss *sessionServer) RecordProcess(p runtime.ProcessInfo) {
-	ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Process{Process: processToProto(p)}})
+	ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Process{Process: processToProto(p)}})
 }
 
 // Logger implements runtime.Host.

@@ -52,12 +52,7 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		cancel()
 		return nil, b.owner.describeErr("open session", err)
 	}
-	s := &remoteSession{
-		owner: b.owner, stream: stream, cancel: cancel, host: host,
-		turnEnded: make(chan *pb.TurnEnded, 1), closed: make(chan *pb.Closed, 1),
-		opened: make(chan *pb.Opened, 1), done: make(chan struct{}),
-		waits: map[string]context.CancelFunc{}, inflight: map[string]runtime.PermissionDecision{},
-	}
+	s := newRemoteSession(b.owner, stream, cancel, host)
 	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Open{Open: open}}); err != nil {
 		cancel()
 		return nil, b.owner.describeErr("open session", err)
@@ -95,6 +90,15 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	}
 }
 
+func newRemoteSession(owner *Client, stream pb.Runtime_SessionClient, cancel context.CancelFunc, host runtime.Host) *remoteSession {
+	return &remoteSession{
+		owner: owner, stream: stream, cancel: cancel, host: host,
+		turnEnded: make(chan *pb.TurnEnded, 1), closed: make(chan *pb.Closed, 1),
+		opened: make(chan *pb.Opened, 1), done: make(chan struct{}),
+		waits: map[string]context.CancelFunc{}, inflight: map[string]runtime.PermissionDecision{},
+	}
+}
+
 // remoteSession is the host side of one Session stream.
 type remoteSession struct {
 	owner  *Client
@@ -113,13 +117,21 @@ type remoteSession struct {
 	done      chan struct{} // recvLoop returned
 	recvErr   error         // set before done is closed
 
-	mu     sync.Mutex
-	turnID string // the turn last prompted; Cancel names it
-	proc   runtime.ProcessInfo
-	waits  map[string]context.CancelFunc // pending permission waits
+	mu       sync.Mutex
+	turnID   string // the turn last prompted; Cancel names it
+	sentTurn string // the turn whose Prompt is on the wire
+	proc     runtime.ProcessInfo
+	waits    map[string]context.CancelFunc // pending permission waits
 	// inflight: decisions sent during the current turn, not yet known to
 	// have been received (the turn has not ended).
 	inflight map[string]runtime.PermissionDecision
+
+	// adopted is a re-attached session's turn in flight: its Prompt only
+	// waits (under mu). written says how many of the events a re-attached
+	// plugin sends again the host's log has (Reattacher); set before
+	// recvLoop runs.
+	adopted string
+	written func([]runtime.Event) int
 }
 
 func (s *remoteSession) ID() string {
@@ -156,15 +168,39 @@ func (s *remoteSession) send(m *pb.HostMessage) error {
 // ctx.Err() when ctx is done — the caller then decides to Cancel or to kill
 // the plugin — and with an error wrapping ErrPluginGone when the plugin dies.
 func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnResult, error) {
-	// A turn end left over from an earlier, abandoned turn is stale.
-	select {
-	case <-s.turnEnded:
-	default:
+	// A prompt the wire cannot carry would break the stream and read as the
+	// plugin's failure: it is the caller's, said before anything is sent.
+	if err := runtime.CheckPrompt("prompt", turn.Text); err != nil {
+		return runtime.TurnResult{StopReason: runtime.StopError}, userFault{err}
 	}
+	s.mu.Lock()
+	adopt := s.adopted != "" && s.adopted == turn.ID
+	s.adopted = ""
+	s.mu.Unlock()
+	if !adopt {
+		// A turn end left over from an earlier, abandoned turn is stale.
+		select {
+		case <-s.turnEnded:
+		default:
+		}
+	}
+	// The turn id is set and the Prompt sent under sendMu, so a Cancel
+	// that names this turn always reaches the plugin after its Prompt.
+	s.sendMu.Lock()
 	s.mu.Lock()
 	s.turnID = turn.ID
 	s.mu.Unlock()
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: turn.ID, Text: turn.Text}}}); err != nil {
+	var err error
+	if !adopt { // an adopted turn runs already: wait for its end
+		err = s.stream.Send(&pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: turn.ID, Text: turn.Text}}})
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.sentTurn = turn.ID
+		s.mu.Unlock()
+	}
+	s.sendMu.Unlock()
+	if err != nil {
 		return runtime.TurnResult{StopReason: runtime.StopError}, s.goneErr("prompt")
 	}
 	for {
@@ -200,13 +236,26 @@ func (s *remoteSession) turnResult(te *pb.TurnEnded) (runtime.TurnResult, error)
 }
 
 func (s *remoteSession) Cancel(ctx context.Context) error {
+	s.sendMu.Lock()
 	s.mu.Lock()
 	turnID := s.turnID
 	s.mu.Unlock()
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{TurnId: turnID}}}); err != nil {
+	err := s.stream.Send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{TurnId: turnID}}})
+	s.sendMu.Unlock()
+	if err != nil {
 		return s.goneErr("cancel")
 	}
 	return nil
+}
+
+// PromptSent reports whether turnID's Prompt is on the wire, so that a
+// Cancel called now reaches the plugin right after it — the moment the
+// backend may not have begun the turn yet. The conformance kit uses it to
+// check that such a Cancel is not lost.
+func (s *remoteSession) PromptSent(turnID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sentTurn == turnID
 }
 
 // Close asks the plugin to close the session and waits for it, bounded by ctx.
@@ -256,6 +305,10 @@ func (s *remoteSession) recvLoop() {
 		close(s.done)
 	}()
 	var dec objectDecoder // this loop's alone
+	// A host that takes JSON gets each event's bytes as they crossed the
+	// wire, decoded by nobody (issue 25); it reports malformed ones.
+	_, takesJSON := s.host.(runtime.JSONEmitter)
+	replay := 0 // events sent again by a re-attached plugin, still to come
 	for {
 		msg, err := s.stream.Recv()
 		if err != nil {
@@ -270,8 +323,27 @@ func (s *remoteSession) recvLoop() {
 		}
 		switch m := msg.Msg.(type) {
 		case *pb.PluginMessage_Opened:
+			if o := m.Opened; o.GetReattached() {
+				replay = int(o.GetReplayEvents())
+				if o.GetTurnRunning() || o.GetBufferedEvents() > 0 {
+					// Before anything the plugin kept, the log says where
+					// the new host took over a turn (one that goes on, or
+					// ended while no host was there); a parked session's
+					// log keeps its session.end last.
+					em.emit([]runtime.Event{{Type: runtime.EventSupervisorReattached, Fields: map[string]any{
+						"buffered": o.GetBufferedEvents(), "gap_ms": o.GetGapMs(),
+					}}})
+					em.drain()
+				}
+			}
 			s.opened <- m.Opened
 		case *pb.PluginMessage_Events:
+			if takesJSON && replay == 0 {
+				em.emitRaw(m.Events.GetEvents())
+				continue
+			}
+			// The replay after a re-attach is decoded: the host says how
+			// many of those events its log already has.
 			batch := make([]runtime.Event, 0, len(m.Events.GetEvents()))
 			for _, pe := range m.Events.GetEvents() {
 				ev, err := eventFromProto(pe, &dec)
@@ -280,6 +352,13 @@ func (s *remoteSession) recvLoop() {
 					continue
 				}
 				batch = append(batch, ev)
+			}
+			if replay > 0 {
+				// The first Events after a re-attach are the replay.
+				replay = 0
+				if s.written != nil {
+					batch = batch[min(max(s.written(batch), 0), len(batch)):]
+				}
 			}
 			em.emit(batch)
 		case *pb.PluginMessage_PermissionRequest:
@@ -370,4 +449,13 @@ func (s *remoteSession) logger() hclog.Logger {
 		}
 	}
 	return hclog.NewNullLogger()
+}
+
+// userFault is err as the user's fault: it matches err and a *runtime.Error
+// with FaultUser.
+type userFault struct{ err error }
+
+func (e userFault) Error() string { return e.err.Error() }
+func (e userFault) Unwrap() []error {
+	return []error{e.err, &runtime.Error{Fault: runtime.FaultUser, Message: e.err.Error()}}
 }

@@ -28,7 +28,7 @@ func (b *fakeBackend) Check(context.Context, runtime.CheckRequest) runtime.Readi
 }
 func (b *fakeBackend) Open(_ context.Context, req runtime.OpenRequest, h runtime.Host) (runtime.Session, error) {
 	if req.ResumeSessionID == "missing" {
-		return nil, runtime.Errorf(runtime.FaultUser, "session %q not found", req.ResumeSessionID)
+		return nil, runtime.Errorf(runtime.FaultUser, "session %q not found", req.ResumeSessionID).WithCode(runtime.CodeSessionNotFound)
 	}
 	return &fakeSession{b: b, h: h}, nil
 }
@@ -133,6 +133,10 @@ func TestOpenRefusalCarriesFault(t *testing.T) {
 	var rerr *runtime.Error
 	if !errors.As(err, &rerr) || rerr.Fault != runtime.FaultUser || rerr.Message != `session "missing" not found` {
 		t.Fatalf("err = %#v", err)
+	}
+	// Its kind crosses the wire too: the host tells it without the text.
+	if !errors.Is(err, runtime.ErrSessionNotFound) {
+		t.Errorf("errors.Is(err, ErrSessionNotFound) is false across gRPC: %#v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -255,6 +256,9 @@ func (c *bcase) sessionChecks(k sink) {
 		_, err := x.cancelLongTurn()
 		return err
 	})
+	c.capCheck(k, "cancel_right_after_prompt_ends_the_turn", runtime.CapCancel, func(x *run) error {
+		return x.earlyCancel()
+	})
 	c.capCheck(k, "session_works_after_a_cancel", runtime.CapCancel, func(x *run) error {
 		sess, err := x.cancelLongTurn()
 		if err != nil {
@@ -363,6 +367,51 @@ func (x *run) cancelLongTurn() (runtime.Session, error) {
 		return nil, err
 	}
 	return sess, x.cancelled(sess, t, "Cancel")
+}
+
+// earlyCancelRounds is how many turns earlyCancel cancels: a Cancel that
+// lands before the backend has begun the turn is a race, and a backend
+// that drops it loses some of the rounds, not every one.
+const earlyCancelRounds = 20
+
+// promptSender is implemented by the sessions sdk/plugin gives the host.
+type promptSender interface{ PromptSent(turnID string) bool }
+
+// earlyCancel sends Cancel right after each of a few long turns' Prompt —
+// as the host does for interrupt-and-prompt, possibly before the backend
+// has begun the turn — and checks every one ends "cancelled" promptly: a
+// cancel that arrives while a turn is starting must be remembered.
+func (x *run) earlyCancel() error {
+	text, err := x.prompt(TurnLong, runtime.CapCancel)
+	if err != nil {
+		return err
+	}
+	sess, err := x.mustOpen(newRecorder(x.c.s.h.Logger, nil), "")
+	if err != nil {
+		return err
+	}
+	// Over the wire the Cancel follows the Prompt on the stream; a bare
+	// session is told the turn is starting, as sdk/plugin tells it, and
+	// the Cancel then races Prompt's goroutine, which it usually wins.
+	ps, wire := sess.(promptSender)
+	for i := range earlyCancelRounds {
+		if ts, ok := sess.(runtime.TurnStarter); ok && !wire {
+			ts.TurnStarting()
+		}
+		t := x.start(sess, text)
+		for wire && !ps.PromptSent(t.id) {
+			select {
+			case <-t.done:
+				return fmt.Errorf("round %d: the turn ended before its Prompt was sent: %v", i+1, t.err)
+			default:
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+		if err := x.cancelled(sess, t, "a Cancel sent right after Prompt"); err != nil {
+			return fmt.Errorf("round %d of %d: %w (a cancel that arrives while a turn is starting must be remembered for that turn)", i+1, earlyCancelRounds, err)
+		}
+	}
+	return nil
 }
 
 // cancelled sends Cancel and checks the turn ends with "cancelled" within
@@ -563,6 +612,9 @@ func (c *bcase) resumeChecks(k sink) {
 		}
 		if f := runtime.FaultOf(err); f != runtime.FaultUser {
 			return fmt.Errorf("resuming an unknown session failed as a %s fault (%v); it is the user's: return runtime.Errorf(runtime.FaultUser, ...)", f, err)
+		}
+		if !errors.Is(err, runtime.ErrSessionNotFound) {
+			return fmt.Errorf("resuming an unknown session failed (%v) without the session_not_found code, so the host can only read its text; pass runtime.ErrSessionNotFound to runtime.Errorf, or use WithCode(runtime.CodeSessionNotFound)", err)
 		}
 		return nil
 	})

@@ -26,8 +26,9 @@
 //     named after its family and explains itself when started by hand;
 //   - describe: each backend's capabilities, resume scope, thinking levels
 //     and event types are well formed, and Check answers;
-//   - session: open, prompt, event ordering, declared event types, cancel,
-//     close;
+//   - session: open, prompt, event ordering, declared event types, cancel
+//     (also one sent right after Prompt, before the backend may have begun
+//     the turn: it must be kept for that turn), close;
 //   - permission: a request reaches the host and allow, reject and
 //     cancelled answers end the turn as they should;
 //   - resume: a session continues by id, an unknown id is refused, a fresh

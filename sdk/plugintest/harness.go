@@ -48,6 +48,12 @@ type Harness struct {
 	// StateDir, RunID and ResumeSessionID. Default: nothing.
 	Open func(req *runtime.OpenRequest)
 
+	// Skip names checks (e.g. "resume_continues_a_session_by_id") the
+	// harness cannot hold this plugin to, each with the reason; they are
+	// reported as skipped with it. Use it for a behaviour the backend
+	// documents differently, never to hide a failure.
+	Skip map[string]string
+
 	// TurnTimeout bounds one turn, and Open, Check and Close. Default 30s.
 	TurnTimeout time.Duration
 	// CancelWithin is how soon after Cancel, Close or the plugin's death a

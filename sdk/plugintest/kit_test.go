@@ -69,6 +69,7 @@ func TestVerifyNamesWhatABrokenBackendDoesNotDeliver(t *testing.T) {
 		}},
 		{broken.IgnoresCancel, []string{
 			"broken-cancel/session/cancel_ends_the_turn_promptly",
+			"broken-cancel/session/cancel_right_after_prompt_ends_the_turn",
 			"broken-cancel/session/session_works_after_a_cancel",
 			"broken-cancel/permission/cancel_while_a_permission_is_pending",
 		}},

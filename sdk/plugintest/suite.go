@@ -73,6 +73,9 @@ func (c *bcase) gate() error {
 // with the session cleaned up after it.
 func (c *bcase) check(k sink, name string, fn func(x *run) error) {
 	k.check(name, func(e *env) error {
+		if why, ok := c.s.h.Skip[name]; ok {
+			return skipf("skipped by the harness: %s", why)
+		}
 		if err := c.gate(); err != nil {
 			return err
 		}
@@ -212,6 +215,7 @@ var turnSeq atomic.Int64
 
 // turnRun is a turn in flight.
 type turnRun struct {
+	id    string
 	done  chan struct{}
 	start time.Time
 	res   runtime.TurnResult
@@ -224,6 +228,7 @@ func (x *run) start(sess runtime.Session, text string) *turnRun {
 	t := &turnRun{done: make(chan struct{}), start: time.Now()}
 	ctx, cancel := context.WithTimeout(x.e.ctx, x.c.s.h.TurnTimeout)
 	id := fmt.Sprintf("plugintest-%d", turnSeq.Add(1))
+	t.id = id
 	go func() {
 		defer close(t.done)
 		defer cancel()

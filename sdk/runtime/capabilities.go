@@ -1,30 +1,65 @@
 package runtime
 
+// Support is how far a backend supports a capability. Like Capability it
+// is a name for string, so maps and literals of strings keep working.
+type Support = string
+
 // Support levels of a capability.
 const (
-	Supported    = "supported"
-	Unsupported  = "unsupported"
-	Experimental = "experimental"
-	Unverified   = "unverified"
+	Supported    Support = "supported"
+	Unsupported  Support = "unsupported"
+	Experimental Support = "experimental"
+	Unverified   Support = "unverified"
 )
+
+// Capability is a row of the capability matrix.
+type Capability = string
 
 // Capability names: the rows of the seed's capability matrix.
 const (
-	CapNewSessions         = "new_sessions"
-	CapResume              = "resume"
-	CapPrompt              = "prompt"
-	CapCancel              = "cancel"
-	CapEventStreaming      = "event_streaming"
-	CapPermissionRelay     = "permission_relay"
-	CapModelSelection      = "model_selection"
-	CapExternalServerURL   = "external_server_url"
-	CapSubprocessDiscovery = "subprocess_discovery"
+	CapNewSessions         Capability = "new_sessions"
+	CapResume              Capability = "resume"
+	CapPrompt              Capability = "prompt"
+	CapCancel              Capability = "cancel"
+	CapEventStreaming      Capability = "event_streaming"
+	CapPermissionRelay     Capability = "permission_relay"
+	CapModelSelection      Capability = "model_selection"
+	CapExternalServerURL   Capability = "external_server_url"
+	CapSubprocessDiscovery Capability = "subprocess_discovery"
+	// CapPrewarm: a session opened before its first prompt (a warm pool
+	// member of avenor stable) takes that prompt later as if it had just
+	// opened.
+	CapPrewarm Capability = "prewarm"
 )
 
 // CapabilityNames lists the matrix rows in display order.
-var CapabilityNames = []string{
+var CapabilityNames = []Capability{
 	CapNewSessions, CapResume, CapPrompt, CapCancel, CapEventStreaming,
-	CapPermissionRelay, CapModelSelection, CapExternalServerURL, CapSubprocessDiscovery,
+	CapPermissionRelay, CapModelSelection, CapExternalServerURL, CapSubprocessDiscovery, CapPrewarm,
+}
+
+// CapabilityTable is a backend's row of the capability matrix, built with
+// Supports and With so that a backend names only what it offers: a
+// capability it does not name is Unsupported, as BackendInfo.Capability
+// has always read an absent entry. It is a map[Capability]Support, so it
+// goes into BackendInfo.Capabilities as it is.
+type CapabilityTable map[Capability]Support
+
+// Supports returns the table in which each of caps is Supported.
+func Supports(caps ...Capability) CapabilityTable {
+	t := make(CapabilityTable, len(caps))
+	for _, c := range caps {
+		t[c] = Supported
+	}
+	return t
+}
+
+// With sets one capability's level (Experimental or Unverified, say, for
+// one that works but is not vouched for) and returns the table, so calls
+// chain after Supports.
+func (t CapabilityTable) With(c Capability, level Support) CapabilityTable {
+	t[c] = level
+	return t
 }
 
 // Resume scopes (ARCHITECTURE §3).
@@ -44,14 +79,14 @@ type BackendInfo struct {
 	Description string
 	// Capabilities maps a capability name to its support level; absent
 	// means Unsupported.
-	Capabilities   map[string]string
-	ResumeScope    string   // ResumeCrossProcess, ResumeInProcess, or empty
-	ThinkingLevels []string // accepted --thinking values; empty refuses the flag
-	EventTypes     []string // every event type the backend emits
+	Capabilities   map[Capability]Support
+	ResumeScope    string      // ResumeCrossProcess, ResumeInProcess, or empty
+	ThinkingLevels []string    // accepted --thinking values; empty refuses the flag
+	EventTypes     []EventType // every event type the backend emits
 }
 
 // Capability returns the support level of a capability, Unsupported when absent.
-func (b BackendInfo) Capability(name string) string {
+func (b BackendInfo) Capability(name Capability) Support {
 	if v, ok := b.Capabilities[name]; ok && v != "" {
 		return v
 	}

@@ -4,12 +4,17 @@ package runtime
 // of its JSON object, without the fields the host stamps (seq, ts, run_id,
 // run_label, runtime_id). Fields must marshal to a JSON object.
 type Event struct {
-	Type   string
+	Type   EventType
 	Fields map[string]any
 }
 
+// EventType is an event's "type" (contract §2.2). It is a name for string,
+// so code that still spells types as strings keeps compiling; spell them
+// with the constants below.
+type EventType = string
+
 // NewEvent builds an event; fields may be nil.
-func NewEvent(typ string, fields map[string]any) Event {
+func NewEvent(typ EventType, fields map[string]any) Event {
 	if fields == nil {
 		fields = map[string]any{}
 	}
@@ -19,16 +24,44 @@ func NewEvent(typ string, fields map[string]any) Event {
 // Canonical event types a backend may emit (contract §2.2), and the escape
 // hatch for native frames without a mapping.
 const (
-	EventMessageChunk     = "agent.message_chunk"
-	EventThoughtChunk     = "agent.thought_chunk"
-	EventUserMessageChunk = "user.message_chunk"
-	EventToolCall         = "tool.call"
-	EventToolCallUpdate   = "tool.call_update"
-	EventPlan             = "session.plan"
-	EventWarning          = "avenor.warning"
+	EventMessageChunk     EventType = "agent.message_chunk"
+	EventThoughtChunk     EventType = "agent.thought_chunk"
+	EventUserMessageChunk EventType = "user.message_chunk"
+	EventToolCall         EventType = "tool.call"
+	EventToolCallUpdate   EventType = "tool.call_update"
+	EventPlan             EventType = "session.plan"
+	EventWarning          EventType = "avenor.warning"
 	// EventNative carries a native frame the plugin does not map:
 	// native_type is the method or update kind, payload the raw object.
-	EventNative = "avenor.native"
+	EventNative EventType = "avenor.native"
+	// EventError is a failure the user should see (source says whose).
+	EventError EventType = "avenor.error"
+	// EventAgentStatus is the runtime's phase (working, waiting, idle…).
+	EventAgentStatus EventType = "agent.status"
+)
+
+// EventSupervisorReattached is written by the host, as the first event of
+// a session a supervisor took over from a plugin that outlived the previous
+// one (avenor stable, issue 21): buffered events and gap_ms follow.
+const EventSupervisorReattached EventType = "avenor.supervisor.reattached"
+
+// Event types the host writes around what backends emit (contract §2.2):
+// a backend never emits these, but every part of avenor names them here.
+const (
+	EventSessionStart       EventType = "session.start"
+	EventSessionEnd         EventType = "session.end"
+	EventTurnStart          EventType = "avenor.turn.start"
+	EventRetry              EventType = "avenor.retry"
+	EventPermissionRequest  EventType = "permission.request"
+	EventPermissionResponse EventType = "permission.response"
+	EventSubscriberLagged   EventType = "subscriber.lagged"
+	EventLoopStart          EventType = "avenor.loop.start"
+	EventLoopEnd            EventType = "avenor.loop.end"
+	EventPhaseStart         EventType = "avenor.phase.start"
+	EventPhaseEnd           EventType = "avenor.phase.end"
+	EventTeamStart          EventType = "avenor.team.start"
+	EventTeamEnd            EventType = "avenor.team.end"
+	EventChildQuestion      EventType = "child.question"
 )
 
 // MessageChunk is the canonical agent.message_chunk with ACP's content shape.

@@ -69,6 +69,15 @@ type ProcessRecorder interface {
 	RecordProcess(p ProcessInfo)
 }
 
+// TurnStarter is an optional Session extension: sdk/plugin calls
+// TurnStarting as soon as the host's Prompt arrives, before Prompt runs,
+// in the order of the host's messages, so that a Cancel sent right after
+// the Prompt is kept for that turn even when it reaches the session before
+// Prompt has begun. sdk/turn's Runner implements it.
+type TurnStarter interface {
+	TurnStarting()
+}
+
 // StartFielder is an optional Session extension: extra fields the host adds
 // to the session.start event (e.g. claude's dangerously_load).
 type StartFielder interface {
@@ -124,7 +133,7 @@ type Usage struct {
 
 // TurnResult is how a turn ended.
 type TurnResult struct {
-	StopReason string // see the StopReason constants
+	StopReason StopReason // see the StopReason constants
 	Usage      *Usage
 	// FinalOutput is the turn's answer. When HasFinalOutput is false the host
 	// synthesises it from the message chunks since the last tool call.
@@ -160,16 +169,24 @@ type Readiness struct {
 	Message string // what is wrong and how to fix it
 }
 
+// StopReason is how a turn ended: session.end's stop_reason (contract §2.3).
+type StopReason = string
+
 // Stop reasons of the contract (§2.3).
 const (
-	StopEndTurn         = "end_turn"
-	StopMaxTokens       = "max_tokens"
-	StopMaxTurnRequests = "max_turn_requests"
-	StopRefusal         = "refusal"
-	StopCancelled       = "cancelled"
-	StopCancelledForced = "cancelled_forced"
-	StopTimeout         = "timeout"
-	StopProgressTimeout = "progress_timeout"
-	StopError           = "error"
-	StopSessionConflict = "session_id_conflict"
+	StopEndTurn         StopReason = "end_turn"
+	StopMaxTokens       StopReason = "max_tokens"
+	StopMaxTurnRequests StopReason = "max_turn_requests"
+	StopRefusal         StopReason = "refusal"
+	StopCancelled       StopReason = "cancelled"
+	StopCancelledForced StopReason = "cancelled_forced"
+	StopTimeout         StopReason = "timeout"
+	StopProgressTimeout StopReason = "progress_timeout"
+	StopError           StopReason = "error"
+	StopSessionConflict StopReason = "session_id_conflict"
+	StopStopSequence    StopReason = "stop_sequence"
+	StopToolUse         StopReason = "tool_use"
+	// StopBlocked: the agent gave up, blocked (claude-channel's
+	// avenor_finish, a loop's abort marker); exit code 5.
+	StopBlocked StopReason = "blocked"
 )

@@ -67,3 +67,28 @@ func loopbackPeer(remote string) bool {
 	ap, err := netip.ParseAddrPort(remote)
 	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
+
+// loopbackHost says whether a request's Host header names a loopback
+// address: localhost or a loopback IP, with or without a numeric port.
+func loopbackHost(host string) bool {
+	h, port, err := net.SplitHostPort(host)
+	switch {
+	case err == nil:
+		for _, c := range port {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	case strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]"):
+		h = host[1 : len(host)-1]
+	case !strings.Contains(host, ":"):
+		h = host
+	default:
+		return false
+	}
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Zone() == "" && ip.Unmap().IsLoopback()
+}

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -119,6 +119,7 @@ func do(s *Server, peer, method, target, body, token string) *httptest.ResponseR
 	}
 	req := httptest.NewRequest(method, target, r)
 	req.RemoteAddr = peer
+	req.Host = "127.0.0.1:40000" // a browser or curl sends the address it dialled
 	switch token {
 	case "-":
 	case "":

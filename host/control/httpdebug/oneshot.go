@@ -1,14 +1,15 @@
 package httpdebug
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runtime"
+	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Runtime is what a OneShot serves: *runtime.Runner (and any
+// Runtime is what NewOneShot serves: *runtime.Runner (and any
 // control.Runtime).
 type Runtime interface {
 	Status() hostrt.Status
@@ -16,32 +17,59 @@ type Runtime interface {
 	Events() *event.Writer
 }
 
-// OneShot is the Target of `avenor run --http-debug`: the run's one
-// runtime, with the one-shot control methods' behaviour (the status
-// snapshot, subscribe's replay and de-duplication, cancel as SIGINT,
-// answer_permission through the same control.PermissionAnswerer).
+// TableRuntime is one runtime of the control method table as the adapter
+// serves it: control.Target (a one-shot control.Run, a stable runtime)
+// satisfies it, so GET /status, POST /cancel and POST /answer-permission
+// answer exactly what the socket's status, cancel and answer_permission do.
+type TableRuntime interface {
+	Status() any
+	Cancel()
+	Events() *event.Writer
+	AnswerPermission(requestID, optionID, message string) error
+}
+
+// OneShot is a Target over one runtime of the control method table: the
+// table's status, cancel and answer_permission, and subscriptions with
+// subscribe's replay and de-duplication that end once the runtime has
+// ended and every event up to its last was delivered.
 //
-// The run's event writer stays open after the run, so OneShot needs End
-// to know when its streams are complete.
+// The runtime's event writer stays open after its run, so OneShot needs
+// End to know when its streams are complete.
 type OneShot struct {
-	rt    Runtime
-	perms control.PermissionAnswerer
+	rt      TableRuntime
+	pending func() bool
 
 	endOnce sync.Once
 	ended   chan struct{}
 }
 
-// NewOneShot returns the target for rt; perms answers permission requests
-// (nil: every answer gets 409, as -32001 on the socket).
+// NewOneShot returns the target of `avenor run --http-debug` for rt; perms
+// answers permission requests (nil: every answer gets 409, as -32001 on
+// the socket).
 func NewOneShot(rt Runtime, perms control.PermissionAnswerer) *OneShot {
-	return &OneShot{rt: rt, perms: perms, ended: make(chan struct{})}
+	run := control.NewRun(runtimeOnly{rt}, control.RunOptions{Permissions: perms})
+	return NewTableTarget(run, run.Pending)
+}
+
+// runtimeOnly is a Runtime that takes no prompts: the adapter sends none.
+type runtimeOnly struct{ Runtime }
+
+func (runtimeOnly) Prompt(string) error                   { return errNoPrompts }
+func (runtimeOnly) InterruptAndPrompt(string, bool) error { return errNoPrompts }
+
+var errNoPrompts = errors.New("the HTTP debug adapter sends no prompts")
+
+// NewTableTarget returns the target for rt; pending reports a permission
+// request waiting for an answer (nil: never, every answer gets 409).
+func NewTableTarget(rt TableRuntime, pending func() bool) *OneShot {
+	return &OneShot{rt: rt, pending: pending, ended: make(chan struct{})}
 }
 
 // End says the run has ended: every stream delivers the events written so
 // far and then ends. Call it after Runner.Run returns; it is idempotent.
 func (o *OneShot) End() { o.endOnce.Do(func() { close(o.ended) }) }
 
-// Status implements Target: the one-shot snapshot (contract §5.5).
+// Status implements Target: the table's status (contract §5.5, §5.6).
 func (o *OneShot) Status() any { return o.rt.Status() }
 
 // Cancel implements Target: as SIGINT, stop reason cancelled, exit 130.
@@ -52,10 +80,10 @@ func (o *OneShot) Cancel() error {
 
 // AnswerPermission implements Target.
 func (o *OneShot) AnswerPermission(requestID, optionID, message string) error {
-	if o.perms == nil || !o.perms.Pending() {
+	if o.pending == nil || !o.pending() {
 		return ErrNoPendingPermission
 	}
-	return o.perms.Answer(requestID, optionID, message)
+	return o.rt.AnswerPermission(requestID, optionID, message)
 }
 
 // Subscribe implements Target. Replay and subscription are taken
@@ -71,7 +99,7 @@ func (o *OneShot) Subscribe(opts SubscribeOptions) (Subscription, error) {
 	replay, inner := w.SubscribeWithReplay(opts.AfterSeq, n, control.SubscriberQueue)
 	start := opts.AfterSeq
 	if len(replay) > 0 {
-		if seq, ok := seqOf(replay[len(replay)-1]); ok && seq > start {
+		if seq, ok := control.SeqOf(replay[len(replay)-1]); ok && seq > start {
 			start = seq
 		}
 	}
@@ -108,7 +136,7 @@ func (s *oneShotSub) forward(replay []event.Event, inner *event.Subscription, la
 	defer close(s.out)
 	defer inner.Close()
 	send := func(ev event.Event) bool {
-		if seq, ok := seqOf(ev); ok {
+		if seq, ok := control.SeqOf(ev); ok {
 			if seq <= last {
 				return true
 			}
@@ -140,18 +168,4 @@ func (s *oneShotSub) forward(replay []event.Event, inner *event.Subscription, la
 			return
 		}
 	}
-}
-
-// seqOf reads an event's seq (int64 from the writer; other kinds from
-// decoded JSON).
-func seqOf(ev event.Event) (int64, bool) {
-	switch v := ev[event.KeySeq].(type) {
-	case int64:
-		return v, true
-	case int:
-		return int64(v), true
-	case float64:
-		return int64(v), true
-	}
-	return 0, false
 }

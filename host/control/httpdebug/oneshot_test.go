@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
 )
 
@@ -16,7 +17,7 @@ func seqs(t *testing.T, sub Subscription, n int) []int64 {
 			if !ok {
 				t.Fatalf("stream ended after %v", out)
 			}
-			s, _ := seqOf(ev)
+			s, _ := control.SeqOf(ev)
 			out = append(out, s)
 		case <-time.After(10 * time.Second):
 			t.Fatalf("got %v, waiting for %d", out, n)

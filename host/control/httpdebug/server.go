@@ -46,9 +46,24 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// readHeaderTimeout bounds a request's headers, so an idle peer cannot hold
-// a connection open without asking anything.
-const readHeaderTimeout = 10 * time.Second
+// Bounds of the adapter's connections (issue 16: an idle or refused peer
+// must not hold a descriptor the owner needs).
+const (
+	// ReadHeaderTimeout bounds a request's headers, so a peer cannot hold a
+	// connection open without asking anything.
+	ReadHeaderTimeout = 10 * time.Second
+	// IdleTimeout closes a keep-alive connection that has sent no new
+	// request for this long.
+	IdleTimeout = 30 * time.Second
+	// MaxConnections bounds the open connections of the adapter: a human's
+	// browser (six per host) and curl, a script and a few event streams fit
+	// many times over. A connection over the cap is answered 503 and closed
+	// before any request is read.
+	MaxConnections = 32
+)
+
+// idleTimeout is IdleTimeout; tests shorten it.
+var idleTimeout = IdleTimeout
 
 // Server is a running adapter.
 type Server struct {
@@ -80,7 +95,7 @@ func newServer(cfg Config) (*Server, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, token: newToken(), quit: make(chan struct{}), serveDone: make(chan struct{})}
-	s.hs = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: readHeaderTimeout,
+	s.hs = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: cfg.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	return s, nil
 }
@@ -109,9 +124,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.url = "http://" + ln.Addr().String()
+	capped := newCapListener(ln, MaxConnections, s.log)
 	go func() {
 		defer close(s.serveDone)
-		if err := s.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http debug server stopped", "error", err)
 		}
 	}()
@@ -174,22 +190,39 @@ func (s *Server) enter() bool {
 	return true
 }
 
-// serveHTTP checks the peer (403), then the token (401), then routes.
+// serveHTTP checks the peer (403), then the Host header (421), then the
+// token (401), then routes. A refused request closes its connection.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
-		httpError(w, http.StatusServiceUnavailable, "shutting down")
+		refuse(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
 	defer s.active.Done()
 	if !loopbackPeer(r.RemoteAddr) {
 		s.log.Warn("refused an http debug request from a non-loopback peer", "peer", r.RemoteAddr, "path", r.URL.Path)
-		httpError(w, http.StatusForbidden, msgForbidden)
+		refuse(w, http.StatusForbidden, msgForbidden)
+		return
+	}
+	// A page of attacker.example whose name was rebound to 127.0.0.1 passes
+	// the peer check; its Host header still names attacker.example.
+	if !loopbackHost(r.Host) {
+		s.log.Warn("refused an http debug request whose Host header is not loopback", "host", r.Host, "path", r.URL.Path)
+		refuse(w, http.StatusMisdirectedRequest, fmt.Sprintf(
+			"misdirected request: the Host header %q is not a loopback address; use %s (or localhost, or [::1], with its port)", r.Host, s.urlOr("http://127.0.0.1:<port>")))
 		return
 	}
 	if !tokenMatches(requestToken(r), s.token) {
 		s.log.Debug("http debug request without the right token", "peer", r.RemoteAddr, "path", r.URL.Path)
-		httpError(w, http.StatusUnauthorized, msgUnauthorized)
+		refuse(w, http.StatusUnauthorized, msgUnauthorized)
 		return
 	}
 	s.route(w, r)
+}
+
+// urlOr is the bound URL, or def when the server is not bound (tests).
+func (s *Server) urlOr(def string) string {
+	if s.url == "" {
+		return def
+	}
+	return s.url
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/avenor-go/avenor/sdk/plugintest"
+
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -113,7 +115,7 @@ func (h *Host) Emit(ev sdk.Event) {
 func (h *Host) AskPermission(ctx context.Context, req sdk.PermissionRequest) (sdk.PermissionDecision, error) {
 	h.mu.Lock()
 	h.requests = append(h.requests, req)
-	h.events = append(h.events, sdk.NewEvent("permission.request", map[string]any{"request_id": req.ID}))
+	h.events = append(h.events, sdk.NewEvent(sdk.EventPermissionRequest, map[string]any{"request_id": req.ID}))
 	decide := h.Decide
 	h.mu.Unlock()
 	if decide == nil {
@@ -196,4 +198,18 @@ func (h *Host) FinalText() string {
 		}
 	}
 	return s
+}
+
+// Prompt is a plugintest.Harness.Prompt that makes the fake agent run each
+// kind of turn the conformance kit asks for.
+func Prompt(_ string, kind plugintest.TurnKind) (string, bool) {
+	switch kind {
+	case plugintest.TurnPlain:
+		return "say ok", true
+	case plugintest.TurnLong:
+		return "SLOW", true
+	case plugintest.TurnPermission:
+		return "write out.txt", true
+	}
+	return "", false
 }

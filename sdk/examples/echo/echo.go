@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/sessionstate"
+	"github.com/avenor-go/avenor/sdk/turn"
 )
 
 // Version is the plugin's version, reported in Describe. Release builds set
@@ -38,17 +38,10 @@ func (backend) Info() runtime.BackendInfo {
 		Description: "echoes each prompt back; an example plugin that needs no runtime",
 		// Be honest: the host validates flags against this table, and
 		// `avenor backends` prints it.
-		Capabilities: map[string]string{
-			runtime.CapNewSessions:         runtime.Supported,
-			runtime.CapResume:              runtime.Supported,
-			runtime.CapPrompt:              runtime.Supported,
-			runtime.CapCancel:              runtime.Supported,
-			runtime.CapEventStreaming:      runtime.Supported,
-			runtime.CapPermissionRelay:     runtime.Supported,
-			runtime.CapModelSelection:      runtime.Unsupported,
-			runtime.CapExternalServerURL:   runtime.Unsupported,
-			runtime.CapSubprocessDiscovery: runtime.Unsupported,
-		},
+		Capabilities: runtime.Supports(
+			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapPrewarm,
+		),
 		ResumeScope:    runtime.ResumeCrossProcess, // the state file outlives the process
 		ThinkingLevels: nil,                        // --thinking is refused
 		EventTypes: []string{
@@ -72,7 +65,7 @@ func (backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Hos
 	} else {
 		err = st.Update(func(turns map[string]int) error {
 			if _, ok := turns[id]; !ok {
-				return runtime.Errorf(runtime.FaultUser, "echo session %q not found (state dir %q); start a new session instead", id, req.StateDir)
+				return runtime.Errorf(runtime.FaultUser, "echo session %q not found (state dir %q); start a new session instead", id, req.StateDir).WithCode(runtime.CodeSessionNotFound)
 			}
 			return nil
 		})
@@ -80,7 +73,7 @@ func (backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Hos
 	if err != nil {
 		return nil, err
 	}
-	return &session{id: id, dir: req.Dir, store: st, host: host}, nil
+	return &session{id: id, dir: req.Dir, store: st, host: host, Runner: turn.New(turn.Config{Backend: Name})}, nil
 }
 
 type session struct {
@@ -89,34 +82,33 @@ type session struct {
 	store sessionstate.Store[int]
 	host  runtime.Host
 
-	mu     sync.Mutex
-	cancel context.CancelFunc // of the turn in flight
+	// turns owns the turn in flight, its cancel (kept when it arrives
+	// while the turn is starting) and Close.
+	*turn.Runner
 }
 
 func (s *session) ID() string                   { return s.id }
 func (s *session) Process() runtime.ProcessInfo { return runtime.ProcessInfo{} } // no runtime process
 
-func (s *session) Cancel(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		s.cancel()
-	}
+func (s *session) Close(context.Context) error {
+	s.Runner.Close(nil) // no process to stop: cancelling the turn is all
 	return nil
 }
 
-func (s *session) Close(ctx context.Context) error { return s.Cancel(ctx) }
-
 func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.mu.Lock()
-	s.cancel = cancel
-	s.mu.Unlock()
+	tr, err := s.Runner.Begin(ctx)
+	if err != nil {
+		return runtime.TurnResult{StopReason: runtime.StopError}, err
+	}
+	defer s.Runner.End(tr)
+	ctx = tr.Context() // ends on Cancel, Close or ctx ending
 	cancelled := runtime.TurnResult{StopReason: runtime.StopCancelled}
+	if tr.IsCancelled() {
+		return cancelled, nil
+	}
 
 	var turn int
-	err := s.store.Update(func(turns map[string]int) error { turns[s.id]++; turn = turns[s.id]; return nil })
+	err = s.store.Update(func(turns map[string]int) error { turns[s.id]++; turn = turns[s.id]; return nil })
 	if err != nil {
 		return runtime.TurnResult{StopReason: runtime.StopError}, err
 	}

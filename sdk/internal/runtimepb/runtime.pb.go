@@ -399,6 +399,7 @@ type HostMessage struct {
 	//	*HostMessage_Cancel
 	//	*HostMessage_PermissionDecision
 	//	*HostMessage_Close
+	//	*HostMessage_Reattach
 	Msg           isHostMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -486,6 +487,15 @@ func (x *HostMessage) GetClose() *Close {
 	return nil
 }
 
+func (x *HostMessage) GetReattach() *Reattach {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMessage_Reattach); ok {
+			return x.Reattach
+		}
+	}
+	return nil
+}
+
 type isHostMessage_Msg interface {
 	isHostMessage_Msg()
 }
@@ -510,6 +520,17 @@ type HostMessage_Close struct {
 	Close *Close `protobuf:"bytes,5,opt,name=close,proto3,oneof"`
 }
 
+type HostMessage_Reattach struct {
+	// Reattach, as the first message of a stream instead of Open, takes over
+	// a session its plugin kept after its host died (it lingers): the plugin
+	// answers Opened with reattached set, then what it could not send while
+	// the host was away, in order, then carries on. A plugin that keeps no
+	// such session answers Closed with an error; one older than this field
+	// does not know it and fails the stream (the host then treats the
+	// session as lost).
+	Reattach *Reattach `protobuf:"bytes,6,opt,name=reattach,proto3,oneof"`
+}
+
 func (*HostMessage_Open) isHostMessage_Msg() {}
 
 func (*HostMessage_Prompt) isHostMessage_Msg() {}
@@ -519,6 +540,52 @@ func (*HostMessage_Cancel) isHostMessage_Msg() {}
 func (*HostMessage_PermissionDecision) isHostMessage_Msg() {}
 
 func (*HostMessage_Close) isHostMessage_Msg() {}
+
+func (*HostMessage_Reattach) isHostMessage_Msg() {}
+
+type Reattach struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reattach) Reset() {
+	*x = Reattach{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reattach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reattach) ProtoMessage() {}
+
+func (x *Reattach) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reattach.ProtoReflect.Descriptor instead.
+func (*Reattach) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Reattach) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
 
 type Open struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -548,7 +615,7 @@ type Open struct {
 
 func (x *Open) Reset() {
 	*x = Open{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[6]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +627,7 @@ func (x *Open) String() string {
 func (*Open) ProtoMessage() {}
 
 func (x *Open) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[6]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +640,7 @@ func (x *Open) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Open.ProtoReflect.Descriptor instead.
 func (*Open) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{6}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Open) GetBackend() string {
@@ -670,7 +737,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[7]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +749,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[7]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +762,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{7}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Prompt) GetTurnId() string {
@@ -721,7 +788,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +800,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +813,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{8}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Cancel) GetTurnId() string {
@@ -772,7 +839,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +851,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +864,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{9}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PermissionDecision) GetRequestId() string {
@@ -843,7 +910,7 @@ type Close struct {
 
 func (x *Close) Reset() {
 	*x = Close{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +922,7 @@ func (x *Close) String() string {
 func (*Close) ProtoMessage() {}
 
 func (x *Close) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +935,7 @@ func (x *Close) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Close.ProtoReflect.Descriptor instead.
 func (*Close) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{10}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{11}
 }
 
 type PluginMessage struct {
@@ -888,7 +955,7 @@ type PluginMessage struct {
 
 func (x *PluginMessage) Reset() {
 	*x = PluginMessage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +967,7 @@ func (x *PluginMessage) String() string {
 func (*PluginMessage) ProtoMessage() {}
 
 func (x *PluginMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +980,7 @@ func (x *PluginMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginMessage.ProtoReflect.Descriptor instead.
 func (*PluginMessage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{11}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PluginMessage) GetMsg() isPluginMessage_Msg {
@@ -1023,13 +1090,27 @@ type Opened struct {
 	Process   *ProcessInfo           `protobuf:"bytes,2,opt,name=process,proto3" json:"process,omitempty"`
 	// JSON object of extra fields for the host's session.start event.
 	StartFieldsJson []byte `protobuf:"bytes,3,opt,name=start_fields_json,json=startFieldsJson,proto3" json:"start_fields_json,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set when the stream re-attached to a lingering session (Reattach).
+	Reattached bool `protobuf:"varint,4,opt,name=reattached,proto3" json:"reattached,omitempty"`
+	// The session's last turn, and whether it still runs; its TurnEnded, if it
+	// ended, follows among the buffered messages.
+	TurnId      string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	TurnRunning bool   `protobuf:"varint,6,opt,name=turn_running,json=turnRunning,proto3" json:"turn_running,omitempty"`
+	// Events kept while the plugin had no host, sent right after Opened.
+	BufferedEvents uint32 `protobuf:"varint,7,opt,name=buffered_events,json=bufferedEvents,proto3" json:"buffered_events,omitempty"`
+	// Milliseconds from losing the host to this re-attach.
+	GapMs int64 `protobuf:"varint,8,opt,name=gap_ms,json=gapMs,proto3" json:"gap_ms,omitempty"`
+	// The events last sent to the old host, which it may not have written
+	// before it died: sent again first, in one Events message, for the new
+	// host to skip those its log has.
+	ReplayEvents  uint32 `protobuf:"varint,9,opt,name=replay_events,json=replayEvents,proto3" json:"replay_events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Opened) Reset() {
 	*x = Opened{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1122,7 @@ func (x *Opened) String() string {
 func (*Opened) ProtoMessage() {}
 
 func (x *Opened) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1135,7 @@ func (x *Opened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Opened.ProtoReflect.Descriptor instead.
 func (*Opened) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{12}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Opened) GetSessionId() string {
@@ -1078,6 +1159,48 @@ func (x *Opened) GetStartFieldsJson() []byte {
 	return nil
 }
 
+func (x *Opened) GetReattached() bool {
+	if x != nil {
+		return x.Reattached
+	}
+	return false
+}
+
+func (x *Opened) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *Opened) GetTurnRunning() bool {
+	if x != nil {
+		return x.TurnRunning
+	}
+	return false
+}
+
+func (x *Opened) GetBufferedEvents() uint32 {
+	if x != nil {
+		return x.BufferedEvents
+	}
+	return 0
+}
+
+func (x *Opened) GetGapMs() int64 {
+	if x != nil {
+		return x.GapMs
+	}
+	return 0
+}
+
+func (x *Opened) GetReplayEvents() uint32 {
+	if x != nil {
+		return x.ReplayEvents
+	}
+	return 0
+}
+
 // ProcessInfo names the runtime process so the host can show it and, when the
 // plugin dies, kill its whole process group. Sent in Opened and again whenever
 // the runtime process changes.
@@ -1093,7 +1216,7 @@ type ProcessInfo struct {
 
 func (x *ProcessInfo) Reset() {
 	*x = ProcessInfo{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1228,7 @@ func (x *ProcessInfo) String() string {
 func (*ProcessInfo) ProtoMessage() {}
 
 func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1241,7 @@ func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
 func (*ProcessInfo) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProcessInfo) GetPid() int32 {
@@ -1161,7 +1284,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1296,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1309,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Event) GetType() string {
@@ -1212,7 +1335,7 @@ type Events struct {
 
 func (x *Events) Reset() {
 	*x = Events{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1347,7 @@ func (x *Events) String() string {
 func (*Events) ProtoMessage() {}
 
 func (x *Events) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1360,7 @@ func (x *Events) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Events.ProtoReflect.Descriptor instead.
 func (*Events) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Events) GetEvents() []*Event {
@@ -1259,7 +1382,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1394,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1407,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PermissionOption) GetOptionId() string {
@@ -1330,7 +1453,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1465,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1478,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1412,7 +1535,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1547,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1560,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1486,7 +1609,7 @@ type TurnEnded struct {
 
 func (x *TurnEnded) Reset() {
 	*x = TurnEnded{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1621,7 @@ func (x *TurnEnded) String() string {
 func (*TurnEnded) ProtoMessage() {}
 
 func (x *TurnEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1634,7 @@ func (x *TurnEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEnded.ProtoReflect.Descriptor instead.
 func (*TurnEnded) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TurnEnded) GetTurnId() string {
@@ -1573,15 +1696,20 @@ func (x *TurnEnded) GetSessionId() string {
 type Error struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whose fault: "user", "runtime", "plugin".
-	Fault         string `protobuf:"bytes,1,opt,name=fault,proto3" json:"fault,omitempty"`
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Fault   string `protobuf:"bytes,1,opt,name=fault,proto3" json:"fault,omitempty"`
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// What kind of failure, so it keeps its identity across the wire:
+	// "session_not_found", "unsupported", "runtime_missing", "auth_required",
+	// "permission_pending"; empty when none applies. Added in 1.x; an older
+	// peer leaves it empty.
+	Code          string `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1721,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1734,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Error) GetFault() string {
@@ -1623,6 +1751,13 @@ func (x *Error) GetMessage() string {
 	return ""
 }
 
+func (x *Error) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
 type Closed struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -1632,7 +1767,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1779,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1792,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Closed) GetError() *Error {
@@ -1705,14 +1840,18 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06binary\x18\x02 \x01(\tR\x06binary\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12\x12\n" +
 	"\x04auth\x18\x04 \x01(\tR\x04auth\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\xb9\x02\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xf4\x02\n" +
 	"\vHostMessage\x12-\n" +
 	"\x04open\x18\x01 \x01(\v2\x17.avenor.runtime.v1.OpenH\x00R\x04open\x123\n" +
 	"\x06prompt\x18\x02 \x01(\v2\x19.avenor.runtime.v1.PromptH\x00R\x06prompt\x123\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x19.avenor.runtime.v1.CancelH\x00R\x06cancel\x12X\n" +
 	"\x13permission_decision\x18\x04 \x01(\v2%.avenor.runtime.v1.PermissionDecisionH\x00R\x12permissionDecision\x120\n" +
-	"\x05close\x18\x05 \x01(\v2\x18.avenor.runtime.v1.CloseH\x00R\x05closeB\x05\n" +
-	"\x03msg\"\xab\x03\n" +
+	"\x05close\x18\x05 \x01(\v2\x18.avenor.runtime.v1.CloseH\x00R\x05close\x129\n" +
+	"\breattach\x18\x06 \x01(\v2\x1b.avenor.runtime.v1.ReattachH\x00R\breattachB\x05\n" +
+	"\x03msg\")\n" +
+	"\bReattach\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xab\x03\n" +
 	"\x04Open\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -1752,12 +1891,20 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"turn_ended\x18\x04 \x01(\v2\x1c.avenor.runtime.v1.TurnEndedH\x00R\tturnEnded\x123\n" +
 	"\x06closed\x18\x05 \x01(\v2\x19.avenor.runtime.v1.ClosedH\x00R\x06closed\x12:\n" +
 	"\aprocess\x18\x06 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoH\x00R\aprocessB\x05\n" +
-	"\x03msg\"\x8d\x01\n" +
+	"\x03msg\"\xce\x02\n" +
 	"\x06Opened\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
 	"\aprocess\x18\x02 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoR\aprocess\x12*\n" +
-	"\x11start_fields_json\x18\x03 \x01(\fR\x0fstartFieldsJson\"e\n" +
+	"\x11start_fields_json\x18\x03 \x01(\fR\x0fstartFieldsJson\x12\x1e\n" +
+	"\n" +
+	"reattached\x18\x04 \x01(\bR\n" +
+	"reattached\x12\x17\n" +
+	"\aturn_id\x18\x05 \x01(\tR\x06turnId\x12!\n" +
+	"\fturn_running\x18\x06 \x01(\bR\vturnRunning\x12'\n" +
+	"\x0fbuffered_events\x18\a \x01(\rR\x0ebufferedEvents\x12\x15\n" +
+	"\x06gap_ms\x18\b \x01(\x03R\x05gapMs\x12#\n" +
+	"\rreplay_events\x18\t \x01(\rR\freplayEvents\"e\n" +
 	"\vProcessInfo\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04pgid\x18\x02 \x01(\x05R\x04pgid\x12\x16\n" +
@@ -1797,10 +1944,11 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"extra_json\x18\x06 \x01(\fR\textraJson\x12.\n" +
 	"\x05error\x18\a \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\b \x01(\tR\tsessionId\"7\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\"K\n" +
 	"\x05Error\x12\x14\n" +
 	"\x05fault\x18\x01 \x01(\tR\x05fault\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"8\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\tR\x04code\"8\n" +
 	"\x06Closed\x12.\n" +
 	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error2\xfb\x01\n" +
 	"\aRuntime\x12S\n" +
@@ -1820,7 +1968,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -1828,59 +1976,61 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*CheckRequest)(nil),       // 3: avenor.runtime.v1.CheckRequest
 	(*CheckResponse)(nil),      // 4: avenor.runtime.v1.CheckResponse
 	(*HostMessage)(nil),        // 5: avenor.runtime.v1.HostMessage
-	(*Open)(nil),               // 6: avenor.runtime.v1.Open
-	(*Prompt)(nil),             // 7: avenor.runtime.v1.Prompt
-	(*Cancel)(nil),             // 8: avenor.runtime.v1.Cancel
-	(*PermissionDecision)(nil), // 9: avenor.runtime.v1.PermissionDecision
-	(*Close)(nil),              // 10: avenor.runtime.v1.Close
-	(*PluginMessage)(nil),      // 11: avenor.runtime.v1.PluginMessage
-	(*Opened)(nil),             // 12: avenor.runtime.v1.Opened
-	(*ProcessInfo)(nil),        // 13: avenor.runtime.v1.ProcessInfo
-	(*Event)(nil),              // 14: avenor.runtime.v1.Event
-	(*Events)(nil),             // 15: avenor.runtime.v1.Events
-	(*PermissionOption)(nil),   // 16: avenor.runtime.v1.PermissionOption
-	(*PermissionRequest)(nil),  // 17: avenor.runtime.v1.PermissionRequest
-	(*Usage)(nil),              // 18: avenor.runtime.v1.Usage
-	(*TurnEnded)(nil),          // 19: avenor.runtime.v1.TurnEnded
-	(*Error)(nil),              // 20: avenor.runtime.v1.Error
-	(*Closed)(nil),             // 21: avenor.runtime.v1.Closed
-	nil,                        // 22: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 23: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 24: avenor.runtime.v1.Open.EnvEntry
+	(*Reattach)(nil),           // 6: avenor.runtime.v1.Reattach
+	(*Open)(nil),               // 7: avenor.runtime.v1.Open
+	(*Prompt)(nil),             // 8: avenor.runtime.v1.Prompt
+	(*Cancel)(nil),             // 9: avenor.runtime.v1.Cancel
+	(*PermissionDecision)(nil), // 10: avenor.runtime.v1.PermissionDecision
+	(*Close)(nil),              // 11: avenor.runtime.v1.Close
+	(*PluginMessage)(nil),      // 12: avenor.runtime.v1.PluginMessage
+	(*Opened)(nil),             // 13: avenor.runtime.v1.Opened
+	(*ProcessInfo)(nil),        // 14: avenor.runtime.v1.ProcessInfo
+	(*Event)(nil),              // 15: avenor.runtime.v1.Event
+	(*Events)(nil),             // 16: avenor.runtime.v1.Events
+	(*PermissionOption)(nil),   // 17: avenor.runtime.v1.PermissionOption
+	(*PermissionRequest)(nil),  // 18: avenor.runtime.v1.PermissionRequest
+	(*Usage)(nil),              // 19: avenor.runtime.v1.Usage
+	(*TurnEnded)(nil),          // 20: avenor.runtime.v1.TurnEnded
+	(*Error)(nil),              // 21: avenor.runtime.v1.Error
+	(*Closed)(nil),             // 22: avenor.runtime.v1.Closed
+	nil,                        // 23: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 24: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 25: avenor.runtime.v1.Open.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	22, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	23, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
-	6,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
-	7,  // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
-	8,  // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
-	9,  // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
-	10, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
-	24, // 8: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
-	12, // 9: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
-	15, // 10: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
-	17, // 11: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
-	19, // 12: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
-	21, // 13: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
-	13, // 14: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
-	13, // 15: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
-	14, // 16: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
-	16, // 17: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
-	18, // 18: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
-	20, // 19: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
-	20, // 20: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 21: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 22: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 23: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 24: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 25: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	11, // 26: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	23, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	24, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
+	8,  // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
+	9,  // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
+	10, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
+	11, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
+	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
+	25, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	13, // 10: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
+	16, // 11: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
+	18, // 12: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
+	20, // 13: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
+	22, // 14: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
+	14, // 15: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
+	14, // 16: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
+	15, // 17: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
+	17, // 18: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
+	19, // 19: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
+	21, // 20: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
+	21, // 21: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
+	0,  // 22: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 23: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 24: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	1,  // 25: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 26: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	12, // 27: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	25, // [25:28] is the sub-list for method output_type
+	22, // [22:25] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -1894,8 +2044,9 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 		(*HostMessage_Cancel)(nil),
 		(*HostMessage_PermissionDecision)(nil),
 		(*HostMessage_Close)(nil),
+		(*HostMessage_Reattach)(nil),
 	}
-	file_avenor_runtime_v1_runtime_proto_msgTypes[11].OneofWrappers = []any{
+	file_avenor_runtime_v1_runtime_proto_msgTypes[12].OneofWrappers = []any{
 		(*PluginMessage_Opened)(nil),
 		(*PluginMessage_Events)(nil),
 		(*PluginMessage_PermissionRequest)(nil),
@@ -1909,7 +2060,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

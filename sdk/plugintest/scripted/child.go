@@ -25,7 +25,7 @@ type child struct {
 // plugin dies.
 func (s *session) startChild(life time.Duration) error {
 	cmd := exec.Command("sleep", strconv.FormatFloat(life.Seconds(), 'f', -1, 64))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return runtime.Errorf(runtime.FaultRuntime, "child: %v", err)
 	}

@@ -37,6 +37,8 @@
 //	usage in=<n> out=<n>          the usage reported when the turn ends
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error
+//	error <text>                  an avenor.error{source:"backend"} event, as
+//	                              codex reports a failure; the turn goes on
 //	write <relpath> <text>        write a file under the session directory
 //	shell <command...>            run /bin/sh -c in the session directory;
 //	                              its stdout becomes one message chunk, a
@@ -75,6 +77,8 @@
 // sets SCRIPTED_CHILD_PIDFILE, the child's pid is written to that file.
 //
 // Open's options: {"fail_open": "<message>"} makes Open fail with a
-// runtime-fault error carrying the message. --thinking accepts low, medium
+// runtime-fault error carrying the message; {"not_ready": "<message>"}
+// makes Check report the runtime unusable (auth missing) with that message,
+// as a backend whose CLI is missing does. --thinking accepts low, medium
 // and high.
 package scripted

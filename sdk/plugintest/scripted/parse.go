@@ -78,10 +78,10 @@ func parseStep(cmd, rest string) (Step, error) {
 	var st Step
 	var err error
 	switch cmd {
-	case "say", "think", "fail":
+	case "say", "think", "fail", "error":
 		st.Text, err = text(rest)
-		if err == nil && cmd == "fail" && st.Text == "" {
-			err = errors.New("fail needs a message")
+		if err == nil && (cmd == "fail" || cmd == "error") && st.Text == "" {
+			err = fmt.Errorf("%s needs a message", cmd)
 		}
 	case "shell", "lines":
 		st.Text = rest

@@ -80,6 +80,10 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.result(st.Text), nil
 	case "fail":
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "%s", st.Text)
+	case "error":
+		// As codex reports a failure it may retry (its "error"
+		// notification): an event only, the turn goes on.
+		s.host.Emit(runtime.NewEvent(EventError, map[string]any{"session_id": s.id, "source": "backend", "message": st.Text}))
 	case "write":
 		return r.write(st)
 	case "shell":
@@ -195,7 +199,7 @@ func (r *run) shell(st Step) (runtime.TurnResult, error) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	// Its own process group, so cancelling reaches whatever it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childSysProcAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/sessionstate"
+	"github.com/avenor-go/avenor/sdk/turn"
 )
 
 // Version is the plugin's version, reported in Describe; builds may set it
@@ -21,6 +22,9 @@ var Version = "0.1.0"
 
 // Name is the backend name.
 const Name = "scripted"
+
+// EventError is the event of the `error` step.
+const EventError = "avenor.error"
 
 // PIDFileEnv names the variable that, when set, makes `child` write its
 // child's pid to that file.
@@ -78,27 +82,24 @@ func (b backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
-		Capabilities: map[string]string{
-			runtime.CapNewSessions:         runtime.Supported,
-			runtime.CapResume:              runtime.Supported,
-			runtime.CapPrompt:              runtime.Supported,
-			runtime.CapCancel:              runtime.Supported,
-			runtime.CapEventStreaming:      runtime.Supported,
-			runtime.CapPermissionRelay:     runtime.Supported,
-			runtime.CapModelSelection:      runtime.Unsupported,
-			runtime.CapExternalServerURL:   runtime.Unsupported,
-			runtime.CapSubprocessDiscovery: runtime.Supported,
-		},
+		Capabilities: runtime.Supports(
+			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
+			runtime.CapPrewarm,
+		),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []string{
 			runtime.EventMessageChunk, runtime.EventThoughtChunk,
-			runtime.EventToolCall, runtime.EventToolCallUpdate,
+			runtime.EventToolCall, runtime.EventToolCallUpdate, EventError,
 		},
 	}
 }
 
-func (backend) Check(context.Context, runtime.CheckRequest) runtime.Readiness {
+func (backend) Check(_ context.Context, req runtime.CheckRequest) runtime.Readiness {
+	if msg, ok := req.Options["not_ready"]; ok {
+		return runtime.Readiness{Auth: "missing", Message: fmt.Sprint(msg)}
+	}
 	return runtime.Readiness{Ready: true, Message: "scripted needs no runtime binary"}
 }
 
@@ -135,16 +136,18 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if pidFile == "" {
 		pidFile = os.Getenv(PIDFileEnv)
 	}
-	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, store: st, host: host}, nil
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, store: st, host: host,
+		Runner: turn.New(turn.Config{Backend: Name})}, nil
 }
 
 type session struct {
-	id      string
-	dir     string
-	env     map[string]string
-	pidFile string
-	store   sessionstate.Store[int]
-	host    runtime.Host
+	id           string
+	dir          string
+	env          map[string]string
+	pidFile      string
+	store        sessionstate.Store[int]
+	host         runtime.Host
+	*turn.Runner // keeps a Cancel that arrives while a turn starts
 
 	mu       sync.Mutex
 	turn     *turnState // the turn in flight, nil between turns
@@ -168,18 +171,19 @@ func (s *session) Process() runtime.ProcessInfo {
 	return s.proc
 }
 
-func (s *session) Cancel(context.Context) error {
+// cancelled cancels ts, unless its script ignores Cancel.
+func (s *session) cancelled(ts *turnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.turn != nil && !s.turn.ignoreCancel {
-		s.turn.cancel()
+	if !ts.ignoreCancel {
+		ts.cancel()
 	}
-	return nil
 }
 
 // Close stops the turn in flight, even one that ignores Cancel, and kills
 // every child process.
 func (s *session) Close(ctx context.Context) error {
+	s.Runner.Close(nil)
 	s.mu.Lock()
 	if s.turn != nil {
 		s.turn.cancel()
@@ -206,6 +210,11 @@ func (s *session) nextID(prefix string) string {
 
 func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResult, error) {
 	failed := runtime.TurnResult{StopReason: runtime.StopError}
+	tr, err := s.Runner.Begin(ctx)
+	if err != nil {
+		return failed, err
+	}
+	defer s.Runner.End(tr)
 	script, err := loadScript(t.Text)
 	if err != nil {
 		return failed, err
@@ -229,6 +238,14 @@ func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResul
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
+	}()
+	// Cancel (also one kept from before Begin) reaches the script here.
+	go func() {
+		select {
+		case <-tr.Cancelled():
+			s.cancelled(ts)
+		case <-ctx.Done():
+		}
 	}()
 
 	r := &run{s: s, ctx: ctx, turn: ts}
@@ -277,7 +294,15 @@ func loadScript(prompt string) (string, error) {
 	return string(data), nil
 }
 
-func (s *session) say(text string) { s.host.Emit(runtime.MessageChunk(s.id, text)) }
+// say emits a message chunk. It writes the chunk's JSON itself rather than
+// building a map (runtime.EmitJSON): a flood is the event path's benchmark,
+// and a plugin that has bytes should not pay for maps (issue 25).
+func (s *session) say(text string) {
+	data := runtime.AppendMessageChunkJSON(make([]byte, 0, 128+len(text)), s.id, text)
+	if err := runtime.EmitJSON(s.host, runtime.EventMessageChunk, data); err != nil {
+		s.host.Logger().Error("scripted: a message chunk did not encode", "error", err)
+	}
+}
 
 func randomHex() string {
 	b := make([]byte, 8)

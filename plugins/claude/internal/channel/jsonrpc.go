@@ -5,37 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/avenor-go/avenor/sdk/jsonrpc"
 )
 
 // MCP's stdio transport is newline-delimited JSON-RPC 2.0: one message (or,
 // in protocol 2024-11-05, one batch array) per line, no embedded newlines.
 
-// JSON-RPC error codes.
+// JSON-RPC error codes, messages and errors are sdk/jsonrpc's; only the
+// framing (a batch array per line, answered as one) is MCP's own here.
 const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
+	codeParseError     = jsonrpc.CodeParseError
+	codeInvalidRequest = jsonrpc.CodeInvalidRequest
+	codeMethodNotFound = jsonrpc.CodeMethodNotFound
+	codeInvalidParams  = jsonrpc.CodeInvalidParams
 )
 
 // rpcMessage is any JSON-RPC message: a request (ID and Method), a
 // notification (Method only) or a response (ID and Result or Error).
-type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
-}
+type rpcMessage = jsonrpc.Message
 
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
+type rpcError = jsonrpc.RPCError
 
-func (m rpcMessage) isRequest() bool      { return m.Method != "" && len(m.ID) > 0 }
-func (m rpcMessage) isNotification() bool { return m.Method != "" && len(m.ID) == 0 }
+func isRequest(m rpcMessage) bool      { return m.Method != "" && len(m.ID) > 0 }
+func isNotification(m rpcMessage) bool { return m.Method != "" && len(m.ID) == 0 }
 
 var errNotJSONRPC = errors.New(`not a JSON-RPC 2.0 message (want an object with "jsonrpc":"2.0")`)
 

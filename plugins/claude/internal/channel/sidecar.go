@@ -223,11 +223,11 @@ func (s *sidecar) handleLine(ctx context.Context, line []byte) {
 // handle answers one message; async lets slow tool calls run in the
 // background (their answers are written when ready).
 func (s *sidecar) handle(ctx context.Context, m rpcMessage, async bool) (rpcMessage, bool) {
-	if m.isNotification() {
+	if isNotification(m) {
 		s.notification(ctx, m)
 		return rpcMessage{}, false
 	}
-	if !m.isRequest() {
+	if !isRequest(m) {
 		return rpcMessage{}, false // a response to nothing we asked
 	}
 	reply := func(result any, err *rpcError) rpcMessage {

@@ -62,6 +62,7 @@ type input struct {
 			Text string `json:"text"`
 		} `json:"content"`
 	} `json:"message"`
+	turn int // which user line this is, counted from 1
 }
 
 type fake struct {
@@ -69,7 +70,7 @@ type fake struct {
 	outMu             sync.Mutex
 	users             chan input
 	responses         chan input
-	interrupts        chan struct{}
+	interrupts        chan int // the user line each interrupt came after
 	logf              func(string)
 }
 
@@ -132,14 +133,14 @@ func main() {
 	}
 	cwd, _ := os.Getwd()
 	f := &fake{session: session, cwd: cwd, dir: os.Getenv("FAKECLAUDE_TRANSCRIPTS"), users: make(chan input, 16),
-		responses: make(chan input, 16), interrupts: make(chan struct{}, 16), logf: logf}
+		responses: make(chan input, 16), interrupts: make(chan int, 16), logf: logf}
 	go f.readInput()
 	for u := range f.users {
 		text := ""
 		for _, c := range u.Message.Content {
 			text += c.Text
 		}
-		if err := f.play(scenario(text)); err != nil {
+		if err := f.play(scenario(text), u.turn); err != nil {
 			fmt.Fprintln(os.Stderr, "fakeclaude:", err)
 			os.Exit(3)
 		}
@@ -163,6 +164,7 @@ func (f *fake) readInput() {
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	ignore := os.Getenv("FAKECLAUDE_IGNORE_INTERRUPT") == "1"
+	users := 0
 	for sc.Scan() {
 		f.logf("stdin " + sc.Text())
 		var in input
@@ -171,6 +173,8 @@ func (f *fake) readInput() {
 		}
 		switch {
 		case in.Type == "user":
+			users++
+			in.turn = users
 			f.users <- in
 		case in.Type == "control_response":
 			f.responses <- in
@@ -181,7 +185,9 @@ func (f *fake) readInput() {
 				continue
 			}
 			f.write(fmt.Sprintf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"still_queued":[]}}}`, in.RequestID))
-			f.interrupts <- struct{}{}
+			// It interrupts the turn of the last user line, even one
+			// still queued, as Claude Code does (interrupt_cancel_queued).
+			f.interrupts <- users
 		case in.Type == "control_request":
 			f.write(fmt.Sprintf(`{"type":"control_response","response":{"subtype":"error","request_id":%q,"error":"unsupported"}}`, in.RequestID))
 		}
@@ -195,25 +201,29 @@ func (f *fake) write(line string) {
 	fmt.Println(line)
 }
 
-func (f *fake) interrupted() bool {
-	select {
-	case <-f.interrupts:
-		return true
-	default:
-		return false
+// interrupted reports whether an interrupt of turn came; those of earlier
+// turns are dropped.
+func (f *fake) interrupted(turn int) bool {
+	for {
+		select {
+		case t := <-f.interrupts:
+			if t == turn {
+				return true
+			}
+		default:
+			return false
+		}
 	}
 }
 
 // play runs one transcript.
-func (f *fake) play(name string) error {
+func (f *fake) play(name string, turn int) error {
 	data, err := os.ReadFile(filepath.Join(f.dir, name+".txt"))
 	if err != nil {
 		return err
 	}
-	decision, interrupted := "", false
-	// Drain interrupts of an earlier turn.
-	for f.interrupted() {
-	}
+	decision := ""
+	interrupted := f.interrupted(turn)
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -258,8 +268,8 @@ func (f *fake) play(name string) error {
 			for i := 1; i <= n && !interrupted; i++ {
 				f.write(fmt.Sprintf(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tick %d "}},"session_id":%q}`, i, f.session))
 				select {
-				case <-f.interrupts:
-					interrupted = true
+				case t := <-f.interrupts:
+					interrupted = t == turn
 				case <-time.After(d):
 				}
 			}

@@ -3,6 +3,7 @@
 package ocacp
 
 import (
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,17 +33,11 @@ func New() runtime.Backend {
 		Info: runtime.BackendInfo{
 			Name:        Name,
 			Description: "OpenCode over ACP: `opencode acp`, one process per session",
-			Capabilities: map[string]string{
-				runtime.CapNewSessions:         runtime.Supported,
-				runtime.CapResume:              runtime.Supported,
-				runtime.CapPrompt:              runtime.Supported,
-				runtime.CapCancel:              runtime.Supported,
-				runtime.CapEventStreaming:      runtime.Supported,
-				runtime.CapPermissionRelay:     runtime.Supported,
-				runtime.CapModelSelection:      runtime.Supported,
-				runtime.CapExternalServerURL:   runtime.Unsupported,
-				runtime.CapSubprocessDiscovery: runtime.Supported,
-			},
+			Capabilities: runtime.Supports(
+				runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+				runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
+				runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+			),
 			ResumeScope: runtime.ResumeCrossProcess,
 			EventTypes:  acp.EventTypes,
 		},
@@ -56,7 +51,7 @@ func New() runtime.Backend {
 // configure sets the command line, refuses a server URL, and resolves
 // --agent's model and mode from OpenCode's own config.
 func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
-	getenv := func(k string) string { return acp.Lookup(cfg.Env, k) }
+	getenv := func(k string) string { return agentproc.Lookup(cfg.Env, k) }
 	if req.ServerURL != "" || getenv(ServerURLEnv) != "" {
 		return nil, runtime.Errorf(runtime.FaultUser,
 			"%s runs its own `opencode acp` and does not use a server URL, but --server-url or %s is set; use --backend opencode-http to drive an OpenCode server, or unset it",

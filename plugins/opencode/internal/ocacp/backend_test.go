@@ -245,7 +245,7 @@ func TestAgentFromConfig(t *testing.T) {
 	env, _ := log[0]["env"].(map[string]any)
 	path, _ := env["OPENCODE_CONFIG"].(string)
 	data, err := os.ReadFile(path)
-	if err != nil || !strings.HasSuffix(path, "avenor-opencode-acp-run42.json") {
+	if m, _ := filepath.Match("avenor-opencode-acp-run42-*.json", filepath.Base(path)); err != nil || !m {
 		t.Fatalf("per-run config %q: %v", path, err)
 	}
 	var perRun map[string]any

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -99,8 +100,11 @@ func TestWriteRunConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.Path != filepath.Join(tmp, "avenor-opencode-acp-r1.json") {
+	if m, _ := filepath.Match(filepath.Join(tmp, "avenor-opencode-acp-r1-*.json"), rc.Path); !m {
 		t.Errorf("path %s", rc.Path)
+	}
+	if st, err := os.Lstat(rc.Path); err != nil || st.Mode() != 0o600 {
+		t.Errorf("%s: mode %v %v, want a regular 0600 file", rc.Path, st.Mode(), err)
 	}
 	data, _ := os.ReadFile(rc.Path)
 	var got map[string]any
@@ -113,5 +117,45 @@ func TestWriteRunConfig(t *testing.T) {
 	_ = json.Unmarshal([]byte(rc.Content), &inline)
 	if inline["agent"].(map[string]any)["rev"].(map[string]any)["mode"] != "all" || inline["share"] != "disabled" {
 		t.Errorf("inline %s", rc.Content)
+	}
+}
+
+// TestWriteRunConfigPredictableName: with a fixed run id, another user who
+// made $TMPDIR/avenor-opencode-acp-<run id>.json first (readable by them) does
+// not get the config, which may hold provider API keys: it goes to a new
+// 0600 file of this user at a name nobody could guess.
+func TestWriteRunConfigPredictableName(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test makes a file owned by another uid")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	squat := filepath.Join(tmp, "avenor-opencode-acp-fixed.json")
+	write(t, squat, "")
+	if err := os.Chmod(squat, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(squat, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENCODE_CONFIG_CONTENT": `{"provider":{"p":{"options":{"apiKey":"sk-secret"}}}}`}
+	var paths []string
+	for range 2 {
+		rc, err := WriteRunConfig("fixed", "rev", func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(rc.Path)
+		paths = append(paths, rc.Path)
+		var st syscall.Stat_t
+		if err := syscall.Lstat(rc.Path, &st); err != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&0o777 != 0o600 {
+			t.Errorf("%s: uid %d mode %o (%v), want this user's 0600 file", rc.Path, st.Uid, st.Mode&0o777, err)
+		}
+	}
+	if b, _ := os.ReadFile(squat); len(b) != 0 {
+		t.Errorf("the other user's file got the config: %s", b)
+	}
+	if paths[0] == paths[1] || paths[0] == squat {
+		t.Errorf("config paths %v are predictable", paths)
 	}
 }

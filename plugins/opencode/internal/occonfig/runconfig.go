@@ -1,17 +1,23 @@
 package occonfig
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // RunConfig is the per-run config of contract §7.1 that makes a subagent
 // selectable: OPENCODE_CONFIG's file merged with OPENCODE_CONFIG_CONTENT
 // and agent.<name>.mode = "all", written to
-// $TMPDIR/avenor-opencode-acp-<run id>.json.
+// $TMPDIR/avenor-opencode-acp-<run id>-<random>.json.
 type RunConfig struct {
 	Path string
 	// Content is the new OPENCODE_CONFIG_CONTENT: the inline config with
@@ -55,8 +61,8 @@ func WriteRunConfig(runID, agent string, getenv Env) (RunConfig, error) {
 	if runID == "" {
 		runID = fmt.Sprint(os.Getpid())
 	}
-	path := filepath.Join(os.TempDir(), "avenor-opencode-acp-"+sanitize(runID)+".json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	path, err := writePrivate(os.TempDir(), "avenor-opencode-acp-"+sanitize(runID), data)
+	if err != nil {
 		return RunConfig{}, fmt.Errorf("writing the per-run OpenCode config: %w", err)
 	}
 	content, err := json.Marshal(inline)
@@ -64,6 +70,43 @@ func WriteRunConfig(runID, agent string, getenv Env) (RunConfig, error) {
 		return RunConfig{}, err
 	}
 	return RunConfig{Path: path, Content: string(content)}, nil
+}
+
+// writePrivate writes data to a new <dir>/<prefix>-<random>.json, 0600.
+// The config may hold provider API keys: at a predictable name (a fixed
+// --run-id) another user could have made the file first, readable, and
+// os.WriteFile would have filled theirs. The random name cannot be guessed
+// and safefile.Create refuses anything already there, a symlink included.
+func writePrivate(dir, prefix string, data []byte) (string, error) {
+	if err := safefile.CheckDir(dir); err != nil {
+		return "", err
+	}
+	var (
+		f    *os.File
+		path string
+		err  error
+	)
+	for range 8 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		path = filepath.Join(dir, prefix+"-"+hex.EncodeToString(b[:])+".json")
+		if f, err = safefile.Create(path, 0o600); !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return "", err
+	}
+	return path, nil
 }
 
 func sanitize(s string) string {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/avenor-go/avenor/sdk/acp"
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turn"
 )
 
 // Name is the backend's name.
@@ -32,13 +33,32 @@ const (
 	// OpenRequest.DirExplicit is the host's own signal; the option stays
 	// for hosts older than it.
 	ExplicitDirOption = "explicit_dir"
+	// HealthTimeoutOption is how long, in all, opening a session waits for
+	// the server to answer GET /global/health: a Go duration ("90s") or a
+	// number of seconds; DefaultHealthTimeout when absent.
+	HealthTimeoutOption = "health_timeout"
 )
 
 const installHint = "install it with: npm install -g opencode-ai (or set the backend option binary, or " + BinaryEnv + ", to its path), or give --server-url of a running `opencode serve`"
 
-// Bounds of the backend.
+// Bounds of the health check that opens every session. A harness often
+// runs `opencode serve &` and avenor at once: a connection is refused
+// until the server listens, and one made while it is still starting can be
+// accepted and never answered. So each try has a fresh connection and a
+// short deadline, and tries go on, with a capped pause between them, until
+// the budget is spent.
 const (
-	healthTimeout  = 10 * time.Second
+	// HealthTryTimeout bounds one GET /global/health.
+	HealthTryTimeout = 2 * time.Second
+	// DefaultHealthTimeout is the budget of all tries; option
+	// health_timeout (HealthTimeoutOption) changes it.
+	DefaultHealthTimeout = 60 * time.Second
+	healthPauseMin       = 100 * time.Millisecond
+	healthPauseMax       = time.Second
+)
+
+// Other bounds of the backend.
+const (
 	connectTimeout = 10 * time.Second
 	// abortWait is how long a cancelled turn waits for the server to end
 	// the blocking message request before it gives up on it.
@@ -66,17 +86,11 @@ func (Backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "OpenCode server over HTTP and SSE: --server-url, or an `opencode serve` of its own per session",
-		Capabilities: map[string]string{
-			runtime.CapNewSessions:         runtime.Supported,
-			runtime.CapResume:              runtime.Supported,
-			runtime.CapPrompt:              runtime.Supported,
-			runtime.CapCancel:              runtime.Supported,
-			runtime.CapEventStreaming:      runtime.Supported,
-			runtime.CapPermissionRelay:     runtime.Unverified,
-			runtime.CapModelSelection:      runtime.Supported,
-			runtime.CapExternalServerURL:   runtime.Supported,
-			runtime.CapSubprocessDiscovery: runtime.Unsupported,
-		},
+		Capabilities: runtime.Supports(
+			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+			runtime.CapEventStreaming, runtime.CapModelSelection, runtime.CapExternalServerURL,
+		).
+			With(runtime.CapPermissionRelay, runtime.Unverified),
 		ResumeScope: runtime.ResumeCrossProcess,
 		EventTypes:  EventTypes,
 	}
@@ -90,38 +104,122 @@ func lookup(env map[string]string, k string) string {
 }
 
 // Check asks the server's health when a URL is configured, otherwise
-// whether the opencode binary answers --version.
+// whether the opencode binary answers --version. It tries once: it reports
+// readiness now (`avenor backends` checks every backend in one bounded
+// time), it does not wait for a server to come up as Open does.
 func (Backend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
 	if u := lookup(req.Env, ServerURLEnv); u != "" {
 		c, err := newClient(u, lookup(req.Env, UsernameEnv), lookup(req.Env, PasswordEnv), "")
 		if err != nil {
 			return runtime.Readiness{Message: fmt.Sprintf("%s: %s: %v", Name, ServerURLEnv, err)}
 		}
-		v, err := health(ctx, c)
+		v, err := c.fresh().health(ctx)
 		if err != nil {
-			return runtime.Readiness{Message: fmt.Sprintf("%s: %v", Name, err)}
+			return runtime.Readiness{Message: fmt.Sprintf("%s: OpenCode server %s is not reachable: %v", Name, c, err)}
 		}
 		return runtime.Readiness{Ready: true, Version: v, Auth: "unknown"}
 	}
-	bin := acp.ResolveBinary("opencode", BinaryEnv, req.Options, req.Env)
-	return acp.Check(ctx, Name, bin, acp.Environ(req.Env, nil), installHint)
+	bin := agentproc.ResolveBinary("opencode", BinaryEnv, req.Options, req.Env)
+	return agentproc.Check(ctx, Name, bin, agentproc.Environ(req.Env, nil), installHint)
 }
 
-// health is GET /global/health; it returns the server's version.
-func health(ctx context.Context, c *client) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+// errNotHealthy is a health answer with healthy false.
+var errNotHealthy = errors.New("the server says it is not healthy")
+
+// health is one GET /global/health, within HealthTryTimeout; it returns
+// the server's version.
+func (c *client) health(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, HealthTryTimeout)
 	defer cancel()
 	var h struct {
 		Healthy bool   `json:"healthy"`
 		Version string `json:"version"`
 	}
 	if err := c.do(ctx, "GET", "/global/health", nil, &h); err != nil {
-		return "", fmt.Errorf("OpenCode server %s is not reachable: %v", c, err)
+		return "", err
 	}
 	if !h.Healthy {
-		return h.Version, fmt.Errorf("OpenCode server %s says it is not healthy", c)
+		return h.Version, fmt.Errorf("GET /global/health: %w", errNotHealthy)
 	}
 	return h.Version, nil
+}
+
+// waitHealthy tries GET /global/health, each time on a fresh connection,
+// until the server answers healthy, answers something that will not change
+// by waiting (a 401, a 404, a non-JSON answer), or budget is spent.
+func waitHealthy(ctx context.Context, c *client, budget time.Duration) (string, error) {
+	fresh := c.fresh()
+	defer fresh.http.CloseIdleConnections()
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	pause := healthPauseMin
+	for tries := 1; ; tries++ {
+		v, err := fresh.health(bctx)
+		if err == nil {
+			return v, nil
+		}
+		if !healthRetryable(err) {
+			return "", fmt.Errorf("OpenCode server %s: %v", c, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+			pause = min(2*pause, healthPauseMax)
+			continue
+		case <-bctx.Done():
+			t.Stop()
+		}
+		if ctx.Err() != nil { // the run ended first, not the budget
+			return "", fmt.Errorf("OpenCode server %s: stopped waiting for GET /global/health after %d tries: %v; last error: %v", c, tries, ctx.Err(), err)
+		}
+		return "", fmt.Errorf("OpenCode server %s did not answer GET /global/health within %s: %d tries, each on a fresh connection and within %s; last error: %v; "+
+			"is `opencode serve` running there? To wait longer, raise [backends.%s] options.%s",
+			c, budget, tries, HealthTryTimeout, err, Name, HealthTimeoutOption)
+	}
+}
+
+// healthRetryable says whether a failed health try may succeed later: no
+// connection, no answer in time, a server error or "not healthy" — what a
+// server that is still starting gives.
+func healthRetryable(err error) bool {
+	var se *statusError
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, errUnauthorized), errors.Is(err, errBadAnswer):
+		return false
+	case errors.As(err, &se):
+		return se.code >= 500
+	}
+	return true
+}
+
+// healthBudget is option health_timeout: a Go duration or a number of
+// seconds, more than zero.
+func healthBudget(options map[string]any) (time.Duration, error) {
+	v, ok := options[HealthTimeoutOption]
+	if !ok || v == nil {
+		return DefaultHealthTimeout, nil
+	}
+	var d time.Duration
+	switch x := v.(type) {
+	case string:
+		var err error
+		if d, err = time.ParseDuration(x); err != nil {
+			d = -1
+		}
+	case float64:
+		d = time.Duration(x * float64(time.Second))
+	case int64:
+		d = time.Duration(x) * time.Second
+	case int:
+		d = time.Duration(x) * time.Second
+	default:
+		d = -1
+	}
+	if d <= 0 {
+		return 0, runtime.Errorf(runtime.FaultUser, "%s: [backends.%s] options.%s = %v: want a duration such as \"90s\" or a number of seconds, more than 0",
+			Name, Name, HealthTimeoutOption, v)
+	}
+	return d, nil
 }
 
 // Open connects to the server (or starts one), creates or resumes the
@@ -139,7 +237,12 @@ func (Backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 		}
 		model = &modelRef{ProviderID: p, ModelID: m}
 	}
+	budget, err := healthBudget(req.Options)
+	if err != nil {
+		return nil, err
+	}
 	s := &session{host: host, log: host.Logger().Named(Name), agent: req.Agent, model: model}
+	s.Runner = turn.New(turn.Config{Backend: Name, Interrupt: func(*turn.Turn) { s.abort() }})
 	serverURL := req.ServerURL
 	if serverURL == "" {
 		serverURL = lookup(req.Env, ServerURLEnv)
@@ -162,7 +265,7 @@ func (Backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 		s.stopServer()
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: --server-url: %v", Name, err)
 	}
-	if err := s.open(ctx, req.ResumeSessionID); err != nil {
+	if err := s.open(ctx, req.ResumeSessionID, budget); err != nil {
 		s.stopServer()
 		return nil, err
 	}
@@ -179,8 +282,8 @@ func explicitDir(options map[string]any) bool {
 	return false
 }
 
-func (s *session) open(ctx context.Context, resume string) error {
-	v, err := health(ctx, s.c)
+func (s *session) open(ctx context.Context, resume string, healthBudget time.Duration) error {
+	v, err := waitHealthy(ctx, s.c, healthBudget)
 	if err != nil {
 		return runtime.Errorf(runtime.FaultRuntime, "%s: %v", Name, err)
 	}

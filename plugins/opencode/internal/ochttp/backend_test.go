@@ -191,6 +191,9 @@ func TestCancelAborts(t *testing.T) {
 func TestCancelBeforePrompt(t *testing.T) {
 	f := newFakeServer(t)
 	s := open(t, f, &fakeHost{}, nil)
+	// sdk/plugin says a turn is starting as soon as the host's Prompt
+	// arrives; a Cancel after that and before Prompt is kept for the turn.
+	s.(runtime.TurnStarter).TurnStarting()
 	_ = s.Cancel(context.Background())
 	if r := prompt(t, s, "hi"); r.StopReason != runtime.StopCancelled {
 		t.Fatalf("stop %q, want cancelled", r.StopReason)

@@ -16,8 +16,22 @@ import (
 // its parts can be large).
 const maxResponseBytes = 64 << 20
 
-// errNotFound is a 404 from the server.
-var errNotFound = errors.New("not found")
+var (
+	// errNotFound is a 404 from the server.
+	errNotFound = errors.New("not found")
+	// errUnauthorized is a 401 from the server.
+	errUnauthorized = errors.New("401 unauthorized")
+	// errBadAnswer is a 2xx answer that is not the JSON asked for.
+	errBadAnswer = errors.New("bad JSON answer")
+)
+
+// statusError is any other answer outside 2xx.
+type statusError struct {
+	code int
+	text string // the body's first line
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.text) }
 
 // client speaks to one OpenCode server: base URL, basic auth, and the
 // ?directory= of contract decision 14 on every call.
@@ -52,6 +66,15 @@ func newClient(rawURL, user, password, directory string) (*client, error) {
 	}
 	c.base = u
 	return c, nil
+}
+
+// fresh is a copy of c whose every request opens a new connection: a
+// connection accepted by a server that is still starting may never be
+// answered, and must not be reused by the next try.
+func (c *client) fresh() *client {
+	f := *c
+	f.http = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+	return &f
 }
 
 // String is the server URL without credentials.
@@ -108,15 +131,15 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 	case resp.StatusCode == http.StatusNotFound:
 		return fmt.Errorf("%s %s: %w", method, path, errNotFound)
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%s %s: 401 unauthorized: give the server's credentials as user:pass@ in the URL or in OPENCODE_SERVER_PASSWORD", method, path)
+		return fmt.Errorf("%s %s: %w: give the server's credentials as user:pass@ in the URL or in OPENCODE_SERVER_PASSWORD", method, path, errUnauthorized)
 	case resp.StatusCode/100 != 2:
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, firstLine(string(b)))
+		return fmt.Errorf("%s %s: %w", method, path, &statusError{code: resp.StatusCode, text: firstLine(string(b))})
 	}
 	if out == nil || len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: bad JSON answer: %w", method, path, err)
+		return fmt.Errorf("%s %s: %w: %v", method, path, errBadAnswer, err)
 	}
 	return nil
 }

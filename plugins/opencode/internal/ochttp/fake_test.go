@@ -44,14 +44,20 @@ func (f *fakeServer) lastReply() string {
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
-	f := &fakeServer{t: t, subs: map[chan []byte]chan struct{}{}, sessions: map[string][]message{},
-		replies: map[string]chan string{}, aborts: map[string]chan struct{}{}}
+	f := newFakeState(t)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(func() {
 		f.cut()
 		f.srv.Close()
 	})
 	return f
+}
+
+// newFakeState is a fakeServer without its HTTP server, for tests that
+// serve it their own way.
+func newFakeState(t *testing.T) *fakeServer {
+	return &fakeServer{t: t, subs: map[chan []byte]chan struct{}{}, sessions: map[string][]message{},
+		replies: map[string]chan string{}, aborts: map[string]chan struct{}{}}
 }
 
 func (f *fakeServer) URL() string { return f.srv.URL }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/avenor-go/avenor/sdk/acp"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -47,7 +46,7 @@ func freePort() (int, error) {
 // startServer starts `opencode serve --port <free>` in dir and waits for its
 // "listening on" line.
 func startServer(ctx context.Context, req runtime.OpenRequest, dir string, log hclog.Logger) (*ownServer, error) {
-	bin := acp.ResolveBinary("opencode", BinaryEnv, req.Options, req.Env)
+	bin := agentproc.ResolveBinary("opencode", BinaryEnv, req.Options, req.Env)
 	port, err := freePort()
 	if err != nil {
 		return nil, runtime.Errorf(runtime.FaultPlugin, "%s: no free port for `opencode serve`: %v", Name, err)
@@ -55,7 +54,7 @@ func startServer(ctx context.Context, req runtime.OpenRequest, dir string, log h
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	srv := &ownServer{user: "opencode", pass: hex.EncodeToString(b), binary: bin}
-	env := acp.Environ(req.Env, nil)
+	env := agentproc.Environ(req.Env, nil)
 	env = append(env, PasswordEnv+"="+srv.pass, UsernameEnv+"="+srv.user)
 	// The process lives with the session, not with Open's ctx.
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{

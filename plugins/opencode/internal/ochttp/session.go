@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turn"
 )
 
 // turnQueue bounds the events queued for a turn; the SSE reader waits
@@ -45,11 +46,10 @@ type session struct {
 	msgs  map[string]*msgState
 	parts map[string]*partState
 
-	mu            sync.Mutex
-	turn          *turnState
-	cancelPending bool
-	closed        bool
-	closeOnce     sync.Once
+	*turn.Runner // the turn in flight, its cancel (abort), Close
+
+	mu   sync.Mutex
+	turn *turnState
 }
 
 func (s *session) ID() string { return s.id }
@@ -63,10 +63,9 @@ func (s *session) Process() runtime.ProcessInfo {
 
 // turnState is what one turn has seen.
 type turnState struct {
-	events    chan event
-	done      chan struct{}
-	cancelled chan struct{}
-	cancelOne sync.Once
+	rt     *turn.Turn // the runner's: Cancelled, and the cancel itself
+	events chan event
+	done   chan struct{}
 
 	n      int               // the session's turn number
 	tokens map[string]tokens // this turn's assistant message id → its tokens
@@ -110,7 +109,8 @@ type partState struct {
 	status string // tool status emitted so far
 }
 
-func (t *turnState) cancel() { t.cancelOne.Do(func() { close(t.cancelled) }) }
+// cancel cancels the turn: the runner aborts it on the server.
+func (s *session) cancel(t *turnState) { s.Runner.CancelTurn(t.rt) }
 
 type promptResult struct {
 	msg message
@@ -120,21 +120,20 @@ type promptResult struct {
 // Prompt sends POST /session/{id}/message and relays the session's SSE
 // events until its answer: the answer ends the turn (an idle on SSE does
 // not, contract §7.2).
-func (s *session) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnResult, error) {
+func (s *session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResult, error) {
+	rt, err := s.Runner.Begin(ctx)
+	if err != nil {
+		return runtime.TurnResult{}, err
+	}
+	defer s.Runner.End(rt)
 	t := &turnState{
-		events: make(chan event, turnQueue), done: make(chan struct{}), cancelled: make(chan struct{}),
+		rt: rt, events: make(chan event, turnQueue), done: make(chan struct{}),
 		tokens: map[string]tokens{},
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return runtime.TurnResult{}, errorf("prompt on a closed session")
-	}
-	if s.cancelPending {
-		s.cancelPending = false
-		s.mu.Unlock()
+	if rt.IsCancelled() { // cancelled while starting: the server was asked nothing
 		return s.result(t, runtime.StopCancelled, nil), nil
 	}
+	s.mu.Lock()
 	s.turn = t
 	s.mu.Unlock()
 	s.turns++
@@ -152,7 +151,7 @@ func (s *session) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnRe
 		t.perms.Wait()
 	}()
 
-	body := map[string]any{"parts": []map[string]any{{"type": "text", "text": turn.Text}}}
+	body := map[string]any{"parts": []map[string]any{{"type": "text", "text": in.Text}}}
 	if s.model != nil {
 		body["model"] = s.model
 	}
@@ -165,7 +164,7 @@ func (s *session) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnRe
 	go func() {
 		var r promptResult
 		select {
-		case <-t.cancelled:
+		case <-rt.Cancelled():
 			r.err = errors.New("cancelled before the prompt was sent")
 		default:
 			r.err = s.c.do(postCtx, "POST", "/session/"+s.id+"/message", body, &r.msg)
@@ -174,7 +173,7 @@ func (s *session) Prompt(ctx context.Context, turn runtime.Turn) (runtime.TurnRe
 	}()
 
 	var giveUp, reAbort <-chan time.Time
-	cancelled := t.cancelled
+	cancelled := rt.Cancelled()
 	for {
 		select {
 		case ev := <-t.events:
@@ -215,7 +214,7 @@ func (s *session) drain(ctx context.Context, t *turnState) {
 
 func (s *session) isCancelled(t *turnState) bool {
 	select {
-	case <-t.cancelled:
+	case <-t.rt.Cancelled():
 		return true
 	default:
 		return false
@@ -257,7 +256,7 @@ func (s *session) finish(ctx context.Context, t *turnState, r promptResult) (run
 	return s.result(t, stopReason(info.Finish), &r.msg), nil
 }
 
-func stopReason(finish string) string {
+func stopReason(finish string) runtime.StopReason {
 	switch finish {
 	case "length":
 		return runtime.StopMaxTokens
@@ -503,8 +502,7 @@ func (s *session) permission(ctx context.Context, t *turnState, p *properties) {
 		if err != nil || d.Outcome == runtime.OutcomeCancelled {
 			// A cancelled answer cancels the turn, as in ACP.
 			s.log.Debug("permission cancelled: aborting the turn", "id", p.ID, "error", err)
-			t.cancel()
-			s.abort()
+			s.cancel(t)
 			return
 		}
 		reply := "reject"
@@ -533,23 +531,6 @@ func (s *session) reply(ctx context.Context, id, reply, msg string) {
 	}
 }
 
-// Cancel aborts the turn in flight, or remembers the cancel for the turn
-// that is starting.
-func (s *session) Cancel(ctx context.Context) error {
-	s.mu.Lock()
-	t := s.turn
-	if t == nil {
-		s.cancelPending = true
-	}
-	s.mu.Unlock()
-	if t == nil {
-		return nil
-	}
-	t.cancel()
-	s.abort()
-	return nil
-}
-
 // abort is POST /session/{id}/abort, bounded.
 func (s *session) abort() {
 	ctx, cancel := context.WithTimeout(context.Background(), abortWait)
@@ -562,15 +543,7 @@ func (s *session) abort() {
 // Close aborts a turn in flight, closes the event stream and stops the
 // server the session started.
 func (s *session) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		t := s.turn
-		s.mu.Unlock()
-		if t != nil {
-			t.cancel()
-			s.abort()
-		}
+	s.Runner.Close(func() {
 		s.closeEvents()
 		s.stopServer()
 		s.log.Debug("opencode-http session closed", "session_id", s.id, "unknown_frames", s.unknown.Load(), "runtime_version", s.version)

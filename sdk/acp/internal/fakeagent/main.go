@@ -147,6 +147,11 @@ func main() {
 				fmt.Fprintln(os.Stderr, "error: unknown command 'acp' (fakeagent told to exit)")
 				os.Exit(2)
 			}
+			if m.Method == "session/prompt" {
+				// Armed in stream order, as a real agent is: a
+				// session/cancel read right after the prompt cancels it.
+				a.armCancel(m.Params)
+			}
 			go a.request(m)
 		default:
 			a.notification(m)
@@ -221,10 +226,28 @@ func (a *agent) notification(m msg) {
 	var p struct{ SessionID string }
 	_ = json.Unmarshal(m.Params, &p)
 	a.mu.Lock()
-	if ch := a.cancels[p.SessionID]; ch != nil {
+	// Left in place: the prompt that armed it may not have picked it up
+	// yet, and removes it when it ends.
+	if ch := a.cancels[p.SessionID]; ch != nil && !closed(ch) {
 		close(ch)
-		delete(a.cancels, p.SessionID)
 	}
+	a.mu.Unlock()
+}
+
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (a *agent) armCancel(params json.RawMessage) {
+	var p struct{ SessionID string }
+	_ = json.Unmarshal(params, &p)
+	a.mu.Lock()
+	a.cancels[p.SessionID] = make(chan struct{})
 	a.mu.Unlock()
 }
 

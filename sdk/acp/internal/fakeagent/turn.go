@@ -26,9 +26,12 @@ func (a *agent) prompt(id json.RawMessage, sid string, p map[string]any) {
 		}
 	}
 	text := strings.Join(parts, "\n")
-	cancel := make(chan struct{})
 	a.mu.Lock()
-	a.cancels[sid] = cancel
+	cancel := a.cancels[sid] // armed when the prompt was read
+	if cancel == nil {
+		cancel = make(chan struct{})
+		a.cancels[sid] = cancel
+	}
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/avenor-go/avenor/host/board"
+)
+
+type boardFlags struct {
+	addr, scan, socket, token string
+	allowMutations, noAuth    bool
+	noOpen                    bool
+	stallAfter                time.Duration
+}
+
+// boardStopWait bounds how long a stopping board waits for requests in
+// flight.
+const boardStopWait = 5 * time.Second
+
+func newBoardCmd(env Env) *cobra.Command {
+	f := &boardFlags{}
+	cmd := &cobra.Command{
+		Use:   "board [flags]",
+		Short: "Serve a web page showing every runtime behind the control sockets",
+		Long: `Serve a page (http://127.0.0.1:<port>/board/) listing the runtimes behind every control socket
+in ~/.avenor/sockets (one-shot runs and stable supervisors): status, phase, backend and model,
+age, tokens and cost, and a "waiting for you" marker for pending permissions and stalled runtimes;
+each runtime's live transcript, its plan and its permission card. With --allow-mutations the page
+answers permissions, cancels and sends follow-up prompts.
+
+Without --token a random token is made; on a terminal the URL to open, token included, is printed
+once. The API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exitError{boardMain(cmd.Context(), f, env)}
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:0", "address to listen on (port 0: a free one)")
+	fl.StringVar(&f.scan, "scan", "~/.avenor/sockets", "comma-separated directories whose *.sock control sockets are shown")
+	fl.StringVar(&f.socket, "socket", "", "show only this control socket (overrides --scan)")
+	fl.StringVar(&f.token, "token", "", "the API token (default: a random one); needed for a non-loopback --addr unless --no-auth")
+	fl.BoolVar(&f.allowMutations, "allow-mutations", false, "let the page answer permissions, cancel and prompt (every POST route)")
+	fl.BoolVar(&f.noAuth, "no-auth", false, "serve the API without a token (trusted networks only)")
+	fl.BoolVar(&f.noOpen, "no-open", false, "do not open a browser (one opens when DISPLAY or WAYLAND_DISPLAY is set)")
+	fl.DurationVar(&f.stallAfter, "stall-after", board.DefaultStallAfter, "mark a running runtime without a new event for this long as waiting for you")
+	return cmd
+}
+
+func boardMain(parent context.Context, f *boardFlags, env Env) int {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger := newLogger(env)
+	var scan []string
+	if f.socket == "" {
+		scan = strings.Split(f.scan, ",")
+	}
+	srv, err := board.Start(ctx, board.Config{
+		Addr: f.addr, Scan: scan, Socket: f.socket, Token: f.token, NoAuth: f.noAuth,
+		AllowMutations: f.allowMutations, StallAfter: f.stallAfter, Home: env.Getenv("HOME"),
+		Logger: logger.Named("board"),
+	})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "avenor board: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.URL())
+	switch {
+	case f.noAuth:
+		fmt.Fprintln(env.Stderr, "avenor board: --no-auth: anyone who can reach this address can read every runtime's events")
+	case f.token != "":
+		fmt.Fprintln(env.Stderr, "avenor board: open it with ?token=<your --token>")
+	case isTerminal(env.Stderr):
+		// Once, on the terminal of the person who started it, and never in
+		// a log: the token is the key to every runtime behind the sockets.
+		fmt.Fprintf(env.Stderr, "avenor board: open %s\n", srv.TokenURL())
+	default:
+		fmt.Fprintln(env.Stderr, "avenor board: the token is not shown because stderr is not a terminal; pass --token to choose one")
+	}
+	if !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != "") {
+		openBrowser(srv.TokenURL(), logger)
+	}
+	select {
+	case <-ctx.Done():
+	case <-srv.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), boardStopWait)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return exitOK
+}
+
+// openBrowser asks the desktop to open url; a failure is only logged (the
+// URL was printed). The opener is waited for, so it leaves no zombie.
+func openBrowser(url string, logger hclog.Logger) {
+	cmd := exec.Command("xdg-open", url)
+	if err := cmd.Start(); err != nil {
+		logger.Debug("could not open a browser", "error", err)
+		return
+	}
+	go func() { _ = cmd.Wait() }()
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/avenor-go/avenor/host/config"
+)
+
+func newConfigCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Show avenor's effective settings and where each came from",
+		Long: `Settings are layered: built-in defaults < the user file ($XDG_CONFIG_HOME/avenor/config.toml)
+< the project file (.avenor/config.toml of the nearest directory holding .avenor/)
+< AVENOR_<KEY> environment variables < flags. See docs/configuration.md.`,
+		Example: `  avenor config show
+  avenor config show --backend pi --max-retries 2   # as a run with these flags would see it`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError{fmt.Errorf("config: name a command: show")}
+		},
+	}
+	cmd.AddCommand(newConfigShowCmd(env))
+	return cmd
+}
+
+func newConfigShowCmd(env Env) *cobra.Command {
+	var asJSON bool
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "show [flags]",
+		Short: "Print the effective settings, each with the file, variable or flag that set it",
+		Long: `Print every setting as a run here would see it, after layering defaults, the user file, the
+project file (found from --dir, else the working directory), AVENOR_<KEY> variables and the
+flags given, with where each value came from: default, a file's path, "env AVENOR_<KEY>"
+or "flag --<key>". Values of [backends.<name>].env are shown as ` + config.Redacted + `.
+
+The setting flags are those of avenor run; give them to see what a run with them would use.`,
+		Example: `  avenor config show
+  avenor config show --json | jq -r '.settings[] | select(.key=="backend") | .source'
+  AVENOR_MAX_RETRIES=3 avenor config show --backend echo
+  avenor config show --dir ~/src/app                    # the settings of that project`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := "."
+			if cmd.Flags().Changed("dir") {
+				start = dir
+			}
+			abs, err := filepath.Abs(start)
+			if err != nil {
+				return fmt.Errorf("--dir %q: %w", dir, err)
+			}
+			rep, err := config.Show(env.Getenv, env.Environ, abs, settingFlags(cmd.Flags()), newLogger(env))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, rep)
+			}
+			printConfig(env, rep)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	for _, k := range config.Keys() {
+		if k.Flag == "" {
+			continue
+		}
+		name := strings.TrimPrefix(k.Flag, "--")
+		switch {
+		case k.Key == "dir":
+			fl.StringVar(&dir, name, ".", "as avenor run's --dir; also where the project is looked for")
+		case k.Key == "linger":
+			fl.String(name, "", "as avenor stable's --linger")
+		case k.Type == "bool":
+			fl.Bool(name, false, "as avenor run's "+k.Flag)
+		default:
+			fl.String(name, "", "as avenor run's "+k.Flag)
+		}
+	}
+	return cmd
+}
+
+// settingFlags are the flags the user set that are config keys (each key's
+// flag of config.Keys), as their text: the config's flag layer parses them
+// as it parses a file's values. `avenor run` and `avenor config show`
+// layer them the same way.
+func settingFlags(fl *pflag.FlagSet) map[string]any {
+	out := map[string]any{}
+	for _, k := range config.Keys() {
+		if name := strings.TrimPrefix(k.Flag, "--"); name != "" && fl.Changed(name) {
+			out[k.Key] = fl.Lookup(name).Value.String()
+		}
+	}
+	return out
+}
+
+func printConfig(env Env, rep config.Report) {
+	found := "not found"
+	if rep.UserFound {
+		found = "read"
+	}
+	fmt.Fprintf(env.Stdout, "user file:    %s (%s)\n", rep.UserFile, found)
+	if rep.ProjectFile != "" {
+		pf := "not found"
+		if _, err := os.Stat(rep.ProjectFile); err == nil {
+			pf = "read"
+		}
+		fmt.Fprintf(env.Stdout, "project file: %s (%s)\n", rep.ProjectFile, pf)
+	} else {
+		fmt.Fprintln(env.Stdout, "project file: none (no .avenor/ directory here or above)")
+	}
+	fmt.Fprintln(env.Stdout)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
+	for _, e := range rep.Settings {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, config.FormatValue(e.Value), e.Source)
+	}
+	_ = tw.Flush()
+}

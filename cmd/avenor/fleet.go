@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/avenor-go/avenor/host/fleet"
+)
+
+// fleetConnFlags are the NATS connection flags shared by `avenor stable
+// --fleet` and `avenor fleet serve`.
+type fleetConnFlags struct {
+	url  string
+	auth fleet.Auth
+	opts fleet.Options
+}
+
+func (f *fleetConnFlags) register(fl *pflag.FlagSet, urlFlag, urlHelp string) {
+	fl.StringVar(&f.url, urlFlag, "", urlHelp)
+	fl.StringVar(&f.auth.CredsFile, "fleet-creds", "", "NATS credentials file (user JWT and nkey seed)")
+	fl.StringVar(&f.auth.NkeyFile, "fleet-nkey", "", "file holding an NATS nkey seed (SU…)")
+	fl.StringVar(&f.auth.TLSCA, "fleet-tls-ca", "", "CA file that verifies the NATS servers' certificates")
+	fl.StringVar(&f.auth.TLSCert, "fleet-tls-cert", "", "client certificate for mutual TLS (with --fleet-tls-key)")
+	fl.StringVar(&f.auth.TLSKey, "fleet-tls-key", "", "client key for mutual TLS (with --fleet-tls-cert)")
+	fl.IntVar(&f.opts.Replicas, "fleet-replicas", 1, "replicas of the fleet's streams when this member creates them (3 on a 3-server cluster)")
+	fl.DurationVar(&f.opts.EventsMaxAge, "events-max-age", fleet.DefaultEventsMaxAge, "how long the events stream keeps an event (when this member creates it)")
+	fl.Int64Var(&f.opts.EventsMaxBytes, "events-max-bytes", fleet.DefaultEventsMaxBytes, "size bound of the events stream (when this member creates it)")
+}
+
+// connect dials the fleet and sets its streams up; the error is the
+// user's text.
+func (f *fleetConnFlags) connect(ctx context.Context, name string) (*fleet.Stores, func(), error) {
+	nc, js, err := fleet.Connect(ctx, f.url, name, f.auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := fleet.Setup(ctx, js, f.opts)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return st, func() { _ = nc.Drain() }, nil
+}
+
+func newFleetCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fleet <serve|dev>",
+		Short: "Run stable runtimes on many machines through NATS JetStream",
+		Long: `A fleet places stable runtimes on many machines and keeps one control socket for all of
+them. Node agents are ` + "`avenor stable --fleet nats://… --node <name>`" + `; ` + "`avenor fleet serve`" + ` serves
+the control methods on a local socket, routed to the node that owns each runtime;
+` + "`avenor fleet dev`" + ` starts a single-server JetStream on loopback to try it. See docs/fleet.md.`,
+	}
+	cmd.AddCommand(newFleetServeCmd(env), newFleetDevCmd(env))
+	return cmd
+}
+
+func newFleetServeCmd(env Env) *cobra.Command {
+	var conn fleetConnFlags
+	var socket string
+	var spawnTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve --nats <url> --control-socket <path>",
+		Short: "Serve the control methods of a whole fleet on a local socket",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if socket == "" {
+				fmt.Fprintln(env.Stderr, "avenor fleet serve: --control-socket is required")
+				return exitError{exitFail}
+			}
+			logger := hclog.New(&hclog.LoggerOptions{Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn"))})
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			st, closeNC, err := conn.connect(ctx, "avenor fleet serve")
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "avenor fleet serve: %v\n", err)
+				return exitError{exitFail}
+			}
+			defer closeNC()
+			g := fleet.NewGateway(fleet.GatewayConfig{NC: st.NC(), Stores: st, Socket: socket, SpawnTimeout: spawnTimeout, Logger: logger})
+			if err := g.Serve(ctx); err != nil {
+				fmt.Fprintf(env.Stderr, "avenor fleet serve: %v\n", err)
+				return exitError{exitFail}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	conn.register(fl, "nats", "NATS server URL(s), comma-separated (nats://[user:password@]host:4222; tls:// for TLS)")
+	fl.StringVar(&socket, "control-socket", "", "Unix socket to serve the fleet's control methods on (required)")
+	fl.DurationVar(&spawnTimeout, "spawn-timeout", fleet.DefaultSpawnTimeout, "how long a spawn waits for a node of its pool to start it")
+	return cmd
+}
+
+func newFleetDevCmd(env Env) *cobra.Command {
+	var port int
+	var store string
+	cmd := &cobra.Command{
+		Use:   "dev [--port N]",
+		Short: "Start a single-server JetStream on loopback for trying a fleet, until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir := store
+			if dir == "" {
+				d, err := os.MkdirTemp(orDefault(env.Getenv("TMPDIR"), os.TempDir()), "avenor-fleet-dev-")
+				if err != nil {
+					fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
+					return exitError{exitFail}
+				}
+				defer os.RemoveAll(d)
+				dir = d
+			}
+			s, err := fleet.Dev(fleet.DevConfig{StoreDir: dir, Port: port})
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
+				return exitError{exitFail}
+			}
+			defer s.Shutdown()
+			fmt.Fprintln(env.Stdout, s.ClientURL())
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			<-ctx.Done()
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&port, "port", 0, "client port on 127.0.0.1 (0: a free one)")
+	cmd.Flags().StringVar(&store, "store", "", "JetStream store directory (default: a temporary one, removed at exit)")
+	return cmd
+}

@@ -1,0 +1,209 @@
+package board
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/client"
+)
+
+// Errors of Start.
+var (
+	ErrTokenAndNoAuth = errors.New("--token and --no-auth are mutually exclusive: give a token, or none with --no-auth")
+	ErrNoHome         = errors.New("no socket directory: $HOME is not set; pass --scan or --socket")
+)
+
+// Server is a running board.
+type Server struct {
+	cfg    Config
+	token  string // "" with NoAuth
+	bind   bindPolicy
+	scan   []string
+	log    hclog.Logger
+	ln     net.Listener
+	http   *http.Server
+	pool   pool
+	served chan struct{}
+
+	streams chan struct{} // MaxStreams slots
+	// ctx ends every open stream when the board stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start validates cfg, listens and serves until Shutdown.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Token != "" && cfg.NoAuth {
+		return nil, ErrTokenAndNoAuth
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = DefaultStallAfter
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, token: cfg.Token, streams: make(chan struct{}, MaxStreams), served: make(chan struct{})}
+	if s.token == "" && !cfg.NoAuth {
+		s.token = newToken()
+	}
+	var err error
+	if s.bind, err = resolveBind(ctx, cfg.Addr, cfg.Token != "" || cfg.NoAuth); err != nil {
+		return nil, err
+	}
+	if cfg.Socket == "" {
+		if s.scan, err = scanDirs(cfg.Scan, cfg.Home); err != nil {
+			return nil, err
+		}
+	}
+	if s.ln, err = net.Listen("tcp", s.bind.listen); err != nil {
+		return nil, fmt.Errorf("--addr %q: %w", cfg.Addr, err)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// net/http's own complaints (a bad TLS hello, a broken pipe) name no
+		// URL, so they cannot carry the token.
+		ErrorLog: log.New(s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), "", 0),
+	}
+	go func() {
+		defer close(s.served)
+		_ = s.http.Serve(s.ln)
+	}()
+	return s, nil
+}
+
+// scanDirs expands the --scan directories ("~/" from home); none given is
+// ~/.avenor/sockets.
+func scanDirs(dirs []string, home string) ([]string, error) {
+	if len(dirs) == 0 {
+		if home == "" {
+			return nil, ErrNoHome
+		}
+		return []string{filepath.Join(home, ".avenor", "sockets")}, nil
+	}
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		d = strings.TrimSpace(d)
+		switch {
+		case d == "":
+			continue
+		case d == "~" || strings.HasPrefix(d, "~/"):
+			if home == "" {
+				return nil, fmt.Errorf("--scan %q: $HOME is not set to expand ~", d)
+			}
+			d = filepath.Join(home, strings.TrimPrefix(d, "~"))
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("--scan %q: %w", d, err)
+		}
+		out = append(out, abs)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--scan names no directory; give a comma-separated list of directories")
+	}
+	return out, nil
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it crashes the program instead)
+	return hex.EncodeToString(b[:])
+}
+
+// Addr is the address the board listens on (the real port of ":0").
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Token is the API token ("" with NoAuth).
+func (s *Server) Token() string { return s.token }
+
+// URL is the page's address, without the token.
+func (s *Server) URL() string {
+	host := s.Addr()
+	if s.bind.loopback || s.bind.any {
+		_, port, _ := net.SplitHostPort(host)
+		if s.bind.any {
+			host = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	return "http://" + host + "/board/"
+}
+
+// TokenURL is URL with ?token=: what a person opens. It holds the token:
+// show it only to the person who started the board.
+func (s *Server) TokenURL() string {
+	if s.token == "" {
+		return s.URL()
+	}
+	return s.URL() + "?token=" + s.token
+}
+
+// Done is closed when the server stopped serving.
+func (s *Server) Done() <-chan struct{} { return s.served }
+
+// Shutdown ends the event streams, stops serving (waiting for requests in
+// flight until ctx ends) and closes the control connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancel()
+	err := s.http.Shutdown(ctx)
+	s.wg.Wait()
+	s.pool.close()
+	<-s.served
+	return err
+}
+
+// conn is the control connection for a call on path and the function to
+// call when done with it. With AllowMutations it is the pooled connection
+// that owns the socket's runtimes once it mutated. Read-only, it is a
+// fresh one closed after the call: a board that can answer nothing must
+// not stay connected, because a run holds its permission requests for a
+// connected control client (contract §4.2) instead of its file handler.
+func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(), error) {
+	if s.cfg.AllowMutations {
+		c, err := s.pool.get(ctx, path)
+		return c, func() {}, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	c, err := client.Dial(dctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { c.Close() }, nil
+}
+
+// Auth header scheme.
+const bearer = "Bearer "
+
+// authorized says whether r carries the token: Authorization: Bearer, or
+// ?token= where allowQuery (the SSE stream).
+func (s *Server) authorized(r *http.Request, allowQuery bool) bool {
+	if s.token == "" {
+		return true
+	}
+	got := ""
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, bearer) {
+		got = strings.TrimPrefix(h, bearer)
+	} else if allowQuery {
+		got = r.URL.Query().Get("token")
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+}

@@ -1,0 +1,182 @@
+package board
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/avenor-go/avenor/client"
+)
+
+// Socket types in /api/sockets.
+const (
+	TypeStable  = "stable"   // answers list: a supervisor of many runtimes
+	TypeOneShot = "one-shot" // `avenor run --control-socket`: one runtime
+)
+
+// SocketEntry is one item of /api/sockets.
+type SocketEntry struct {
+	Path string `json:"path"`
+	Type string `json:"type"`
+	PID  int    `json:"pid,omitempty"`
+	// Status is the socket's status snapshot (contract §5.5; a stable
+	// supervisor adds its summary).
+	Status json.RawMessage `json:"status,omitempty"`
+	// Runtimes counts a stable supervisor's runtimes.
+	Runtimes int `json:"runtimes"`
+}
+
+// errUnknownSocket: a socket param the board does not watch. The board
+// dials only sockets it would list itself, so the API cannot be used to
+// reach any other Unix socket of the user.
+var errUnknownSocket = errors.New("socket is not one this board watches")
+
+// sockets finds the socket paths: --socket, or the *.sock files of the
+// scan directories, sorted; the second result counts those cut by
+// MaxSockets.
+func (s *Server) sockets() ([]string, int) {
+	if s.cfg.Socket != "" {
+		return []string{s.cfg.Socket}, 0
+	}
+	var out []string
+	for _, dir := range s.scan {
+		found, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+		for _, p := range found {
+			if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Strings(out)
+	if len(out) > MaxSockets {
+		return out[:MaxSockets], len(out) - MaxSockets
+	}
+	return out, 0
+}
+
+// checkSocket validates a socket param: empty names the only socket of
+// --socket; anything else must be --socket or a *.sock directly in a scan
+// directory.
+func (s *Server) checkSocket(p string) (string, error) {
+	if p == "" {
+		if s.cfg.Socket != "" {
+			return s.cfg.Socket, nil
+		}
+		return "", errors.New("socket parameter is required: a path from /api/sockets")
+	}
+	clean := filepath.Clean(p)
+	if s.cfg.Socket != "" {
+		if clean == filepath.Clean(s.cfg.Socket) {
+			return s.cfg.Socket, nil
+		}
+		return "", fmt.Errorf("%w: %q (the board was started with --socket %s)", errUnknownSocket, p, s.cfg.Socket)
+	}
+	if strings.HasSuffix(clean, ".sock") {
+		for _, dir := range s.scan {
+			if filepath.Dir(clean) == filepath.Clean(dir) {
+				return clean, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: %q is not a *.sock file in %s", errUnknownSocket, p, strings.Join(s.scan, ", "))
+}
+
+// pool keeps one control connection per socket for the board's calls. The
+// first mutating call makes it the owner (contract §5.3), and it stays the
+// owner while the board runs, so a person's cancel and their next answer
+// go through the same connection. A connection the server closed is
+// dialled again on the next call.
+type pool struct {
+	mu    sync.Mutex
+	conns map[string]*client.Client
+	done  bool
+}
+
+// get returns the socket's connection, dialling it when there is none.
+func (p *pool) get(ctx context.Context, path string) (*client.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return nil, client.ErrClosed
+	}
+	if c := p.conns[path]; c != nil {
+		select {
+		case <-c.Done():
+			c.Close()
+			delete(p.conns, path)
+		default:
+			return c, nil
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	c, err := client.Dial(dctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if p.conns == nil {
+		p.conns = map[string]*client.Client{}
+	}
+	p.conns[path] = c
+	return c, nil
+}
+
+// drop forgets (and closes) path's connection after a transport failure.
+func (p *pool) drop(path string, c *client.Client) {
+	p.mu.Lock()
+	if p.conns[path] == c {
+		delete(p.conns, path)
+	}
+	p.mu.Unlock()
+	c.Close()
+}
+
+// close closes every connection; later gets fail.
+func (p *pool) close() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns, p.done = nil, true
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// probe describes one socket for /api/sockets; ok is false for a stale
+// socket (nothing listens) or one that does not answer in time.
+func (s *Server) probe(ctx context.Context, path string) (SocketEntry, bool) {
+	c, release, err := s.conn(ctx, path)
+	if err != nil {
+		return SocketEntry{}, false
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	e := SocketEntry{Path: path, Type: TypeOneShot}
+	list, err := c.List(ctx)
+	var re *client.RPCError
+	switch {
+	case err == nil:
+		e.Type, e.Runtimes = TypeStable, len(list)
+	case errors.As(err, &re) && re.Code == client.CodeMethodNotFound:
+		e.Runtimes = 1
+	default:
+		return SocketEntry{}, false
+	}
+	if st, err := c.Status(ctx); err == nil {
+		e.Status, e.PID = st.Raw, st.PID
+		var sup struct {
+			PID int `json:"supervisor_pid"`
+		}
+		if json.Unmarshal(st.Raw, &sup) == nil && sup.PID != 0 {
+			e.PID = sup.PID
+		}
+	}
+	return e, true
+}

@@ -1,0 +1,211 @@
+package control
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// emfileListener fails every accept as a process out of descriptors does.
+type emfileListener struct{ calls atomic.Int64 }
+
+func (l *emfileListener) AcceptUnix() (*net.UnixConn, error) {
+	l.calls.Add(1)
+	return nil, &net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+}
+
+// A listener out of descriptors is retried with a growing pause, and the
+// failure is logged once per interval, not once per try.
+func TestAcceptBacksOffOnErrors(t *testing.T) {
+	var logs syncBuffer
+	s := NewServer(Config{Path: sockPath(t), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	ln := &emfileListener{}
+	s.wg.Add(1)
+	go s.accept(ln)
+	const span = 700 * time.Millisecond
+	time.Sleep(span)
+	s.Close()
+	// 5, 10, 20, … ms: about 8 tries in 700 ms; a loop that retries at once
+	// makes hundreds of thousands.
+	if n := ln.calls.Load(); n > 12 {
+		t.Errorf("%d accepts in %v: the loop does not back off", n, span)
+	}
+	if n := strings.Count(logs.String(), "accept failed"); n != 1 {
+		t.Errorf("%d log lines for the failed accepts, want 1 per %v:\n%.2000s", n, AcceptLogInterval, logs.String())
+	}
+	if !strings.Contains(logs.String(), "too many open files") {
+		t.Errorf("the log does not name the error: %.500s", logs.String())
+	}
+}
+
+// Close ends the accept loop during its pause at once.
+func TestAcceptBackoffEndsAtClose(t *testing.T) {
+	s := NewServer(Config{Path: sockPath(t)})
+	ln := &emfileListener{}
+	s.wg.Add(1)
+	go s.accept(ln)
+	time.Sleep(3 * AcceptBackoffMax / 2) // well into the longest pause
+	start := time.Now()
+	s.Close()
+	if d := time.Since(start); d > AcceptBackoffMax/2 {
+		t.Fatalf("Close waited %v for the accept loop's pause", d)
+	}
+}
+
+// Connections over MaxConnections get one error line and are closed; the
+// ones already open go on, and a slot freed is usable again.
+func TestConnectionCap(t *testing.T) {
+	var logs syncBuffer
+	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	conns := make([]*rawConn, MaxConnections)
+	for i := range conns {
+		conns[i] = dialRaw(t, s.Path())
+		if got := conns[i].call(`{"jsonrpc":"2.0","id":1,"method":"identity"}`); !strings.Contains(got, `"result"`) {
+			t.Fatalf("connection %d: %s", i+1, got)
+		}
+	}
+	const over = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many control connections: 128 are open (the limit, control.MaxConnections); close one and retry"}}`
+	for i := 0; i < 5; i++ {
+		c := dialRaw(t, s.Path())
+		if got := c.recv(); got != over {
+			t.Fatalf("connection over the cap: %s", got)
+		}
+		_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.r.ReadByte(); !errors.Is(err, io.EOF) {
+			t.Fatalf("connection over the cap was not closed: %v", err)
+		}
+	}
+	if n := s.Connections(); n != MaxConnections {
+		t.Fatalf("%d connections, want %d", n, MaxConnections)
+	}
+	if n := strings.Count(logs.String(), "too many control connections"); n != 1 {
+		t.Errorf("%d log lines for 5 refused connections, want 1:\n%s", n, logs.String())
+	}
+	if got := conns[0].call(`{"jsonrpc":"2.0","id":2,"method":"identity"}`); !strings.Contains(got, `"id":2,"result"`) {
+		t.Fatalf("an open connection stopped working: %s", got)
+	}
+	conns[0].nc.Close()
+	if !waitUntil(5*time.Second, func() bool { return s.Connections() < MaxConnections }) {
+		t.Fatal("a closed connection was not dropped")
+	}
+	c := dialRaw(t, s.Path())
+	if got := c.call(`{"jsonrpc":"2.0","id":3,"method":"prompt","params":{"text":"x"}}`); got != `{"jsonrpc":"2.0","id":3,"result":{"accepted":true}}` {
+		t.Fatalf("a freed slot: %s", got)
+	}
+}
+
+// A line refused for its length holds no buffer while the rest of it is
+// discarded: connections that each send more than MaxRequestLine without a
+// newline must not pin 4 MiB apiece.
+func TestRefusedLineReleasesItsBuffer(t *testing.T) {
+	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	const n = 8
+	// Past the limit by more than the socket's buffers: when the write
+	// returns, the server has read beyond MaxRequestLine.
+	payload := bytes.Repeat([]byte("x"), MaxRequestLine+2<<20)
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, s.Path())
+	}
+	before := heapInUse()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.nc.Write(payload)
+		}()
+	}
+	wg.Wait()
+	grown := int64(heapInUse()) - int64(before)
+	runtime.KeepAlive(payload) // measured on both sides
+	t.Logf("heap grew %d KiB with %d connections past the limit", grown>>10, n)
+	// Each connection keeps its 64 KiB reader; a kept line buffer is 4 MiB.
+	if limit := int64(n) * 1 << 20; grown > limit {
+		t.Errorf("heap grew %d MiB with %d connections discarding over-long lines; want under %d MiB",
+			grown>>20, n, limit>>20)
+	}
+	for i, c := range conns {
+		got := c.call("")
+		if !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "request line exceeds 4 MiB") {
+			t.Fatalf("connection %d: %s", i, got)
+		}
+		if got := c.call(`{"jsonrpc":"2.0","id":2,"method":"identity"}`); !strings.Contains(got, `"id":2,"result"`) {
+			t.Fatalf("connection %d did not go on: %s", i, got)
+		}
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// A mutating call that fails takes no ownership: another connection may
+// still mutate. One that succeeds does, and a later failure keeps it.
+func TestFailingMutatingCallTakesNoOwnership(t *testing.T) {
+	rt := newFakeRuntime()
+	s := startRun(t, rt, RunOptions{RunID: "run1"}, Config{})
+	a, b := dialRaw(t, s.Path()), dialRaw(t, s.Path())
+	for _, m := range []string{
+		`"method":"prompt","params":{"text":""}`,
+		`"method":"prompt","params":{"text":"after the end"}`,
+		`"method":"cancel","params":{"runtime_id":"other"}`,
+		`"method":"answer_permission","params":{"request_id":"p","option_id":"o"}`,
+		`"method":"interrupt_and_prompt","params":{"text":1}`,
+	} {
+		if got := a.call(`{"jsonrpc":"2.0","id":1,` + m + `}`); !strings.Contains(got, `"error"`) {
+			t.Fatalf("%s: %s", m, got)
+		}
+	}
+	if got := b.call(`{"jsonrpc":"2.0","id":2,"method":"prompt","params":{"text":"b"}}`); got != `{"jsonrpc":"2.0","id":2,"result":{"accepted":true}}` {
+		t.Fatalf("after another connection's failed mutations: %s", got)
+	}
+	if got := b.call(`{"jsonrpc":"2.0","id":3,"method":"prompt","params":{"text":""}}`); !strings.Contains(got, `"code":-32602`) {
+		t.Fatalf("owner's failing call: %s", got)
+	}
+	if got := a.call(`{"jsonrpc":"2.0","id":4,"method":"prompt","params":{"text":"a"}}`); !strings.Contains(got, `"code":-32010`) {
+		t.Fatalf("the owner's failing call gave its ownership away: %s", got)
+	}
+	// A notification that fails takes nothing either.
+	c := dialRaw(t, s.Path())
+	b.nc.Close()
+	if !waitUntil(5*time.Second, func() bool { return s.Connections() == 2 }) {
+		t.Fatal("the owner's connection was not dropped")
+	}
+	c.send(`{"jsonrpc":"2.0","method":"prompt","params":{"text":""}}`)
+	c.call(`{"jsonrpc":"2.0","id":1,"method":"status"}`) // the notification has run
+	if got := a.call(`{"jsonrpc":"2.0","id":5,"method":"prompt","params":{"text":"a"}}`); got != `{"jsonrpc":"2.0","id":5,"result":{"accepted":true}}` {
+		t.Fatalf("after a failed notification: %s", got)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if strings.Join(rt.prompts, ",") != "b,a" || rt.cancels != 0 {
+		t.Errorf("runtime saw prompts %q cancels %d", rt.prompts, rt.cancels)
+	}
+}
+
+func waitUntil(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}

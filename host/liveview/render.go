@@ -1,0 +1,453 @@
+package liveview
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// ANSI styles of the TTY rendering.
+const (
+	styleDim    = "2"
+	styleBold   = "1"
+	styleRed    = "31"
+	styleGreen  = "32"
+	styleYellow = "33"
+	styleCyan   = "36"
+)
+
+// paint styles s when colour is on.
+func (v *View) paint(style, s string) string {
+	if !v.o.Color || v.o.Mode != TTY {
+		return s
+	}
+	return "\x1b[" + style + "m" + s + "\x1b[0m"
+}
+
+// render draws one event; called with mu held.
+func (v *View) render(ev event.Event) {
+	if u, ok := ev["usage"].(map[string]any); ok {
+		v.tokens = u
+	}
+	switch ev.Type() {
+	case sdk.EventMessageChunk:
+		v.text(chunkText(ev))
+	case sdk.EventThoughtChunk:
+		v.setStatus("thinking", "")
+	case sdk.EventAgentStatus:
+		v.setStatus(str(ev, "phase"), str(ev, "label"))
+	case sdk.EventToolCall:
+		title := v.rememberTool(ev)
+		v.line(v.paint(styleCyan, "▸ ") + title + v.paint(styleDim, kindSuffix(ev)))
+	case sdk.EventToolCallUpdate:
+		title := v.toolTitle(ev)
+		switch str(ev, "status") {
+		case "completed":
+			v.line(v.paint(styleGreen, "  ✓ ") + title)
+		case "failed":
+			v.line(v.paint(styleRed, "  ✗ ") + title + " failed")
+		}
+	case sdk.EventPermissionRequest:
+		v.permissionRequest(ev)
+	case sdk.EventPermissionResponse:
+		v.permissionResponse(ev)
+	case sdk.EventRetry:
+		v.line(v.paint(styleYellow, "↻ ") + fmt.Sprintf("retrying: attempt %s of %s", num(ev, "attempt"), plusOne(ev, "max_retries")))
+	case sdk.EventWarning:
+		v.line(v.paint(styleYellow, "! ") + firstNonEmpty(str(ev, "message"), str(ev, "warning")))
+	case sdk.EventSessionStart:
+		parts := []string{str(ev, "backend")}
+		if m := str(ev, "model"); m != "" {
+			parts = append(parts, m)
+		}
+		if p := str(ev, "plugin"); p != "" {
+			parts = append(parts, "plugin "+p+" "+str(ev, "plugin_version"))
+		}
+		v.line(v.paint(styleDim, "● "+strings.Join(parts, " · ")))
+	case sdk.EventTurnStart:
+		if n := num(ev, "turn"); n != "1" && n != "" {
+			v.line(v.paint(styleDim, "── turn "+n))
+		}
+	case sdk.EventSessionEnd:
+		v.stop = str(ev, "stop_reason")
+		v.setStatus("done", "")
+		v.endLine()
+	case sdk.EventPhaseStart:
+		label := str(ev, "phase")
+		if it := num(ev, "iteration"); it != "" && it != "0" {
+			label += " (iteration " + it + ")"
+		}
+		v.line(v.paint(styleBold, "▶ phase "+label) + v.paint(styleDim, kindSuffix(ev)))
+	case sdk.EventPhaseEnd:
+		v.line(v.paint(styleDim, "◀ phase "+str(ev, "phase")+": "+str(ev, "stop_reason")))
+	case sdk.EventLoopEnd, sdk.EventTeamEnd:
+		v.line(v.paint(styleDim, strings.TrimPrefix(ev.Type(), "avenor.")+": "+str(ev, "exit_reason")))
+	case event.TypeSubscriberLagged:
+		v.line(v.paint(styleYellow, "… "+num(ev, "dropped_count")+" events not shown: the live view fell behind (the event log has them all)"))
+	}
+}
+
+// text streams agent text.
+func (v *View) text(s string) {
+	s = sanitize(s)
+	if s == "" {
+		return
+	}
+	if v.o.Mode == Plain {
+		v.plainText.WriteString(s)
+		for {
+			buf := v.plainText.String()
+			i := strings.IndexByte(buf, '\n')
+			if i < 0 {
+				return
+			}
+			v.writeRaw("agent: " + buf[:i] + "\n")
+			v.plainText.Reset()
+			v.plainText.WriteString(buf[i+1:])
+		}
+	}
+	v.clearStatus()
+	v.writeRaw(s)
+	v.midLine = !strings.HasSuffix(s, "\n")
+	v.redraw()
+}
+
+// line prints one line of its own between the streamed text.
+func (v *View) line(s string) {
+	v.clearStatus()
+	v.endLine()
+	v.writeRaw(s + "\n")
+	v.redraw()
+}
+
+// endLine ends streamed text that stopped mid-line.
+func (v *View) endLine() {
+	if v.o.Mode == Plain {
+		if rest := v.plainText.String(); rest != "" {
+			v.writeRaw("agent: " + rest + "\n")
+			v.plainText.Reset()
+		}
+		return
+	}
+	if v.midLine {
+		v.writeRaw("\n")
+		v.midLine = false
+	}
+}
+
+func (v *View) writeRaw(s string) { _, _ = io.WriteString(v.o.Out, s) }
+
+// setStatus changes the status line's phase and label.
+func (v *View) setStatus(phase, label string) {
+	if phase == "" {
+		return
+	}
+	v.phase, v.label = phase, label
+	v.redraw()
+}
+
+// redraw puts the status line back when the cursor is at a line start.
+func (v *View) redraw() {
+	if v.o.Mode == TTY && !v.midLine {
+		v.drawStatus()
+	}
+}
+
+func (v *View) drawStatus() {
+	parts := []string{}
+	if v.phase != "" {
+		p := v.phase
+		if v.label != "" {
+			p += ": " + sanitizeLine(v.label, 60)
+		}
+		parts = append(parts, p)
+	}
+	parts = append(parts, formatDuration(v.elapsed()))
+	if t := tokenText(v.tokens); t != "" {
+		parts = append(parts, t)
+	}
+	s := "\r\x1b[K" + v.paint(styleDim, "⋯ "+strings.Join(parts, " · "))
+	v.writeRaw(s)
+	v.statusOn = true
+}
+
+func (v *View) clearStatus() {
+	if v.statusOn {
+		v.writeRaw("\r\x1b[K")
+		v.statusOn = false
+	}
+}
+
+func (v *View) permissionRequest(ev event.Event) {
+	id := str(ev, "request_id")
+	what := firstNonEmpty(str(ev, "question"), str(ev, "tool"), "permission requested")
+	lines := []string{v.paint(styleYellow+";"+styleBold, "? permission "+id+": ") + sanitizeLine(what, 200)}
+	if t := str(ev, "tool"); t != "" && t != what {
+		lines = append(lines, "  tool: "+sanitizeLine(t, 120))
+	}
+	opts := options(ev)
+	if len(opts) > 0 {
+		lines = append(lines, "  options: "+strings.Join(describeOptions(opts), ", "))
+	}
+	switch str(ev, "resolver") {
+	case "automatic":
+		lines = append(lines, v.paint(styleDim, "  auto-approving (--auto-approve)"))
+	case "file":
+		if v.o.PermBase != "" && len(opts) > 0 {
+			lines = append(lines, "  answer: "+AnswerCommand(v.o.PermBase, opts[0].id))
+		}
+		if v.o.ControlSocket != "" && len(opts) > 0 {
+			lines = append(lines, "      or: "+ControlAnswerCommand(v.o.ControlSocket, id, opts[0].id))
+		}
+	case "reserved":
+		lines = append(lines, v.paint(styleDim, "  held by a control client"))
+		if v.o.ControlSocket != "" && len(opts) > 0 {
+			lines = append(lines, "  answer: "+ControlAnswerCommand(v.o.ControlSocket, id, opts[0].id))
+		}
+	}
+	v.line(strings.Join(lines, "\n"))
+}
+
+func (v *View) permissionResponse(ev event.Event) {
+	opt, src := str(ev, "option_id"), str(ev, "source")
+	switch {
+	case str(ev, "outcome") == "cancelled":
+		v.line(v.paint(styleRed, "  ✗ cancelled") + v.paint(styleDim, " by "+src))
+	case str(ev, "kind") == "allow":
+		v.line(v.paint(styleGreen, "  ✓ allowed: "+opt) + v.paint(styleDim, " by "+src))
+	default:
+		v.line(v.paint(styleRed, "  ✗ rejected: "+opt) + v.paint(styleDim, " by "+src))
+	}
+}
+
+// summary prints the end of the run; called with mu held, after the reader
+// stopped.
+func (v *View) summary(s Summary) {
+	v.clearStatus()
+	v.endLine()
+	stop := firstNonEmpty(s.StopReason, v.stop, "unknown")
+	style := styleGreen
+	if s.ExitCode != 0 {
+		style = styleRed
+	}
+	head := []string{stop, "exit " + strconv.Itoa(s.ExitCode), formatDuration(v.elapsed())}
+	if t := tokenText(v.tokens); t != "" {
+		head = append(head, t)
+	}
+	out := v.paint(style, "■ "+strings.Join(head, " · ")) + "\n"
+	var where []string
+	if s.SessionID != "" {
+		where = append(where, "session "+s.SessionID)
+	}
+	if s.EventLog != "" {
+		log := s.EventLog
+		if log == "-" {
+			log = "stdout"
+		}
+		where = append(where, "log "+log)
+	}
+	if s.Sentinel != "" {
+		where = append(where, "sentinel "+s.Sentinel)
+	}
+	if len(where) > 0 {
+		out += v.paint(styleDim, "  "+strings.Join(where, " · ")) + "\n"
+	}
+	v.writeRaw(out)
+}
+
+type option struct{ id, kind, name string }
+
+func options(ev event.Event) []option {
+	raw, _ := ev["options"].([]any)
+	var out []option
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		o := option{}
+		o.id, _ = m["optionId"].(string)
+		o.kind, _ = m["kind"].(string)
+		o.name, _ = m["name"].(string)
+		out = append(out, o)
+	}
+	return out
+}
+
+func describeOptions(opts []option) []string {
+	out := make([]string, len(opts))
+	for i, o := range opts {
+		d := o.id + " (" + o.kind
+		if o.name != "" && o.name != o.id {
+			d += ", " + sanitizeLine(o.name, 40)
+		}
+		out[i] = d + ")"
+	}
+	return out
+}
+
+// AnswerCommand is the command that answers a file-handler request.
+func AnswerCommand(permBase, optionID string) string {
+	return "avenor answer --option " + shellQuote(optionID) + " " + shellQuote(permBase)
+}
+
+// ControlAnswerCommand is the command that answers a request through the
+// control socket.
+func ControlAnswerCommand(socket, requestID, optionID string) string {
+	return "avenor control --socket " + shellQuote(socket) + " answer-permission " + shellQuote(requestID) + " " + shellQuote(optionID)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (v *View) rememberTool(ev event.Event) string {
+	id := firstNonEmpty(str(ev, "toolCallId"), str(ev, "tool_use_id"))
+	title := sanitizeLine(firstNonEmpty(str(ev, "title"), str(ev, "kind"), "tool"), 120)
+	if id != "" {
+		if _, ok := v.tools[id]; !ok {
+			v.toolOrder = append(v.toolOrder, id)
+			if len(v.toolOrder) > maxTools {
+				delete(v.tools, v.toolOrder[0])
+				v.toolOrder = v.toolOrder[1:]
+			}
+		}
+		v.tools[id] = title
+	}
+	return title
+}
+
+func (v *View) toolTitle(ev event.Event) string {
+	if t := str(ev, "title"); t != "" {
+		return sanitizeLine(t, 120)
+	}
+	if t, ok := v.tools[firstNonEmpty(str(ev, "toolCallId"), str(ev, "tool_use_id"))]; ok {
+		return t
+	}
+	return "tool"
+}
+
+func kindSuffix(ev event.Event) string {
+	if k := str(ev, "kind"); k != "" && k != str(ev, "title") {
+		return " [" + k + "]"
+	}
+	return ""
+}
+
+// chunkText is a message chunk's text: content.text, or delta for
+// non-ACP backends (contract §2.2).
+func chunkText(ev event.Event) string {
+	if c, ok := ev["content"].(map[string]any); ok {
+		if t, ok := c["text"].(string); ok {
+			return t
+		}
+	}
+	return str(ev, "delta")
+}
+
+func tokenText(u map[string]any) string {
+	if u == nil {
+		return ""
+	}
+	in, iok := u["input_tokens"]
+	out, ook := u["output_tokens"]
+	if !iok && !ook {
+		if t, ok := u["total_tokens"]; ok {
+			return anyNum(t) + " tokens"
+		}
+		return ""
+	}
+	return anyNum(in) + " in / " + anyNum(out) + " out tokens"
+}
+
+func formatDuration(d time.Duration) string {
+	if d < time.Minute {
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	}
+	return d.Round(time.Second).String()
+}
+
+// sanitize drops terminal control characters from agent text, keeping
+// newlines and tabs: what a runtime says must not move the cursor or
+// change the terminal's state.
+func sanitize(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+}
+
+// sanitizeLine is sanitize on one line, newlines as spaces, at most n runes.
+func sanitizeLine(s string, n int) string {
+	s = strings.ReplaceAll(sanitize(s), "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func str(ev event.Event, key string) string {
+	s, _ := ev[key].(string)
+	return s
+}
+
+func num(ev event.Event, key string) string {
+	v, ok := ev[key]
+	if !ok {
+		return ""
+	}
+	return anyNum(v)
+}
+
+func plusOne(ev event.Event, key string) string {
+	switch n := ev[key].(type) {
+	case int:
+		return strconv.Itoa(n + 1)
+	case float64:
+		return strconv.FormatFloat(n+1, 'f', -1, 64)
+	}
+	return "?"
+}
+
+func anyNum(v any) string {
+	switch n := v.(type) {
+	case int:
+		return strconv.Itoa(n)
+	case int64:
+		return strconv.FormatInt(n, 10)
+	case float64:
+		return strconv.FormatFloat(n, 'f', -1, 64)
+	case string:
+		return n
+	}
+	return fmt.Sprint(v)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

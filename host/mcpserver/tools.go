@@ -1,0 +1,676 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/avenor-go/avenor/client"
+)
+
+// ToolNames are the tools a Server serves: the original's seven run tools,
+// then avenor_cancel and avenor_list_backends.
+var ToolNames = []string{
+	"avenor_spawn", "avenor_status", "avenor_result", "avenor_answer_permission",
+	"avenor_events", "avenor_follow_up", "avenor_shutdown", "avenor_cancel", "avenor_list_backends",
+}
+
+// Every args struct is decoded against a schema inferred from it, which
+// refuses unknown keys (additionalProperties: false) and requires every
+// field without omitempty: a misspelled key is an error, never ignored.
+
+type spawnArgs struct {
+	RepoDir      string `json:"repo_dir" jsonschema:"the repository (working directory) the agent runs in; an absolute path"`
+	Agent        string `json:"agent,omitempty" jsonschema:"agent name; omitted: the backend's default agent"`
+	Prompt       string `json:"prompt,omitempty" jsonschema:"the first prompt"`
+	PromptFile   string `json:"prompt_file,omitempty" jsonschema:"a file holding the first prompt (instead of prompt)"`
+	Label        string `json:"label,omitempty" jsonschema:"a name for the run (default: its run_id)"`
+	Timeout      string `json:"timeout,omitempty" jsonschema:"the run's time limit in seconds (numeric string; 90s, 5m, 1h also work)"`
+	Model        string `json:"model,omitempty" jsonschema:"model to use"`
+	Thinking     string `json:"thinking,omitempty" jsonschema:"thinking level: off, minimal, low, medium, high, xhigh or max; omitted: the backend default"`
+	Backend      string `json:"backend,omitempty" jsonschema:"runtime backend (see avenor_list_backends), e.g. opencode-acp, claude, codex-app-server, pi"`
+	RosterFile   string `json:"roster_file,omitempty" jsonschema:"path to a roster map (named backend/agent/model loadouts)"`
+	RosterEntry  string `json:"roster_entry,omitempty" jsonschema:"the roster entry to use"`
+	ServerURL    string `json:"server_url,omitempty" jsonschema:"opencode serve URL for the opencode-http backend"`
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's supervisor)"`
+	AutoApprove  bool   `json:"auto_approve,omitempty" jsonschema:"approve every permission request, so the run needs no avenor_answer_permission"`
+}
+
+type spawnResult struct {
+	RunID        string `json:"run_id"`
+	Label        string `json:"label"`
+	SupervisorID string `json:"supervisor_id"`
+	RuntimeID    string `json:"runtime_id,omitempty"`
+}
+
+type statusArgs struct {
+	RunID        string `json:"run_id,omitempty" jsonschema:"run ID or label; omitted: every run"`
+	View         string `json:"view,omitempty" jsonschema:"lifecycle (compact, for polling) or full (default)"`
+	WaitFor      string `json:"wait_for,omitempty" jsonschema:"wait until: terminal, phase_change, turn_complete or permission (needs run_id); a permission request ends every wait"`
+	Timeout      string `json:"timeout,omitempty" jsonschema:"longest wait (needs wait_for), e.g. 30s, 5m, 1h"`
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type resultArgs struct {
+	RunID        string `json:"run_id" jsonschema:"run ID or label"`
+	Wait         *bool  `json:"wait,omitempty" jsonschema:"wait for the turn to end (default true)"`
+	Timeout      string `json:"timeout,omitempty" jsonschema:"longest wait, e.g. 30s, 5m, 1h"`
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type resultOut struct {
+	RunID             string `json:"run_id"`
+	Label             string `json:"label"`
+	Status            string `json:"status"`
+	Ready             bool   `json:"ready"`
+	RuntimeID         string `json:"runtime_id,omitempty"`
+	SessionID         string `json:"session_id,omitempty"`
+	StopReason        string `json:"stop_reason,omitempty"`
+	PendingPermission bool   `json:"pending_permission,omitempty"`
+	Permission        any    `json:"permission,omitempty"`
+	Output            string `json:"output,omitempty"`
+	OutputTruncated   bool   `json:"output_truncated,omitempty"`
+	OutputEventPath   string `json:"output_event_path,omitempty"`
+	TimedOut          bool   `json:"timed_out,omitempty"`
+	WaitClamped       bool   `json:"wait_clamped,omitempty"`
+	// Next says what to do next, for an agent reading the result.
+	Next string `json:"next,omitempty"`
+}
+
+type permissionArgs struct {
+	RunID        string `json:"run_id" jsonschema:"run ID or label"`
+	OptionID     string `json:"option_id" jsonschema:"the option to choose, one of permission.options[].optionId of avenor_status"`
+	RequestID    string `json:"request_id,omitempty" jsonschema:"the request (default: the pending one)"`
+	Message      string `json:"message,omitempty" jsonschema:"a write-in answer, for a request that takes one"`
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type okResult struct {
+	OK bool `json:"ok"`
+}
+
+type eventsArgs struct {
+	RunID        string   `json:"run_id" jsonschema:"run ID or label"`
+	Types        []string `json:"types,omitempty" jsonschema:"only these event types, e.g. session.end, tool.call, permission.request"`
+	Limit        int      `json:"limit,omitempty" jsonschema:"most events returned (default 50, at most 500)"`
+	AfterSeq     int64    `json:"after_seq,omitempty" jsonschema:"only events after this seq, oldest first (a cursor: pass the last latest_seq); omitted: the latest events"`
+	SupervisorID string   `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type eventsOut struct {
+	Events    []map[string]any `json:"events"`
+	LatestSeq int64            `json:"latest_seq"`
+	// EventPath is the complete log, named when a string was shortened.
+	EventPath string `json:"event_path,omitempty"`
+}
+
+type followUpArgs struct {
+	RunID        string `json:"run_id" jsonschema:"the prior run's ID or label"`
+	Message      string `json:"message" jsonschema:"the follow-up prompt"`
+	Label        string `json:"label,omitempty" jsonschema:"label of the new run (default <prior-label>-followup)"`
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type followUpResult struct {
+	RunID     string `json:"run_id"`
+	Label     string `json:"label"`
+	RuntimeID string `json:"runtime_id,omitempty"`
+}
+
+type shutdownArgs struct {
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's)"`
+	Force        bool   `json:"force,omitempty" jsonschema:"kill the runs at once instead of a graceful shutdown"`
+}
+
+type shutdownResult struct {
+	OK        bool     `json:"ok"`
+	CleanedUp []string `json:"cleaned_up"`
+}
+
+type cancelArgs struct {
+	RunID        string `json:"run_id" jsonschema:"run ID or label"`
+	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type cancelResult struct {
+	OK     bool   `json:"ok"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+}
+
+type listBackendsArgs struct{}
+
+type listBackendsResult struct {
+	Backends any `json:"backends"`
+	Count    int `json:"count"`
+}
+
+func (s *Server) addTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_spawn",
+		Description: "Spawn a new avenor run: an agent working in repo_dir on prompt. Returns its run_id; then wait with avenor_result or poll with avenor_status."},
+		s.spawn)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_status",
+		Description: "Get the lifecycle status of a run (running, waiting = a permission request to answer, done, failed, timeout, killed), or of every run; optionally wait for terminal, phase_change, turn_complete or permission."},
+		s.statusTool)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_result",
+		Description: "Wait for a run's turn to end and return its final output (cut at 64 KiB; output_event_path then names the full log). Stops early on a permission request (status waiting)."},
+		s.result)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_answer_permission",
+		Description: "Answer a run's pending permission request with one of its option_id values (see permission in avenor_status)."},
+		s.answer)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_events",
+		Description: "Read events from a run's event log: the latest, or those after a seq cursor; long strings are shortened."},
+		s.events)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_follow_up",
+		Description: "Continue a finished run's session with a new message, as a new run; returns its run_id."},
+		s.followUp)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_shutdown",
+		Description: "Shut the avenor supervisor down (its runs end) and delete the runs' logs and sentinels."},
+		s.shutdown)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_cancel",
+		Description: "Cancel a run's turn in flight (it ends killed, stop_reason cancelled); a follow-up can continue its session."},
+		s.cancel)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_list_backends",
+		Description: "List the installed backends with their capabilities (resume, permission relay, model selection, thinking levels…) and whether each runtime is ready here; choose avenor_spawn's backend from it."},
+		s.listBackends)
+}
+
+var thinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs) (*mcp.CallToolResult, spawnResult, error) {
+	var none spawnResult
+	if a.RepoDir == "" {
+		return nil, none, errors.New("repo_dir is required: pass the absolute path of the repository the agent should work in")
+	}
+	dir, err := filepath.Abs(a.RepoDir)
+	if err != nil {
+		return nil, none, err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, none, fmt.Errorf("repo_dir %q is not a directory: pass the absolute path of the repository the agent should work in", a.RepoDir)
+	}
+	if a.Prompt != "" && a.PromptFile != "" {
+		return nil, none, errors.New("prompt and prompt_file are mutually exclusive: pass one")
+	}
+	if a.Thinking != "" && !contains(thinkingLevels, a.Thinking) {
+		return nil, none, fmt.Errorf("invalid thinking %q: one of %s", a.Thinking, strings.Join(thinkingLevels, ", "))
+	}
+	p := client.SpawnParams{
+		Prompt: a.Prompt, PromptFile: a.PromptFile, Dir: dir, Agent: a.Agent, Model: a.Model, Thinking: a.Thinking,
+		ServerURL: a.ServerURL, Backend: a.Backend, AutoApprove: onlyTrue(a.AutoApprove),
+		RosterFile: a.RosterFile, RosterEntry: a.RosterEntry,
+	}
+	if a.Timeout != "" {
+		secs, err := parseTimeout("timeout", a.Timeout)
+		if err != nil {
+			return nil, none, err
+		}
+		p.Timeout = secs
+	}
+	cn, err := s.supervisor(ctx, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	reg, err := s.registry(cn.socket)
+	if err != nil {
+		return nil, none, err
+	}
+	rec := &Record{RunID: newRunID(), Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: dir,
+		Agent: a.Agent, Model: a.Model, Backend: a.Backend, Thinking: a.Thinking, RosterFile: a.RosterFile,
+		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, CreatedAt: time.Now()}
+	if rec.Label == "" {
+		rec.Label = rec.RunID
+	}
+	p.Label = rec.Label
+	if err := s.start(ctx, cn, reg, rec, p); err != nil {
+		return nil, none, err
+	}
+	return nil, spawnResult{RunID: rec.RunID, Label: rec.Label, SupervisorID: rec.Supervisor, RuntimeID: rec.RuntimeID}, nil
+}
+
+// start spawns rec's runtime with p and stores the record with what the
+// supervisor resolved (backend, agent, model, profile).
+func (s *Server) start(ctx context.Context, cn *conn, reg *registry, rec *Record, p client.SpawnParams) error {
+	rec.EventLog, rec.Sentinel = reg.artifacts(rec.RunID)
+	p.OnEvent, p.SentinelFile = rec.EventLog, rec.Sentinel
+	var raw json.RawMessage
+	if err := cn.c.Call(ctx, "spawn", p, &raw); err != nil {
+		return spawnError(err)
+	}
+	var sp client.Spawned
+	if err := json.Unmarshal(raw, &sp); err != nil {
+		return fmt.Errorf("spawn: the supervisor's answer: %w", err)
+	}
+	rec.RuntimeID, rec.SessionID = sp.RuntimeID, sp.SessionID
+	if sp.EffectiveBackend != "" {
+		rec.Backend = sp.EffectiveBackend
+	}
+	if rt, err := cn.c.Runtime(ctx, sp.RuntimeID); err == nil {
+		var extra struct {
+			Thinking     string `json:"thinking"`
+			AgentProfile string `json:"agent_profile"`
+		}
+		_ = json.Unmarshal(rt.Raw, &extra)
+		for _, f := range []struct {
+			dst *string
+			src string
+		}{
+			{&rec.Backend, rt.Backend}, {&rec.Agent, rt.Agent}, {&rec.Model, rt.Model},
+			{&rec.Thinking, extra.Thinking}, {&rec.AgentProfile, extra.AgentProfile}, {&rec.SessionID, rt.SessionID},
+		} {
+			if f.src != "" {
+				*f.dst = f.src
+			}
+		}
+	}
+	return reg.store(rec)
+}
+
+// spawnError says what a refused spawn needs.
+func spawnError(err error) error {
+	if c, ok := client.AsCapacity(err); ok {
+		what := fmt.Sprintf("the supervisor runs its limit of %d runtimes", c.Limit)
+		if c.Source == "tree" {
+			what = fmt.Sprintf("the tree of supervisors runs its budget of %d runtimes", c.Limit)
+		}
+		return fmt.Errorf("spawn refused: %s (%d active); wait for a run to end (avenor_status wait_for terminal) or cancel one, then spawn again", what, c.Active)
+	}
+	return fmt.Errorf("spawn: %w", err)
+}
+
+func (s *Server) statusTool(ctx context.Context, _ *mcp.CallToolRequest, a statusArgs) (*mcp.CallToolResult, any, error) {
+	if a.View != "" && a.View != "lifecycle" && a.View != "full" {
+		return nil, nil, errors.New("view must be lifecycle or full")
+	}
+	if a.WaitFor != "" && !validWait(a.WaitFor) {
+		return nil, nil, errors.New("wait_for must be one of terminal, phase_change, turn_complete, or permission")
+	}
+	if a.WaitFor == "" && a.Timeout != "" {
+		return nil, nil, errors.New("timeout requires wait_for")
+	}
+	if a.WaitFor != "" && a.RunID == "" {
+		return nil, nil, errors.New("run_id is required when wait_for is set")
+	}
+	secs := 0
+	if a.Timeout != "" {
+		var err error
+		if secs, err = parseTimeout("timeout", a.Timeout); err != nil {
+			return nil, nil, err
+		}
+	}
+	if a.RunID == "" {
+		return s.list(ctx, a)
+	}
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var st runStatus
+	if a.WaitFor != "" {
+		st, err = s.wait(ctx, r, a.WaitFor, secs)
+	} else {
+		st, err = s.status(ctx, r)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, st.view(a.View), nil
+}
+
+// list is every run of the supervisor: those it holds, then the finished
+// runs of the registry it no longer lists.
+func (s *Server) list(ctx context.Context, a statusArgs) (*mcp.CallToolResult, any, error) {
+	cn, err := s.supervisor(ctx, a.SupervisorID)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := s.registry(cn.socket)
+	if err != nil {
+		return nil, nil, err
+	}
+	rts, err := cn.c.List(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list runs of %s: %w", cn.socket, err)
+	}
+	recs := reg.all()
+	byRuntime := map[string]*Record{}
+	for _, rec := range recs {
+		if rec.SupervisorRunID == "" || rec.SupervisorRunID == cn.runID {
+			byRuntime[rec.RuntimeID] = rec
+		}
+	}
+	runs := []map[string]any{}
+	seen := map[string]bool{}
+	for _, rt := range rts {
+		rec := byRuntime[rt.RuntimeID]
+		if rec == nil {
+			// Not spawned through this registry: shown under the
+			// supervisor's own ids; avenor_status run_id=<runtime_id>
+			// adopts it.
+			rec = &Record{RunID: rt.RuntimeID, Label: rt.Label, Supervisor: cn.socket, Sentinel: rt.SentinelFile, EventLog: rt.EventPath}
+		}
+		seen[rec.RunID] = true
+		runs = append(runs, fromRuntime(rec, rt).view(a.View))
+	}
+	for _, rec := range recs {
+		if seen[rec.RunID] {
+			continue
+		}
+		if st, ok := fromSentinel(rec); ok {
+			runs = append(runs, st.view(a.View))
+		}
+	}
+	return nil, map[string]any{"runs": runs, "count": len(runs)}, nil
+}
+
+func (s *Server) result(ctx context.Context, _ *mcp.CallToolRequest, a resultArgs) (*mcp.CallToolResult, resultOut, error) {
+	var none resultOut
+	secs := 0
+	if a.Timeout != "" {
+		var err error
+		if secs, err = parseTimeout("timeout", a.Timeout); err != nil {
+			return nil, none, err
+		}
+	}
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	var st runStatus
+	if a.Wait == nil || *a.Wait {
+		st, err = s.wait(ctx, r, WaitTurnComplete, secs)
+	} else {
+		st, err = s.status(ctx, r)
+	}
+	if err != nil {
+		return nil, none, err
+	}
+	out := resultOut{RunID: st.RunID, Label: st.Label, Status: st.Status, RuntimeID: st.RuntimeID, SessionID: st.SessionID,
+		StopReason: st.StopReason, PendingPermission: st.PendingPermission, Permission: st.Permission,
+		TimedOut: st.TimedOut, WaitClamped: st.WaitClamped}
+	out.Ready = terminal(st.Status) && !st.PendingPermission
+	if out.Ready {
+		full, ok := s.fullOutput(ctx, r)
+		if !ok {
+			full = st.FinalOutput
+		}
+		var cut bool
+		out.Output, cut = cutString(full, MaxResultOutput)
+		if cut || (!ok && st.FinalOutputTruncated) {
+			out.OutputTruncated, out.OutputEventPath = true, r.rec.EventLog
+		}
+	}
+	out.Next = nextStep(out)
+	return nil, out, nil
+}
+
+// fullOutput is the run's complete final output: from the supervisor's
+// result method while it holds the run, else from the last session.end of
+// the event log (which outlives the supervisor and this server).
+func (s *Server) fullOutput(ctx context.Context, r *resolved) (string, bool) {
+	if r.live() {
+		var res struct {
+			FinalOutput string `json:"final_output"`
+		}
+		if err := r.conn.c.Call(ctx, "result", map[string]any{"runtime_id": r.rec.RuntimeID}, &res); err == nil {
+			return res.FinalOutput, true
+		}
+	}
+	return lastFinalOutput(r.rec.EventLog)
+}
+
+// nextStep is the hint of a result.
+func nextStep(out resultOut) string {
+	switch {
+	case out.PendingPermission || out.Status == StatusWaiting:
+		return "a permission request waits: read permission, then call avenor_answer_permission with this run_id and an option_id; then avenor_result again"
+	case !out.Ready && out.TimedOut:
+		return "the run is still going: call avenor_result again to keep waiting, or avenor_status for its progress"
+	case !out.Ready:
+		return "the run is still going: call avenor_result (wait true) to wait for its output"
+	case out.Status == StatusDone && out.Output == "":
+		return "the run ended without output: ask for it with avenor_follow_up"
+	case out.Status != StatusDone:
+		return fmt.Sprintf("the run ended %s (%s): avenor_events shows what happened; avenor_follow_up can continue its session", out.Status, out.StopReason)
+	case out.OutputTruncated:
+		return "the output was cut: read the rest in output_event_path (its last session.end)"
+	}
+	return ""
+}
+
+func (s *Server) answer(ctx context.Context, _ *mcp.CallToolRequest, a permissionArgs) (*mcp.CallToolResult, okResult, error) {
+	var none okResult
+	if a.OptionID == "" {
+		return nil, none, errors.New("option_id is required: pass one of permission.options[].optionId from avenor_status")
+	}
+	if !utf8.ValidString(a.Message) {
+		return nil, none, errors.New("message must be valid UTF-8 text")
+	}
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	if !r.live() {
+		return nil, none, fmt.Errorf("no pending permission request: run %s is not held by a running supervisor", r.rec.RunID)
+	}
+	req := a.RequestID
+	if req == "" {
+		st, err := s.status(ctx, r)
+		if err != nil {
+			return nil, none, err
+		}
+		if !st.PendingPermission {
+			return nil, none, fmt.Errorf("no pending permission request: run %s is %s", r.rec.RunID, st.Status)
+		}
+		var p struct {
+			RequestID string `json:"request_id"`
+		}
+		b, _ := json.Marshal(st.Permission)
+		if json.Unmarshal(b, &p) != nil || p.RequestID == "" {
+			return nil, none, errors.New("pending permission missing request_id: pass request_id")
+		}
+		req = p.RequestID
+	}
+	if err := r.conn.c.AnswerPermission(ctx, req, a.OptionID, a.Message, r.rec.RuntimeID); err != nil {
+		var re *client.RPCError
+		if errors.As(err, &re) && re.Code == client.CodeNoPendingPermission {
+			return nil, none, fmt.Errorf("no pending permission request: %s (answered already, or the run moved on); call avenor_status to see the current one", re.Message)
+		}
+		return nil, none, fmt.Errorf("answer_permission: %w", err)
+	}
+	return nil, okResult{OK: true}, nil
+}
+
+func (s *Server) events(ctx context.Context, _ *mcp.CallToolRequest, a eventsArgs) (*mcp.CallToolResult, eventsOut, error) {
+	var none eventsOut
+	if a.Limit < 0 || a.AfterSeq < 0 {
+		return nil, none, errors.New("limit and after_seq must not be negative")
+	}
+	limit := a.Limit
+	if limit == 0 {
+		limit = DefaultEventsLimit
+	}
+	limit = min(limit, MaxEventsLimit)
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	evs, latest, cut, err := logEvents(r.rec.EventLog, a.Types, a.AfterSeq, limit)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, eventsOut{Events: []map[string]any{}}, nil // nothing written yet
+	}
+	if err != nil {
+		return nil, none, fmt.Errorf("read events of run %s: %w", r.rec.RunID, err)
+	}
+	out := eventsOut{Events: evs, LatestSeq: latest}
+	if cut {
+		out.EventPath = r.rec.EventLog
+	}
+	return nil, out, nil
+}
+
+func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followUpArgs) (*mcp.CallToolResult, followUpResult, error) {
+	var none followUpResult
+	if a.Message == "" {
+		return nil, none, errors.New("message is required: the prompt the run should continue with")
+	}
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	prior := r.rec
+	session := ""
+	si, serr := readSentinel(prior.Sentinel)
+	switch {
+	case serr == nil && si.Status != "DONE":
+		return nil, none, fmt.Errorf("run is not resumable (status: %s): spawn a new run instead", si.status())
+	case serr == nil:
+		session = si.Session
+	}
+	cn, err := s.supervisor(ctx, prior.Supervisor)
+	if err != nil {
+		return nil, none, err
+	}
+	// The live entry has the last word on identity (a loop's last phase may
+	// have run another agent than the spawn named).
+	p := client.SpawnParams{Dir: prior.Dir, Prompt: a.Message, Agent: prior.Agent, Model: prior.Model,
+		Backend: prior.Backend, Thinking: prior.Thinking, AgentProfile: prior.AgentProfile, AutoApprove: onlyTrue(prior.AutoApprove)}
+	if prior.SupervisorRunID == "" || prior.SupervisorRunID == cn.runID {
+		if rt, err := cn.c.Runtime(ctx, prior.RuntimeID); err == nil {
+			if session == "" {
+				session = rt.SessionID
+			}
+			var extra struct {
+				Thinking     string `json:"thinking"`
+				AgentProfile string `json:"agent_profile"`
+			}
+			_ = json.Unmarshal(rt.Raw, &extra)
+			p.Agent, p.Model, p.AgentProfile = rt.Agent, rt.Model, extra.AgentProfile
+			if rt.Backend != "" {
+				p.Backend = rt.Backend
+			}
+			if extra.Thinking != "" {
+				p.Thinking = extra.Thinking
+			}
+		}
+	}
+	if session == "" {
+		session = prior.SessionID
+	}
+	if session == "" {
+		return nil, none, fmt.Errorf("run %s has no session to continue yet: wait until it has started (avenor_status), then follow it up", prior.RunID)
+	}
+	p.SessionID = session
+	reg, err := s.registry(cn.socket)
+	if err != nil {
+		return nil, none, err
+	}
+	rec := &Record{RunID: newRunID(), Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: prior.Dir,
+		Agent: p.Agent, Model: p.Model, Backend: p.Backend, Thinking: p.Thinking, AgentProfile: p.AgentProfile,
+		AutoApprove: prior.AutoApprove, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
+	if rec.Label == "" {
+		rec.Label = prior.Label + "-followup"
+	}
+	p.Label = rec.Label
+	if err := s.start(ctx, cn, reg, rec, p); err != nil {
+		return nil, none, fmt.Errorf("%w (a run still going cannot be followed up: wait for it with avenor_result first)", err)
+	}
+	prior.FollowUps = append(prior.FollowUps, rec.RunID)
+	if err := r.reg.store(prior); err != nil {
+		return nil, none, err
+	}
+	return nil, followUpResult{RunID: rec.RunID, Label: rec.Label, RuntimeID: rec.RuntimeID}, nil
+}
+
+func (s *Server) shutdown(ctx context.Context, _ *mcp.CallToolRequest, a shutdownArgs) (*mcp.CallToolResult, shutdownResult, error) {
+	var none shutdownResult
+	mode := "graceful"
+	if a.Force {
+		mode = "kill"
+	}
+	sock := a.SupervisorID
+	if sock == "" {
+		sock = s.defaultSocket()
+	}
+	if _, err := s.sup.shutdown(ctx, sock, mode); err != nil {
+		return nil, none, err
+	}
+	reg, err := s.registry(sock)
+	if err != nil {
+		return nil, none, err
+	}
+	out := shutdownResult{OK: true, CleanedUp: []string{}}
+	for _, rec := range reg.all() {
+		out.CleanedUp = append(out.CleanedUp, reg.remove(rec)...)
+	}
+	return nil, out, nil
+}
+
+func (s *Server) cancel(ctx context.Context, _ *mcp.CallToolRequest, a cancelArgs) (*mcp.CallToolResult, cancelResult, error) {
+	var none cancelResult
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	if !r.live() {
+		st, err := s.status(ctx, r)
+		if err != nil {
+			return nil, none, err
+		}
+		return nil, cancelResult{OK: true, RunID: r.rec.RunID, Status: st.Status}, nil // over already
+	}
+	if err := r.conn.c.Cancel(ctx, r.rec.RuntimeID); err != nil {
+		return nil, none, fmt.Errorf("cancel run %s: %w", r.rec.RunID, err)
+	}
+	st, err := s.status(ctx, r)
+	if err != nil {
+		return nil, none, err
+	}
+	return nil, cancelResult{OK: true, RunID: r.rec.RunID, Status: st.Status}, nil
+}
+
+func (s *Server) listBackends(ctx context.Context, _ *mcp.CallToolRequest, _ listBackendsArgs) (*mcp.CallToolResult, listBackendsResult, error) {
+	var none listBackendsResult
+	if s.o.ListBackends == nil {
+		return nil, none, errors.New("backend listing is not available in this avenor mcp; run `avenor backends --json`")
+	}
+	rows, err := s.o.ListBackends(ctx)
+	if err != nil {
+		return nil, none, fmt.Errorf("list backends: %w", err)
+	}
+	n := 0
+	if b, err := json.Marshal(rows); err == nil {
+		var arr []json.RawMessage
+		if json.Unmarshal(b, &arr) == nil {
+			n = len(arr)
+		}
+	}
+	return nil, listBackendsResult{Backends: rows, Count: n}, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyTrue sends auto_approve only when the agent asked for it: left out,
+// the supervisor's config decides, as before client.SpawnParams took a
+// *bool.
+func onlyTrue(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return client.Bool(true)
+}

@@ -1,0 +1,150 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// ListTimeout bounds starting one plugin and asking it for its backends.
+const ListTimeout = 30 * time.Second
+
+// BackendRow is one backend as `avenor backends --json` lists it: the
+// plugin serving it, the capabilities it declares and whether its runtime
+// is usable here.
+type BackendRow struct {
+	Backend        string            `json:"backend"`
+	Plugin         string            `json:"plugin"`
+	PluginVersion  string            `json:"plugin_version"`
+	PluginPath     string            `json:"plugin_path"`
+	Source         string            `json:"source"`
+	Description    string            `json:"description,omitempty"`
+	Capabilities   map[string]string `json:"capabilities"`
+	ResumeScope    string            `json:"resume_scope,omitempty"`
+	ThinkingLevels []string          `json:"thinking_levels"`
+	Ready          bool              `json:"ready"`
+	RuntimeBinary  string            `json:"runtime_binary,omitempty"`
+	RuntimeVersion string            `json:"runtime_version,omitempty"`
+	Auth           string            `json:"auth,omitempty"`
+	Message        string            `json:"message,omitempty"`
+	Error          string            `json:"error,omitempty"`
+}
+
+// ListBackends launches every plugin finder finds (a pinned one as its pin)
+// and asks each for its backends and their readiness (Check), each plugin
+// within ListTimeout; a backend the config maps to another plugin
+// ([backends.X] plugin) is listed from that plugin only, as run would use
+// it. A plugin that does not start is a row with Error set. Sorted by
+// backend.
+func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rows := []BackendRow{}
+	for _, found := range finder.All() {
+		lctx, cancel := context.WithTimeout(ctx, ListTimeout)
+		c, err := plugin.Launch(lctx, plugin.LaunchConfig{Path: found.Path, Logger: hclog.NewNullLogger()})
+		if err != nil {
+			cancel()
+			rows = append(rows, BackendRow{Plugin: found.Family, PluginPath: found.Path, Source: found.Source, Error: err.Error()})
+			continue
+		}
+		for _, info := range c.Backends() {
+			if finder.Family(info.Name) != found.Family && finder.Families[info.Name] != "" {
+				// The config maps this backend to another plugin: that
+				// one's row is the backend run would use.
+				continue
+			}
+			b, _ := c.Backend(info.Name)
+			r := b.Check(lctx, sdk.CheckRequest{Backend: info.Name})
+			caps := map[string]string{}
+			for _, name := range sdk.CapabilityNames {
+				caps[name] = info.Capability(name)
+			}
+			rows = append(rows, BackendRow{
+				Backend: info.Name, Plugin: c.Info().Name, PluginVersion: c.Info().Version, PluginPath: found.Path,
+				Source: found.Source, Description: info.Description, Capabilities: caps, ResumeScope: info.ResumeScope,
+				ThinkingLevels: append([]string{}, info.ThinkingLevels...), Ready: r.Ready, RuntimeBinary: r.Binary,
+				RuntimeVersion: r.Version, Auth: r.Auth, Message: r.Message,
+			})
+		}
+		c.Kill()
+		cancel()
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Backend < rows[j].Backend })
+	return rows
+}
+
+// capMark is the one-character cell of the capability matrix.
+func capMark(level string) string {
+	switch level {
+	case sdk.Supported:
+		return "yes"
+	case sdk.Experimental:
+		return "exp"
+	case sdk.Unverified:
+		return "?"
+	}
+	return "-"
+}
+
+var capHeaders = map[string]string{
+	sdk.CapNewSessions: "NEW", sdk.CapResume: "RESUME", sdk.CapPrompt: "PROMPT", sdk.CapCancel: "CANCEL",
+	sdk.CapEventStreaming: "EVENTS", sdk.CapPermissionRelay: "PERMS", sdk.CapModelSelection: "MODEL",
+	sdk.CapExternalServerURL: "URL", sdk.CapSubprocessDiscovery: "PROCS",
+}
+
+// WriteBackendsTable writes rows as `avenor backends` shows them on a
+// terminal: one line a backend, its capabilities as one-word cells, its
+// thinking levels and readiness; a plugin that did not start is a line
+// with its error.
+func WriteBackendsTable(out io.Writer, rows []BackendRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(out, "no backend plugins found (looked on AVENOR_PLUGIN_PATH, installed plugins, next to avenor, PATH)")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	head := []string{"BACKEND", "PLUGIN"}
+	for _, n := range sdk.CapabilityNames {
+		head = append(head, capHeaders[n])
+	}
+	head = append(head, "THINKING", "READY")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "?\t%s\t%s\n", r.Plugin, "error: "+r.Error)
+			continue
+		}
+		cells := []string{r.Backend, r.Plugin + " " + r.PluginVersion}
+		for _, n := range sdk.CapabilityNames {
+			mark := capMark(r.Capabilities[n])
+			if n == sdk.CapResume && r.ResumeScope == sdk.ResumeInProcess && mark != "-" {
+				mark += "(in-process)"
+			}
+			cells = append(cells, mark)
+		}
+		thinking := strings.Join(r.ThinkingLevels, ",")
+		if thinking == "" {
+			thinking = "-"
+		}
+		ready := "yes"
+		if !r.Ready {
+			ready = "no: " + r.Message
+		} else if r.RuntimeVersion != "" {
+			ready = "yes (" + r.RuntimeVersion + ")"
+		}
+		cells = append(cells, thinking, ready)
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
+}

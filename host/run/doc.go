@@ -1,0 +1,27 @@
+// Package run is the one front door of the host core (ARCHITECTURE §7).
+//
+//   - [Resolve]: every command and every stable spawn resolves its backend
+//     here (config layers, the family mapping of [backends.<name>] plugin,
+//     the project's plugins.lock, the finder), so that "pin, verify, then
+//     exec" and the config hold the same way everywhere. The result is a
+//     runtime.Backend, the one resolved-backend type.
+//   - [LoadWorkflow]: loop and team configs and the backends their phases
+//     name, loaded once for `avenor run --loop-file/--team-file` and for a
+//     stable spawn's loop_file/team_file.
+//   - [Start]: one run assembly — the batched event writer, the permission
+//     broker, the runner or the loop/team over runtime phases, the control
+//     method table on the socket and the HTTP debug adapter.
+//   - [Prepare]: `avenor run`'s command line ([Request]) made into a
+//     validated [Spec] — the config under the flags, the roster, the
+//     exclusive flags, the prompt, the working directory, the permission
+//     broker — and its loop or team loaded ([Prepared.Workflow]).
+//   - [NewProbe]: `avenor probe`, one run of opencode-acp whose permission
+//     requests are all rejected.
+//   - [ReadPromptFile], [WorkDir], [ListBackends], [ResolveWorkingDir]: the
+//     checks, listings and resolution run, spawn, `avenor backends`, the
+//     completion and `avenor mcp` share.
+//
+// cmd/avenor's commands and host/stable import it; it imports the rooms it
+// wires (config, plugins, runtime, loop, permission, control) and nothing
+// of cmd/avenor or host/stable.
+package run

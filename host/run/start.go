@@ -1,0 +1,166 @@
+package run
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/control/httpdebug"
+	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/loop"
+	"github.com/avenor-go/avenor/host/permission"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+)
+
+// Spec is one run for Start: a one-shot run, or a loop or team run. The
+// caller has validated it (flags, prompt, dir) and resolved its backends.
+type Spec struct {
+	// Options are the run's options. A one-shot run runs them as they are;
+	// a loop or team run takes Dir, RunID, Label, Timeout, Prompt (the
+	// initial prompt), SentinelPath and the phases' common options from
+	// them. Events is the NDJSON log (nil: none), written through one
+	// batched writer either way.
+	Options hostrt.Options
+	// Permissions configures the run's permission broker; Start sets its
+	// CancelRun and SessionID.
+	Permissions permission.Options
+	// Workflow, when set, makes this a loop or team run.
+	Workflow *Workflow
+	// ControlSocket, when set, serves the one-shot control methods there
+	// (contract §5); the broker answers through it.
+	ControlSocket string
+	// HTTPDebug, when set, starts the HTTP debug adapter for cfg (the
+	// caller adds the address, the token and the terminal); Start ends the
+	// run's streams and stops it after the run.
+	HTTPDebug func(cfg httpdebug.Config) (*httpdebug.Server, error)
+	// Attach, when set, is given the run's event writer before the run
+	// starts (the live view).
+	Attach func(*event.Writer)
+}
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode   int
+	StopReason string
+	SessionID  string
+}
+
+// SetupError is a run that could not start (its control socket or HTTP
+// debug adapter did not): nothing ran, no sentinel was written.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// HTTPDebugDrain bounds how long an ending run (or supervisor) waits for
+// its HTTP debug event streams to deliver its last events.
+const HTTPDebugDrain = 2 * time.Second
+
+// Start assembles the run — one batched event writer, the permission
+// broker, the runner or the loop/team over host/runner phases, the control
+// socket and the HTTP debug adapter — runs it to its end and returns how it
+// ended. ctx cancelled with hostrt.ErrInterrupted as its cause ends the run
+// as cancelled. The one-shot and the loop/team assembly are one function so
+// that they cannot drift apart again (issue 18).
+func Start(ctx context.Context, spec Spec) (Result, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	opts, perms := spec.Options, spec.Permissions
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+
+	// The run's target for the control plane: the runner, or the phases'
+	// runtimes (status and prompts reach the phase in flight, cancel the
+	// run).
+	var target control.Runtime
+	var writer *event.Writer
+	var run func(context.Context) Result
+	var broker *permission.Broker
+	if wf := spec.Workflow; wf != nil {
+		w := hostrt.NewEventWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label})
+		defer w.Close()
+		rts := &loop.Runtimes{Backend: wf.Backend, CancelRun: func() { cancel(hostrt.ErrInterrupted) }}
+		perms.CancelRun, perms.SessionID = rts.Cancel, rts.SessionID
+		broker = permission.New(perms)
+		base := opts
+		base.Writer, base.Events = w, nil
+		rts.Base = base
+		rts.Permissions = hostrt.BrokerPermissions(broker)
+		rts.SerialPermissions = perms.FileBase != ""
+		lopts := loop.Options{
+			RunID: opts.RunID, Dir: opts.Dir, Writer: w, SentinelPath: opts.SentinelPath, Timeout: opts.Timeout,
+			Initial: opts.Prompt, Identity: wf.Identity, Phases: rts.Run, Stderr: opts.Stderr,
+		}
+		target, writer = rts, w
+		run = func(ctx context.Context) Result {
+			res := wf.Run(ctx, lopts)
+			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID}
+		}
+	} else {
+		// The broker cancels the run on a "cancelled" answer and names the
+		// current session in its .req files; both come from the runner.
+		var runner *hostrt.Runner
+		perms.CancelRun = func() { runner.Cancel() }
+		perms.SessionID = func() string { return runner.Status().SessionID }
+		broker = permission.New(perms) // the control plane answers through broker.Answer
+		runner = hostrt.New(opts, hostrt.BrokerPermissions(broker))
+		target, writer = runner, runner.Events()
+		run = func(ctx context.Context) Result {
+			res := runner.Run(ctx)
+			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID}
+		}
+	}
+	// One control method table serves the socket and the HTTP adapter.
+	table := control.NewRun(target, control.RunOptions{Permissions: control.BrokerAnswerer{Broker: broker}, RunID: opts.RunID})
+	if spec.HTTPDebug != nil {
+		dbgTarget := httpdebug.NewTableTarget(table, table.Pending)
+		dbg, err := spec.HTTPDebug(httpdebug.Config{Run: dbgTarget, RunID: opts.RunID})
+		if err != nil {
+			return Result{}, &SetupError{err}
+		}
+		defer func() {
+			// The streams deliver the run's last events, then stop.
+			dbgTarget.End()
+			ctx, cancel := context.WithTimeout(context.Background(), HTTPDebugDrain)
+			defer cancel()
+			_ = dbg.Shutdown(ctx)
+		}()
+	}
+	if spec.ControlSocket != "" {
+		srv, err := StartControl(spec.ControlSocket, table, nil, logger)
+		if err != nil {
+			return Result{}, &SetupError{err}
+		}
+		defer srv.Close()
+		broker.SetControl(control.Resolver{Server: srv})
+	}
+	if spec.Attach != nil {
+		spec.Attach(writer)
+	}
+	return run(ctx), nil
+}
+
+// StartControl starts the one-shot control server of `avenor run
+// --control-socket` (a loop or team run's too) on path, serving run's
+// method table. It takes AVENOR_CONTROL_IDENTITY_TOKEN and
+// AVENOR_CONTROL_READY_FD out of the environment (contract §1.14).
+// onConns, when set, learns the number of connected control clients.
+func StartControl(path string, run *control.Run, onConns func(int), logger hclog.Logger) (*control.Server, error) {
+	token, ready, err := control.TakeEnv()
+	if err != nil {
+		logger.Warn("control socket readiness", "error", err)
+	}
+	srv := control.NewServer(control.Config{
+		Path: path, Logger: logger.Named("control"), IdentityToken: token, Ready: ready, OnConnections: onConns,
+	})
+	run.Register(srv)
+	if err := srv.Start(); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return srv, nil
+}

@@ -1,0 +1,199 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/event"
+	"github.com/avenor-go/avenor/host/plugins"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Options configures one run. Zero values are usable defaults except where
+// a field says it is required.
+type Options struct {
+	// Backend name, e.g. "opencode-acp". Required.
+	Backend string
+	// Dir is the agent's absolute working directory. Required.
+	Dir string
+	// DirExplicit says the user chose Dir (--dir, a spawn's dir).
+	DirExplicit bool
+	// Prompt is the first turn's text. Required.
+	Prompt string
+
+	Model, Agent, Thinking string
+	// Resume is the session id to resume on the first attempt; retries
+	// resume the previous attempt's session.
+	Resume    string
+	ServerURL string
+
+	// RunID stamps every event; Label becomes run_label.
+	RunID, Label string
+
+	// Timeout is the whole run's wall clock (0: none); it ends the run with
+	// stop reason "timeout", exit 124.
+	Timeout time.Duration
+	// ProgressTimeout ends a turn that emits no event for this long
+	// ("progress_timeout", exit 124). 0: none.
+	ProgressTimeout time.Duration
+	// MaxRetries is how many extra attempts follow an attempt that exits 1.
+	MaxRetries int
+
+	// AutoApprove answers ordinary permission requests with their first
+	// allow option.
+	AutoApprove bool
+
+	// Events receives the NDJSON event log; nil discards it. Unused when
+	// Writer is set.
+	Events io.Writer
+	// Writer, when set, is the event stream the run writes to instead of a
+	// writer of its own over Events (RunID and Label are then the writer's
+	// to stamp): the phases of a loop or team run share one stream, one seq
+	// and one log. The run then stamps session_id on its own events itself
+	// and leaves the writer's session stamping alone, because parallel team
+	// members share the writer. Default nil: a writer of its own.
+	Writer *event.Writer
+	// OnEvent, when set, sees every event the run writes, stamped and in
+	// stream order, on the writing goroutine; it must return quickly (a loop
+	// scans message and thought text for its markers). Default nil.
+	OnEvent func(event.Event)
+	// FollowUp, when set, is asked after a turn that ended cleanly and left
+	// the control plane nothing to run: a text and true become the next turn
+	// of the same session (a loop phase's on_incomplete nudge). Default nil.
+	FollowUp func() (string, bool)
+	// SentinelPath, when set, gets the sentinel after the last attempt. A
+	// loop's phases leave it empty: the loop writes the run's one sentinel.
+	SentinelPath string
+	// PermBase is the permission file base cleaned before each attempt
+	// (<base>.req, <base>.req.response); empty: none.
+	PermBase string
+
+	// Env is extra runtime environment for the plugin's session; values are
+	// secrets and never logged.
+	Env map[string]string
+	// PluginOptions are [backends.<name>].options, passed in Open.
+	PluginOptions map[string]any
+	// StateDir is the plugin's own state directory.
+	StateDir string
+
+	// Launch starts a fresh plugin for an attempt. Required.
+	Launch func(ctx context.Context) (*plugins.Launched, error)
+	// KeepSession, when set, leaves the last attempt's plugin and session
+	// open when the run ends with both still usable (the run was not
+	// stopped and the plugin did not die): Result.Held carries them, for a
+	// later run's Held. Default false: the session is closed.
+	KeepSession bool
+	// Held, when set, is a session an earlier run kept: the first attempt
+	// continues it in its plugin process instead of launching a plugin and
+	// opening a session. If that plugin has died since, the attempt launches
+	// a fresh one and resumes Resume as usual. The run owns Held from the
+	// moment Run is called. Default nil.
+	Held *HeldSession
+	// Reattach, when set, makes the first attempt take its session over
+	// from the plugin Launch returns — one that outlived the supervisor
+	// before this one (avenor stable, issue 21) — instead of opening one:
+	// no session.start is written, the log has it. With AdoptTurn, the turn
+	// in flight in that plugin is the run's first turn (awaited, not
+	// prompted, no avenor.turn.start) and Prompt is unused. Default nil.
+	Reattach  func(ctx context.Context, l *plugins.Launched, h sdk.Host) (sdk.Session, plugin.Reattached, error)
+	AdoptTurn bool
+	// AdoptedEvents are the adopted turn's events already in the log
+	// (AdoptTurn), so that its final output is the whole turn's.
+	AdoptedEvents []event.Event
+
+	// Logger for diagnostics; default none.
+	Logger hclog.Logger
+	// Stderr receives one-line messages for the user; default discard.
+	Stderr io.Writer
+	// Sleep waits between retries; default a timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter spreads a retry's backoff so that many runs failing together
+	// do not retry in step; default adds up to BackoffJitter of it at
+	// random. Tests inject the identity.
+	Jitter func(d time.Duration) time.Duration
+	// CancelBudget is how long a cancelled turn may take to end before the
+	// plugin and its runtime are killed. Default 5s.
+	CancelBudget time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode   int
+	StopReason string
+	SessionID  string
+	// Held is the session kept open (Options.KeepSession), nil when none;
+	// the caller must pass it to a later run or Close it.
+	Held *HeldSession
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.Jitter == nil {
+		o.Jitter = jitter
+	}
+	if o.CancelBudget <= 0 {
+		o.CancelBudget = DefaultCancelBudget
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Bounds of a run.
+const (
+	// DefaultCancelBudget is how long a plugin gets to end a cancelled turn.
+	DefaultCancelBudget = 5 * time.Second
+	// closeBudget bounds closing a session after its last turn.
+	closeBudget = 5 * time.Second
+	// maxBackoff caps the retry backoff (2, 4, 8, 16, 30, 30… seconds).
+	maxBackoff = 30 * time.Second
+	// CheckBudget bounds the readiness check after a session failed to
+	// open, which decides whether a retry could help.
+	CheckBudget = 15 * time.Second
+)
+
+// BackoffJitter is the largest share of a backoff added at random (0.2:
+// a 2 s backoff waits 2–2.4 s). The contract's backoff (§1.2.2) is the
+// floor; the jitter keeps runs that failed together from retrying in step.
+const BackoffJitter = 0.2
+
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Float64()*BackoffJitter*float64(d))
+}
+
+// Backoff is the wait before retry number n (1-based): min(2<<(n-1), 30) s.
+func Backoff(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > 5 {
+		return maxBackoff
+	}
+	return min(time.Duration(2<<(n-1))*time.Second, maxBackoff)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,147 @@
+package stable
+
+import (
+	"encoding/json"
+
+	"github.com/avenor-go/avenor/host/event"
+)
+
+// Persisting the supervisor's state (state.go) as it changes. Changes only
+// mark the state dirty; one saver goroutine writes the newest snapshot, so
+// no event path waits for an fsync and no lock is held across a write.
+
+// startSaver starts the goroutine that writes state.json whenever the
+// state is dirty; stopSaver stops it after a last write.
+func (s *Supervisor) startSaver() {
+	if s.store == nil {
+		return
+	}
+	s.saveCh = make(chan struct{}, 1)
+	s.saverQuit = make(chan struct{})
+	s.saverDone = make(chan struct{})
+	go func() {
+		defer close(s.saverDone)
+		for {
+			select {
+			case <-s.saveCh:
+				s.saveNow()
+			case <-s.saverQuit:
+				return
+			}
+		}
+	}()
+}
+
+// stopSaver stops the saver; with remove the state file goes too (every
+// runtime was stopped by this supervisor: nothing is left to recover).
+func (s *Supervisor) stopSaver(remove bool) {
+	if s.store == nil || s.saverQuit == nil {
+		return
+	}
+	close(s.saverQuit)
+	<-s.saverDone
+	if remove {
+		if err := s.store.remove(); err != nil {
+			s.log.Warn("removing the supervisor state file", "error", err)
+		}
+	}
+}
+
+// dirty asks the saver for a write of the current state.
+func (s *Supervisor) dirty() {
+	if s.saveCh == nil {
+		return
+	}
+	select {
+	case s.saveCh <- struct{}{}:
+	default: // a write is already due; it will take the newest snapshot
+	}
+}
+
+func (s *Supervisor) saveNow() {
+	if err := s.store.save(s.snapshot); err != nil {
+		s.log.Warn("writing the supervisor state file", "path", s.store.path(), "error", err)
+	}
+}
+
+// snapshot is the supervisor's durable state now.
+func (s *Supervisor) snapshot() supervisorState {
+	list, _ := s.sorted()
+	s.mu.Lock()
+	st := supervisorState{Socket: s.cfg.SocketPath, PID: s.pid, RunID: s.cfg.RunID, NextN: s.nextN}
+	s.mu.Unlock()
+	for _, rt := range list {
+		st.Runtimes = append(st.Runtimes, rt.persisted())
+	}
+	return st
+}
+
+// persisted is the runtime's record in state.json.
+func (rt *runtime) persisted() runtimeState {
+	sp := rt.spec
+	r := runtimeState{
+		ID: rt.id, N: rt.n, Label: sp.label, Backend: sp.backend, Dir: sp.dir, RunID: sp.runID,
+		OnEvent: sp.onEvent, Sentinel: sp.sentinel, PermBase: sp.permBase, Started: rt.started,
+		Spawn: rt.params, LastSeq: rt.w.LatestSeq(),
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	r.SessionID = rt.sessionID
+	switch {
+	case rt.state == stateGone || rt.dead != "":
+		r.State = persistEnded
+	case rt.state == stateParked:
+		r.State = persistParked
+	default:
+		r.State = persistRunning
+	}
+	if l := rt.launched; l != nil && rt.state != stateGone {
+		if ra, ok := l.Client.Reattach(); ok {
+			r.Plugin = &reattachState{Network: ra.Network, Address: ra.Address, PID: ra.PID, Protocol: ra.Protocol, ProtocolVersion: ra.ProtocolVersion}
+		}
+	}
+	for _, id := range rt.permOrder {
+		r.Pending = append(r.Pending, *rt.perms[id])
+	}
+	return r
+}
+
+// persistEvent records what an event changes of the durable state: a
+// session opened or a turn ended, a permission asked or decided.
+func (rt *runtime) persistEvent(ev event.Event) {
+	switch ev.Type() {
+	case event.TypeSessionStart:
+	case event.TypeSessionEnd:
+		// The turn is over: every decision of it reached the runtime (or
+		// is moot), and nothing of it is pending any more.
+		rt.mu.Lock()
+		rt.perms, rt.permOrder = nil, nil
+		rt.mu.Unlock()
+	case event.TypePermissionRequest:
+		id, _ := ev["request_id"].(string)
+		if id == "" {
+			return
+		}
+		raw, _ := json.Marshal(ev)
+		rt.mu.Lock()
+		if rt.perms == nil {
+			rt.perms = map[string]*permissionState{}
+		}
+		if _, ok := rt.perms[id]; !ok {
+			rt.permOrder = append(rt.permOrder, id)
+		}
+		rt.perms[id] = &permissionState{RequestID: id, Request: raw, Delivery: deliveryPending}
+		rt.mu.Unlock()
+	case event.TypePermissionResponse:
+		id, _ := ev["request_id"].(string)
+		raw, _ := json.Marshal(ev)
+		rt.mu.Lock()
+		if p := rt.perms[id]; p != nil {
+			p.Delivery, p.Decision = deliveryDecided, raw
+		}
+		rt.mu.Unlock()
+	default:
+		return
+	}
+	rt.s.dirty()
+}

@@ -1,0 +1,213 @@
+package stable
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/avenor-go/avenor/internal/regularfile"
+	"github.com/avenor-go/avenor/sdk/safefile"
+)
+
+// The supervisor's durable state (issue 21): one directory per control
+// socket under the user's state directory, <state>/stable/<key>/, holding
+// state.json. It says, for every runtime the supervisor has, what a new
+// supervisor on the same socket needs after this one died without a
+// shutdown (SIGKILL, OOM, a crash): the spawn, the ids and paths, the
+// plugin process to re-attach to, the session, the last seq written and
+// the permission requests still pending. A clean shutdown removes it: then
+// nothing is left to recover.
+const (
+	// StateSchema names the file's format; StateVersion is its version.
+	// A file of another schema or version is refused, never guessed at.
+	StateSchema  = "avenor.stable.state"
+	StateVersion = 1
+	// StateFileName is the file in the state directory.
+	StateFileName = "state.json"
+	// maxStateFile bounds what is read back: a runtime takes well under a
+	// KiB, so 64 MiB is tens of thousands of runtimes.
+	maxStateFile = 64 << 20
+)
+
+// Runtime states in the state file.
+const (
+	persistRunning = "running"
+	persistParked  = "parked"
+	persistEnded   = "ended"
+)
+
+// Delivery states of a recorded permission request.
+const (
+	deliveryPending   = "pending"   // no decision yet
+	deliveryDecided   = "decided"   // decided, not yet known to have reached the runtime
+	deliveryDelivered = "delivered" // the runtime has it (its turn went on or ended)
+)
+
+// ErrState is wrapped by every refusal of a state file.
+var ErrState = errors.New("supervisor state file refused")
+
+// supervisorState is state.json.
+type supervisorState struct {
+	Schema  string `json:"schema"`
+	Version int    `json:"version"`
+	// Socket, PID and RunID are the supervisor that wrote it.
+	Socket   string         `json:"socket"`
+	PID      int            `json:"pid"`
+	RunID    string         `json:"run_id"`
+	NextN    int            `json:"next_n"`
+	Runtimes []runtimeState `json:"runtimes"`
+}
+
+// runtimeState is one runtime in state.json.
+type runtimeState struct {
+	ID        string      `json:"id"`
+	N         int         `json:"n"`
+	Label     string      `json:"label,omitempty"`
+	Backend   string      `json:"backend"`
+	Dir       string      `json:"dir"`
+	RunID     string      `json:"run_id"`
+	OnEvent   string      `json:"on_event"`
+	Sentinel  string      `json:"sentinel_file"`
+	PermBase  string      `json:"perm_base,omitempty"`
+	SessionID string      `json:"session_id,omitempty"`
+	State     string      `json:"state"` // running | parked | ended
+	LastSeq   int64       `json:"last_seq"`
+	Started   int64       `json:"started_ms"`
+	Spawn     SpawnParams `json:"spawn"`
+	// Plugin is the plugin process holding the session, nil when none runs.
+	Plugin  *reattachState    `json:"plugin,omitempty"`
+	Pending []permissionState `json:"permissions,omitempty"`
+}
+
+// reattachState is go-plugin's ReattachConfig of a plugin process.
+type reattachState struct {
+	Network         string `json:"network"`
+	Address         string `json:"address"`
+	PID             int    `json:"pid"`
+	Protocol        string `json:"protocol"`
+	ProtocolVersion int    `json:"protocol_version"`
+}
+
+// permissionState is a permission request of a runtime and where its
+// decision is.
+type permissionState struct {
+	RequestID string          `json:"request_id"`
+	Request   json.RawMessage `json:"request,omitempty"` // the permission.request event
+	Delivery  string          `json:"delivery"`
+	Decision  json.RawMessage `json:"decision,omitempty"`
+}
+
+// StateDirFor is the supervisor state directory of socket under the user's
+// state directory: <state>/stable/<first 16 hex digits of the SHA-256 of
+// the cleaned absolute socket path>.
+func StateDirFor(stateRoot, socket string) string {
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		abs = socket
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(abs)))
+	return filepath.Join(stateRoot, "stable", hex.EncodeToString(sum[:8]))
+}
+
+// stateStore reads and writes state.json in one directory.
+type stateStore struct {
+	dir string
+	mu  sync.Mutex // one write at a time, the newest snapshot last
+}
+
+// openStateStore makes dir (and its parent) private directories of ours.
+func openStateStore(dir string) (*stateStore, error) {
+	for _, d := range []string{filepath.Dir(filepath.Dir(dir)), filepath.Dir(dir), dir} {
+		if err := safefile.PrivateDir(d); err != nil {
+			return nil, fmt.Errorf("supervisor state directory: %w", err)
+		}
+	}
+	return &stateStore{dir: dir}, nil
+}
+
+func (st *stateStore) path() string { return filepath.Join(st.dir, StateFileName) }
+
+// save replaces state.json with snap() atomically (temp file, fsync,
+// rename): a reader, or a supervisor started after this one was killed
+// mid-write, sees the previous file or the new one, never half of one.
+// snap runs under the store's lock, so concurrent saves write their
+// snapshots in the order they took them.
+func (st *stateStore) save(snap func() supervisorState) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := snap()
+	s.Schema, s.Version = StateSchema, StateVersion
+	s.Runtimes = append([]runtimeState(nil), s.Runtimes...)
+	sort.Slice(s.Runtimes, func(i, j int) bool { return s.Runtimes[i].N < s.Runtimes[j].N })
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return safefile.WriteFile(st.path(), append(data, '\n'), 0o600)
+}
+
+// remove deletes state.json: the supervisor stopped everything itself.
+func (st *stateStore) remove() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	err := os.Remove(st.path())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// load reads state.json; ok is false when there is none. A file that does
+// not parse, or is of another schema or version, is refused with an error
+// naming it and what to do.
+func (st *stateStore) load() (s supervisorState, ok bool, err error) {
+	path := st.path()
+	data, err := regularfile.ReadFileMax(path, maxStateFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, fmt.Errorf("%w: %s: %v; move it away (the runtimes it lists are then not recovered) and start again", ErrState, path, err)
+	}
+	return decodeState(path, data)
+}
+
+// decodeState parses a state file's bytes; path names it in errors.
+func decodeState(path string, data []byte) (supervisorState, bool, error) {
+	var s supervisorState
+	var head struct {
+		Schema  *string `json:"schema"`
+		Version *int    `json:"version"`
+	}
+	fix := "move it away (the runtimes it lists are then not recovered: their plugins stop by themselves within the linger window) and start again"
+	if err := json.Unmarshal(data, &head); err != nil {
+		return s, false, fmt.Errorf("%w: %s is corrupt (%v); %s", ErrState, path, err, fix)
+	}
+	if head.Schema == nil || *head.Schema != StateSchema || head.Version == nil {
+		return s, false, fmt.Errorf("%w: %s is not an avenor supervisor state file (schema %q expected); %s", ErrState, path, StateSchema, fix)
+	}
+	if *head.Version != StateVersion {
+		return s, false, fmt.Errorf("%w: %s has state version %d and this avenor reads version %d; run the avenor that wrote it on this socket, or %s",
+			ErrState, path, *head.Version, StateVersion, fix)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return s, false, fmt.Errorf("%w: %s is corrupt (%v); %s", ErrState, path, err, fix)
+	}
+	seen := map[string]bool{}
+	for _, r := range s.Runtimes {
+		if r.ID == "" || r.ID != runtimeID(r.N) || seen[r.ID] || r.OnEvent == "" || r.Sentinel == "" {
+			return s, false, fmt.Errorf("%w: %s is corrupt (runtime %q: missing or duplicate id or paths); %s", ErrState, path, r.ID, fix)
+		}
+		seen[r.ID] = true
+	}
+	return s, true, nil
+}

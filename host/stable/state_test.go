@@ -1,0 +1,147 @@
+package stable
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func sampleState() supervisorState {
+	return supervisorState{
+		Socket: "/tmp/s.sock", PID: 42, RunID: "abc", NextN: 2,
+		Runtimes: []runtimeState{
+			{ID: "rt_2", N: 2, Backend: "echo", Dir: "/w", RunID: "r2", OnEvent: "/l2", Sentinel: "/s2", State: persistParked, LastSeq: 9, SessionID: "ses_2"},
+			{ID: "rt_1", N: 1, Label: "one", Backend: "echo", Dir: "/w", RunID: "r1", OnEvent: "/l1", Sentinel: "/s1", State: persistRunning, LastSeq: 3,
+				Spawn:   SpawnParams{Prompt: "hi", Label: "one"},
+				Plugin:  &reattachState{Network: "unix", Address: "/tmp/plugin-dir1/plugin1", PID: 77, Protocol: "grpc", ProtocolVersion: 1},
+				Pending: []permissionState{{RequestID: "p1", Delivery: deliveryPending, Request: json.RawMessage(`{"event":"permission.request"}`)}}},
+		},
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	st, err := openStateStore(filepath.Join(t.TempDir(), "state", "stable", "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.load(); ok || err != nil {
+		t.Fatalf("empty store: ok=%v err=%v, want nothing", ok, err)
+	}
+	want := sampleState()
+	if err := st.save(func() supervisorState { return want }); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := st.load()
+	if err != nil || !ok {
+		t.Fatalf("load: ok=%v err=%v", ok, err)
+	}
+	if got.Schema != StateSchema || got.Version != StateVersion {
+		t.Fatalf("schema %q version %d", got.Schema, got.Version)
+	}
+	if len(got.Runtimes) != 2 || got.Runtimes[0].ID != "rt_1" || got.Runtimes[1].ID != "rt_2" {
+		t.Fatalf("runtimes not kept in id order: %+v", got.Runtimes)
+	}
+	r := got.Runtimes[0]
+	if r.Plugin == nil || *r.Plugin != *want.Runtimes[1].Plugin || r.Spawn.Prompt != "hi" || len(r.Pending) != 1 || r.Pending[0].RequestID != "p1" {
+		t.Fatalf("runtime not round-tripped: %+v", r)
+	}
+	fi, err := os.Stat(st.path())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file mode: %v %v", fi, err)
+	}
+	if err := st.remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := st.load(); ok {
+		t.Fatal("state still there after remove")
+	}
+}
+
+// TestStateSaveAtomic: concurrent saves leave one complete file, the last
+// snapshot taken, and no temporary file.
+func TestStateSaveAtomic(t *testing.T) {
+	st, err := openStateStore(filepath.Join(t.TempDir(), "a", "stable", "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	last := 0
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = st.save(func() supervisorState {
+				mu.Lock()
+				last = i
+				mu.Unlock()
+				s := sampleState()
+				s.NextN = i
+				return s
+			})
+		}()
+	}
+	wg.Wait()
+	got, ok, err := st.load()
+	if err != nil || !ok {
+		t.Fatalf("load after concurrent saves: %v", err)
+	}
+	if got.NextN != last {
+		t.Fatalf("file holds snapshot %d, the last taken was %d", got.NextN, last)
+	}
+	entries, _ := os.ReadDir(st.dir)
+	if len(entries) != 1 {
+		t.Fatalf("state dir holds %d entries, want only %s", len(entries), StateFileName)
+	}
+}
+
+func TestStateRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"truncated", `{"schema":"avenor.stable.state","version":1,"runtimes":[{"id":`, "is corrupt"},
+		{"not json", "hello", "is corrupt"},
+		{"other schema", `{"schema":"something.else","version":1}`, "is not an avenor supervisor state file"},
+		{"no version", `{"schema":"avenor.stable.state"}`, "is not an avenor supervisor state file"},
+		{"other version", `{"schema":"avenor.stable.state","version":2}`, "has state version 2 and this avenor reads version 1"},
+		{"unknown field", `{"schema":"avenor.stable.state","version":1,"extra":true}`, "is corrupt"},
+		{"bad runtime id", `{"schema":"avenor.stable.state","version":1,"runtimes":[{"id":"rt_9","n":1,"on_event":"/l","sentinel_file":"/s"}]}`, "is corrupt"},
+		{"duplicate runtime", `{"schema":"avenor.stable.state","version":1,"runtimes":[{"id":"rt_1","n":1,"on_event":"/l","sentinel_file":"/s"},{"id":"rt_1","n":1,"on_event":"/l","sentinel_file":"/s"}]}`, "is corrupt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := openStateStore(filepath.Join(t.TempDir(), "s", "stable", "k"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(st.path(), []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, ok, err := st.load()
+			if ok || !errors.Is(err, ErrState) {
+				t.Fatalf("ok=%v err=%v, want a refusal", ok, err)
+			}
+			for _, want := range []string{st.path(), tc.want, "move it away"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refusal %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestStateDirFor(t *testing.T) {
+	a := StateDirFor("/st", "/tmp/x.sock")
+	if a != StateDirFor("/st", "/tmp/../tmp/x.sock") {
+		t.Fatal("the same socket gets two state directories")
+	}
+	if a == StateDirFor("/st", "/tmp/y.sock") {
+		t.Fatal("two sockets share a state directory")
+	}
+	if !strings.HasPrefix(a, "/st/stable/") {
+		t.Fatalf("state dir %s is not under <state>/stable", a)
+	}
+}

@@ -1,0 +1,174 @@
+package claudecode
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// StreamName is the stream-json backend's name.
+const StreamName = "claude-stream"
+
+// BinaryEnv overrides the claude binary (the "binary" backend option wins).
+const BinaryEnv = "AVENOR_CLAUDE_BIN"
+
+const installHint = "install it with: npm install -g @anthropic-ai/claude-code (or set the backend option binary, or " + BinaryEnv + ", to its path)"
+
+// versionTimeout bounds `claude --version`.
+const versionTimeout = 15 * time.Second
+
+// thinkingLevels are the --effort values (contract §7.11).
+var thinkingLevels = []string{"low", "medium", "high", "xhigh", "max"}
+
+// NewStreamBackend is claude-stream: `claude -p` with stream-json in and
+// out, permissions over stdio, one process per session. Claude Code keeps
+// every session on disk, so a fresh process resumes it by id.
+func NewStreamBackend() runtime.Backend { return &streamBackend{} }
+
+type streamBackend struct {
+	// stopGrace and cancelWait shorten the waits in tests; zero means the
+	// defaults.
+	stopGrace, cancelWait time.Duration
+}
+
+func (b *streamBackend) Info() runtime.BackendInfo {
+	return runtime.BackendInfo{
+		Name: StreamName,
+		Description: "Claude Code headless: `claude -p --input-format stream-json --output-format stream-json " +
+			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
+		Capabilities: runtime.Supports(
+			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
+			runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+		),
+		ResumeScope:    runtime.ResumeCrossProcess,
+		ThinkingLevels: thinkingLevels,
+		EventTypes:     eventTypes,
+	}
+}
+
+func binary(options map[string]any, env map[string]string) string {
+	return agentproc.ResolveBinary("claude", BinaryEnv, options, env)
+}
+
+// Check finds claude and makes sure it is Claude Code.
+func (b *streamBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
+	bin := binary(req.Options, req.Env)
+	r := runtime.Readiness{Binary: bin, Auth: "unknown"}
+	path, version, err := claudeVersion(ctx, bin, agentproc.Environ(req.Env, nil))
+	if err != nil {
+		r.Message = err.Error()
+		return r
+	}
+	r.Binary, r.Version, r.Ready = path, version, true
+	r.Message = fmt.Sprintf("Claude Code %s found; authentication (ANTHROPIC_API_KEY or a login) is checked when a session starts", version)
+	return r
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
+
+// claudeVersion runs `<bin> --version` and requires it to say Claude Code:
+// another program named claude must not be driven with flags it does not
+// know.
+func claudeVersion(ctx context.Context, bin string, env []string) (path, version string, err error) {
+	path, err = exec.LookPath(bin)
+	if err != nil {
+		where := "in PATH"
+		if strings.Contains(bin, "/") {
+			where = "at that path"
+		}
+		return "", "", runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s", StreamName, bin, where, installHint)
+	}
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = env
+	cmd.WaitDelay = time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: `%s --version` failed: %v: %s", StreamName, path, err, runtime.Truncate(strings.TrimSpace(out.String()), 300))
+	}
+	said := strings.TrimSpace(out.String())
+	if !strings.Contains(said, "Claude Code") {
+		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: %s is not Claude Code: `--version` says %q; %s", StreamName, path, runtime.Truncate(said, 200), installHint)
+	}
+	version = versionRE.FindString(said)
+	if version == "" {
+		version = runtime.Truncate(said, 100)
+	}
+	return path, version, nil
+}
+
+// Open starts `claude -p` for a new session (--session-id, chosen here so
+// the id is known before the first turn) or a resumed one (--resume).
+func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+	if strings.TrimSpace(req.Dir) == "" {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", StreamName)
+	}
+	if req.ServerURL != "" {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); point Claude Code at an API with ANTHROPIC_BASE_URL in [backends.%s].env", StreamName, StreamName)
+	}
+	if req.Thinking != "" && !contains(thinkingLevels, req.Thinking) {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: thinking level %q is not accepted; use one of %s", StreamName, req.Thinking, strings.Join(thinkingLevels, ", "))
+	}
+	env := agentproc.Environ(req.Env, nil)
+	bin := binary(req.Options, req.Env)
+	_, version, err := claudeVersion(ctx, bin, env)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", "--include-partial-messages"}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.Agent != "" {
+		args = append(args, "--agent", req.Agent)
+	}
+	if req.Thinking != "" {
+		args = append(args, "--effort", req.Thinking)
+	}
+	cfg := streamConfig{Backend: StreamName, Binary: bin, Version: version, Env: env, Dir: req.Dir,
+		InstallHint: installHint, StopGrace: b.stopGrace, CancelWait: b.cancelWait}
+	if id := strings.TrimSpace(req.ResumeSessionID); id != "" {
+		if !uuidRE.MatchString(id) {
+			return nil, runtime.Errorf(runtime.FaultUser, "%s: session %q: %v (Claude Code session ids are UUIDs)", StreamName, id, runtime.ErrSessionNotFound)
+		}
+		cfg.SessionID, cfg.Resume = id, true
+		args = append(args, "--resume", id)
+	} else {
+		cfg.SessionID = newUUID()
+		args = append(args, "--session-id", cfg.SessionID)
+	}
+	cfg.Args = args
+	return openStream(ctx, cfg, host)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// newUUID is a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,138 @@
+package appserver
+
+import (
+	"context"
+	"fmt"
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"strings"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Name is the backend's name.
+const Name = "codex-app-server"
+
+// BinaryEnv overrides the codex binary (the "binary" backend option wins).
+const BinaryEnv = "AVENOR_CODEX_BIN"
+
+// TestedVersion is the Codex CLI version the plugin was verified against
+// (real-runtimes.md); others run, with the version in every session.end so
+// protocol drift shows.
+const TestedVersion = "0.171.0"
+
+// SandboxOption is the backend option ([backends.codex-app-server].options)
+// that sets thread/start's sandbox: read-only, workspace-write or
+// danger-full-access. Unset, Codex's own configuration (sandbox_mode in
+// $CODEX_HOME/config.toml) decides.
+const SandboxOption = "sandbox"
+
+const installHint = "install it with: npm install -g @openai/codex@" + TestedVersion + " (or set the backend option binary, or " + BinaryEnv + ", to its path)"
+
+// thinkingLevels are the --thinking values codex-app-server accepts
+// (contract §7.11); each goes to turn/start's effort every turn.
+var thinkingLevels = []string{"low", "medium", "high", "xhigh", "max"}
+
+// effort is Codex's reasoning effort for a --thinking level. Codex's
+// highest effort is xhigh, so max asks for that.
+func effort(level string) string {
+	if level == "max" {
+		return "xhigh"
+	}
+	return level
+}
+
+// EventTypes is every event type a codex session emits.
+var EventTypes = []string{
+	runtime.EventMessageChunk, runtime.EventThoughtChunk,
+	runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventPlan,
+	runtime.EventNative, runtime.EventWarning, EventError,
+	EventItemStarted, EventItemCompleted,
+}
+
+// Event types of this backend beyond the canonical ones. The avenor.item.*
+// compatibility events (contract §2.2) carry Codex's item/started and
+// item/completed notifications as they came: item (the ThreadItem),
+// item_type, threadId, turnId.
+const (
+	EventItemStarted   = "avenor.item.started"
+	EventItemCompleted = "avenor.item.completed"
+	EventError         = runtime.EventError
+)
+
+func New() runtime.Backend { return backend{} }
+
+type backend struct{}
+
+// Info is honest about Codex (contract §7.12): threads persist in
+// CODEX_HOME, so a fresh process resumes them; --model goes to
+// thread/start; permission requests are Codex's own approval requests.
+func (backend) Info() runtime.BackendInfo {
+	return runtime.BackendInfo{
+		Name:        Name,
+		Description: "Codex CLI over its app-server protocol: `codex app-server`, one process per session",
+		Capabilities: runtime.Supports(
+			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
+			runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+		),
+		ResumeScope:    runtime.ResumeCrossProcess,
+		ThinkingLevels: thinkingLevels,
+		EventTypes:     EventTypes,
+	}
+}
+
+func binary(options map[string]any, env map[string]string) string {
+	return agentproc.ResolveBinary("codex", BinaryEnv, options, env)
+}
+
+// Check runs `codex --version`; authentication is checked when a thread
+// starts.
+func (backend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
+	return agentproc.Check(ctx, Name, binary(req.Options, req.Env), agentproc.Environ(req.Env, nil), installHint)
+}
+
+// Open starts `codex app-server` and starts or resumes a thread.
+func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+	cfg, err := configFor(req)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, cfg, host)
+}
+
+// configFor validates the request and turns it into a session Config.
+func configFor(req runtime.OpenRequest) (Config, error) {
+	if strings.TrimSpace(req.Dir) == "" {
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", Name)
+	}
+	if req.ServerURL != "" {
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); the model endpoint is Codex's model_providers configuration in $CODEX_HOME/config.toml", Name)
+	}
+	if req.Agent != "" {
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%s does not support parameter \"agent\" (--agent %q): Codex has no agents to choose", Name, req.Agent)
+	}
+	cfg := Config{
+		Binary: binary(req.Options, req.Env), Dir: req.Dir, Env: agentproc.Environ(req.Env, nil),
+		Model: req.Model, ResumeThreadID: req.ResumeSessionID,
+	}
+	if req.Thinking != "" {
+		ok := false
+		for _, l := range thinkingLevels {
+			ok = ok || l == req.Thinking
+		}
+		if !ok {
+			return Config{}, runtime.Errorf(runtime.FaultUser, "%s: --thinking %q is not supported; accepted: %s", Name, req.Thinking, strings.Join(thinkingLevels, ", "))
+		}
+		cfg.Effort = effort(req.Thinking)
+	}
+	if v, ok := req.Options[SandboxOption]; ok {
+		s, _ := v.(string)
+		switch s {
+		case "read-only", "workspace-write", "danger-full-access":
+			cfg.Sandbox = s
+		default:
+			return Config{}, runtime.Errorf(runtime.FaultUser, "%s: option %s = %v: want read-only, workspace-write or danger-full-access", Name, SandboxOption, fmt.Sprint(v))
+		}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,187 @@
+package plugin
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Lingering (issue 21): a plugin of `avenor stable` that loses its host —
+// the supervisor was killed, crashed, ran out of memory — keeps its
+// sessions and their runtimes for a bounded window instead of stopping them
+// at once, buffering what it would have sent, so that a supervisor
+// restarted on the same socket can take them over. When the window passes
+// with no host back, it stops every runtime and exits as a plugin always
+// did: no orphans. A host that stops the plugin itself (a shutdown, a
+// kill, SIGHUP) is obeyed at once, lingering or not.
+const (
+	// LingerEnv carries the linger window from the host to the plugin, as
+	// a Go duration. Only `avenor stable` sets it; absent or 0, a plugin
+	// whose host dies stops its runtimes at once (`avenor run`). The
+	// plugin removes it from its own environment at start, so that
+	// nothing it runs (a runtime, an avenor inside it) inherits it.
+	LingerEnv = "AVENOR_PLUGIN_LINGER"
+	// DefaultLinger is `avenor stable --linger`'s default.
+	DefaultLinger = 60 * time.Second
+	// MaxLingerBuffer bounds, per session, the bytes of messages a
+	// lingering plugin keeps for the host; past it the oldest events go
+	// and the host is told how many with an avenor.warning.
+	MaxLingerBuffer = 8 << 20
+	// MaxReplayEvents and maxReplayBytes bound the events last sent that a
+	// lingering session sends a new host again (Opened.replay_events): the
+	// old host may have died before writing them. They cover what can be
+	// in flight between a plugin and a host's log.
+	MaxReplayEvents = 1024
+	maxReplayBytes  = 1 << 20
+	// lingerParentWait bounds how long a session whose stream broke waits
+	// to learn whether its host died (reparenting follows the host's
+	// closing of its sockets by a moment) before it closes as before.
+	lingerParentWait = 2 * time.Second
+)
+
+// lingerFromEnv reads the linger window and takes LingerEnv out of the
+// environment. A value that does not parse is 0: the safe behaviour.
+func lingerFromEnv() time.Duration {
+	v, ok := os.LookupEnv(LingerEnv)
+	if !ok {
+		return 0
+	}
+	_ = os.Unsetenv(LingerEnv)
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
+// HostLingers reports whether plugins started from this process's
+// environment linger: the host set LingerEnv to a positive window.
+func HostLingers() bool {
+	d, err := time.ParseDuration(os.Getenv(LingerEnv))
+	return err == nil && d > 0
+}
+
+// lingerBuffer keeps the messages a session could not send while its host
+// is gone, up to max bytes. Past the bound it drops the oldest events
+// (never a turn end, a permission request or a close: the host needs them
+// to finish the turn) and counts them.
+type lingerBuffer struct {
+	max int
+
+	mu      sync.Mutex
+	msgs    []*pb.PluginMessage
+	sizes   []int
+	size    int
+	dropped int // events dropped
+}
+
+func newLingerBuffer(max int) *lingerBuffer { return &lingerBuffer{max: max} }
+
+// push keeps m, dropping the oldest events while the buffer is over its
+// bound.
+func (b *lingerBuffer) push(m *pb.PluginMessage) {
+	n := proto.Size(m)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+	b.sizes = append(b.sizes, n)
+	b.size += n
+	for i := 0; b.size > b.max && i < len(b.msgs); {
+		ev := b.msgs[i].GetEvents()
+		if ev == nil {
+			i++ // not an event batch: kept
+			continue
+		}
+		// Drop the oldest event of the oldest batch.
+		evs := ev.GetEvents()
+		first := proto.Size(evs[0])
+		b.dropped++
+		if len(evs) == 1 {
+			b.size -= b.sizes[i]
+			b.msgs = append(b.msgs[:i], b.msgs[i+1:]...)
+			b.sizes = append(b.sizes[:i], b.sizes[i+1:]...)
+			continue
+		}
+		ev.Events = evs[1:]
+		b.sizes[i] -= first
+		b.size -= first
+	}
+}
+
+// take returns what is buffered, oldest first, led by the warning of the
+// events dropped when there were any, and empties the buffer.
+func (b *lingerBuffer) take() []*pb.PluginMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.msgs
+	if b.dropped > 0 {
+		w := &pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: []*pb.Event{lingerWarning(b.dropped, b.max)}}}}
+		out = append([]*pb.PluginMessage{w}, out...)
+	}
+	b.msgs, b.sizes, b.size, b.dropped = nil, nil, 0, 0
+	return out
+}
+
+// len is the number of messages buffered and the events dropped.
+func (b *lingerBuffer) stats() (msgs, bytes, dropped int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.msgs), b.size, b.dropped
+}
+
+// lingerWarning is the avenor.warning that tells the host events were
+// dropped while it was away.
+func lingerWarning(dropped, max int) *pb.Event {
+	ev, err := eventToProto(runtime.Event{Type: runtime.EventWarning, Fields: map[string]any{
+		"source": "plugin",
+		"message": fmt.Sprintf("%d events of this session were dropped while the plugin had no host: it keeps at most %d MiB of them, the newest",
+			dropped, max>>20),
+		"dropped": dropped,
+	}})
+	if err != nil {
+		panic(err) // a fixed, encodable object
+	}
+	return ev
+}
+
+// sentRing keeps the events last sent, up to MaxReplayEvents and
+// maxReplayBytes, oldest first.
+type sentRing struct {
+	mu    sync.Mutex
+	evs   []*pb.Event
+	bytes int
+}
+
+func (r *sentRing) add(evs []*pb.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range evs {
+		r.evs = append(r.evs, e)
+		r.bytes += proto.Size(e)
+	}
+	drop := 0
+	for len(r.evs)-drop > MaxReplayEvents || (r.bytes > maxReplayBytes && len(r.evs)-drop > 1) {
+		r.bytes -= proto.Size(r.evs[drop])
+		drop++
+	}
+	if drop > 0 {
+		r.evs = append([]*pb.Event(nil), r.evs[drop:]...)
+	}
+}
+
+func (r *sentRing) take() []*pb.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.evs
+	r.evs, r.bytes = nil, 0
+	return out
+}
