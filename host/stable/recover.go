@@ -137,31 +137,37 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 	rt.broker.SetControl(control.Resolver{Server: s.srv})
 	rt.debug = newDebugTarget(rt)
 
+	// A log that ends with a session.end holds a whole turn, whatever the
+	// state file says: the supervisor may have died between writing that
+	// line and the sentinel, or before it saved the runtime as parked.
+	turnEnded := lastType == string(event.TypeSessionEnd)
+	if turnEnded {
+		s.settleEndedTurn(rt, r)
+	}
 	if p := r.Plugin; p != nil && r.SessionID != "" && rt.dead == "" && isAvenorPlugin(p.PID) {
 		if s.reattachRuntime(rt, r, lastType) {
 			return rt, nil
 		}
 	}
-	if r.State != persistRunning && r.Plugin == nil {
-		// Parked without a plugin, or ended: its log and sentinel are whole.
-		if r.State == persistEnded && rt.dead == "" {
-			rt.dead = "ended before the supervisor's restart"
+	if r.State == persistEnded && rt.dead == "" {
+		rt.dead = "ended before the supervisor's restart"
+	}
+	if r.State != persistRunning || turnEnded {
+		// Parked or ended: its log and sentinel are whole. A plugin that
+		// still lingers with the session could not be taken over: it is
+		// stopped, and with it its runtime; the session resumes by id.
+		if r.Plugin != nil {
+			stopLingering(r.Plugin.PID)
 		}
-		if ec, stop, ok := readSentinel(r.Sentinel); ok {
-			rt.result = &hostrt.Result{ExitCode: ec, StopReason: stop, SessionID: r.SessionID}
+		if rt.result == nil {
+			if ec, stop, ok := readSentinel(r.Sentinel); ok {
+				rt.result = &hostrt.Result{ExitCode: ec, StopReason: stop, SessionID: r.SessionID}
+			}
 		}
 		return rt, nil
 	}
-	// A plugin may still linger with the session: it cannot be taken over,
-	// so it is stopped, and with it its runtime.
 	if r.Plugin != nil {
 		stopLingering(r.Plugin.PID)
-	}
-	if r.State != persistRunning {
-		if ec, stop, ok := readSentinel(r.Sentinel); ok {
-			rt.result = &hostrt.Result{ExitCode: ec, StopReason: stop, SessionID: r.SessionID}
-		}
-		return rt, nil // parked: its kept plugin is gone, its session resumes by id
 	}
 	msg := fmt.Sprintf("runtime %s: the supervisor died during its turn and the one that took over its socket could not re-attach to its plugin; the turn ended with stop reason error",
 		r.ID)
@@ -192,6 +198,33 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 	}
 	rt.result = &hostrt.Result{ExitCode: rec.ExitCode, StopReason: rec.StopReason, SessionID: r.SessionID}
 	return rt, nil
+}
+
+// settleEndedTurn gives a runtime whose log ends with a turn's session.end
+// its result, read from its sentinel, or, when the supervisor died before
+// writing it, from that session.end: the sentinel is written then, so a
+// harness waiting on it does not wait for ever. The sentinel is always the
+// last thing of a turn; the log's line says the turn is whole.
+func (s *Supervisor) settleEndedTurn(rt *runtime, r runtimeState) {
+	if ec, stop, ok := readSentinel(r.Sentinel); ok {
+		rt.result = &hostrt.Result{ExitCode: ec, StopReason: stop, SessionID: r.SessionID}
+		return
+	}
+	sid, stop, err := sentinel.ReadLastSessionEnd(r.OnEvent)
+	if err != nil {
+		s.log.Warn("reading the last session.end of a runtime's log", "runtime_id", r.ID, "error", err)
+		return
+	}
+	if sid == "" {
+		sid = r.SessionID
+	}
+	rec := sentinel.Record{ExitCode: sentinel.ExitCode(stop), SessionID: sid, StopReason: stop, RunID: r.RunID}
+	if err := sentinel.Write(r.Sentinel, rec); err != nil {
+		fmt.Fprintf(s.cfg.Stderr, "avenor: writing sentinel: %v\n", err)
+		return
+	}
+	s.log.Info("wrote the sentinel of a turn that ended just before the supervisor died", "runtime_id", r.ID, "stop_reason", stop)
+	rt.result = &hostrt.Result{ExitCode: rec.ExitCode, StopReason: rec.StopReason, SessionID: sid}
 }
 
 // reattachWait bounds connecting to a lingering plugin and taking its
