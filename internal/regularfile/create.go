@@ -2,7 +2,6 @@ package regularfile
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -39,20 +38,11 @@ func createChecked(path string, open func() (*os.File, error)) (*os.File, error)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, notRegular(path, fi.Mode())
-	}
-	return f, nil
+	return regular(f, path)
 }
 
 func notRegular(path string, m fs.FileMode) error {
-	return fmt.Errorf("%s is %s, %w; give the path of a file", path, describe(m), ErrNotRegular)
+	return &NotRegularError{Path: path, What: describe(m)}
 }
 
 // CreateLog opens the event log a harness named (--on-event, a spawn's

@@ -22,6 +22,13 @@ func Open(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return regular(f, path)
+}
+
+// regular returns f, opened from path, when it is a regular file; it
+// closes f and refuses it otherwise. The check is on the open file, so a
+// path swapped after a check by name cannot slip through.
+func regular(f *os.File, path string) (*os.File, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -29,7 +36,7 @@ func Open(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &NotRegularError{Path: path, What: describe(fi.Mode())}
+		return nil, notRegular(path, fi.Mode())
 	}
 	return f, nil
 }
