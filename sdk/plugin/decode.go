@@ -115,21 +115,34 @@ func (d *objectDecoder) object(depth int) (map[string]any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		d.space()
-		if d.pos >= len(d.data) {
+		more, ok := d.next('}')
+		if !ok {
 			return nil, false
 		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.space()
-		case '}':
-			d.pos++
+		if !more {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// next steps over what follows a member or an element: a comma (more:
+// another follows) or closer (the object or array ends); anything else,
+// or the end of the data, is not JSON the fast path takes.
+func (d *objectDecoder) next(closer byte) (more, ok bool) {
+	d.space()
+	if d.pos >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		d.space()
+		return true, true
+	case closer:
+		d.pos++
+		return false, true
+	}
+	return false, false
 }
 
 func (d *objectDecoder) array(depth int) ([]any, bool) {
@@ -149,19 +162,12 @@ func (d *objectDecoder) array(depth int) ([]any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.pos >= len(d.data) {
+		more, ok := d.next(']')
+		if !ok {
 			return nil, false
 		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-			d.space()
-		case ']':
-			d.pos++
+		if !more {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
 }
