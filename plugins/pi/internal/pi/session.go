@@ -211,19 +211,26 @@ func (s *session) nextID() string {
 	return fmt.Sprintf("avenor-%d-%d", time.Now().UnixNano(), s.seq.Add(1))
 }
 
+// expect registers for the response to command id, which arrives on ch;
+// forget, deferred by the caller, unregisters it.
+func (s *session) expect(id string) (ch chan frame, forget func()) {
+	ch = make(chan frame, 1)
+	s.mu.Lock()
+	s.pending[id] = ch
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}
+}
+
 // call sends a command with an id and waits for its response.
 func (s *session) call(ctx context.Context, cmd map[string]any) (frame, error) {
 	id := s.nextID()
 	cmd["id"] = id
-	ch := make(chan frame, 1)
-	s.mu.Lock()
-	s.pending[id] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.pending, id)
-		s.mu.Unlock()
-	}()
+	ch, forget := s.expect(id)
+	defer forget()
 	if err := s.send(cmd); err != nil {
 		return frame{}, fmt.Errorf("writing %s to pi: %w", cmd["type"], err)
 	}
@@ -324,15 +331,8 @@ func (s *session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 	}
 
 	id := s.nextID()
-	ch := make(chan frame, 1)
-	s.mu.Lock()
-	s.pending[id] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.pending, id)
-		s.mu.Unlock()
-	}()
+	ch, forget := s.expect(id)
+	defer forget()
 	if err := s.send(map[string]any{"type": "prompt", "id": id, "message": in.Text}); err != nil {
 		return runtime.TurnResult{}, s.exited("while sending the prompt")
 	}
