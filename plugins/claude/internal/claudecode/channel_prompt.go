@@ -81,11 +81,9 @@ func (s *channelSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime
 	reEntered := false
 	answered := false
 	var idleSince, finishedAt time.Time
-	asked := false
-	var answer string
-	var answeredAt, dialogSince time.Time
+	var dlg dialog
+	var dialogSince time.Time
 	var relaysAt int64
-	rejected := false
 	for {
 		text, ended := s.followTranscript()
 		if text != "" {
@@ -114,25 +112,12 @@ func (s *channelSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime
 			dialogSince = time.Time{}
 		}
 		fromScreen := !channelUp || (!dialogSince.IsZero() && time.Since(dialogSince) >= channelPermGrace && s.relays.Load() == relaysAt)
-		if fromScreen || asked {
-			switch {
-			case st.permission && !asked:
-				asked = true
-				stop, key := s.permission(ctx, cancel)
-				if stop != "" {
-					return end(stop), nil
-				}
-				answer, answeredAt = key, time.Now()
-				rejected = rejected || key == "\x1b"
-				_ = s.term.send(answer)
-			case st.permission && answer != "" && time.Since(answeredAt) >= ptyRetype:
-				answeredAt = time.Now()
-				_ = s.term.send(answer)
-			case !st.permission:
-				asked, answer = false, ""
+		if fromScreen || dlg.asked {
+			if stop := s.answerDialog(ctx, cancel, st, &dlg); stop != "" {
+				return end(stop), nil
 			}
 		}
-		if st.idle() && (answered || rejected || finish != nil) {
+		if st.idle() && (answered || dlg.rejected || finish != nil) {
 			if idleSince.IsZero() {
 				idleSince = time.Now()
 			} else if time.Since(idleSince) >= ptyIdleSettle {

@@ -329,10 +329,7 @@ func (s *ptySession) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnR
 	var final string
 	answered := false
 	var idleSince time.Time
-	asked := false
-	var answer string // keys that answer the open dialog
-	var answeredAt time.Time
-	rejected := false // Esc on a dialog stops the turn without another answer
+	var dlg dialog
 	for {
 		text, ended := s.followTranscript()
 		if text != "" {
@@ -346,25 +343,10 @@ func (s *ptySession) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnR
 			reEntered = true
 			s.reEnter(in.Text, st)
 		}
-		// Claude Code ignores keys for a moment after a dialog appears, so
-		// the answer is typed again until the dialog is gone.
-		switch {
-		case st.permission && !asked:
-			asked = true
-			stop, key := s.permission(ctx, cancel)
-			if stop != "" {
-				return done(stop, ""), nil
-			}
-			answer, answeredAt = key, time.Now()
-			rejected = rejected || key == "\x1b"
-			_ = s.term.send(answer)
-		case st.permission && answer != "" && time.Since(answeredAt) >= ptyRetype:
-			answeredAt = time.Now()
-			_ = s.term.send(answer)
-		case !st.permission:
-			asked, answer = false, ""
+		if stop := s.answerDialog(ctx, cancel, st, &dlg); stop != "" {
+			return done(stop, ""), nil
 		}
-		if st.idle() && (answered || rejected) {
+		if st.idle() && (answered || dlg.rejected) {
 			if idleSince.IsZero() {
 				idleSince = time.Now()
 			} else if time.Since(idleSince) >= ptyIdleSettle {
@@ -385,6 +367,38 @@ func (s *ptySession) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnR
 		case <-time.After(ptyPoll):
 		}
 	}
+}
+
+// dialog is where a turn is with Claude's permission dialogs.
+type dialog struct {
+	asked      bool      // the dialog on screen was asked about
+	answer     string    // keys that answer the open dialog
+	answeredAt time.Time // when they were last typed
+	rejected   bool      // Esc on a dialog stops the turn without another answer
+}
+
+// answerDialog asks about a permission dialog that appears on screen, once
+// per dialog, and types its answer. Claude Code ignores keys for a moment
+// after a dialog appears, so the answer is typed again every ptyRetype
+// until the dialog is gone. A stop reason ends the turn.
+func (s *ptySession) answerDialog(ctx context.Context, cancel <-chan struct{}, st screenState, d *dialog) (stop string) {
+	switch {
+	case st.permission && !d.asked:
+		d.asked = true
+		stop, key := s.permission(ctx, cancel)
+		if stop != "" {
+			return stop
+		}
+		d.answer, d.answeredAt = key, time.Now()
+		d.rejected = d.rejected || key == "\x1b"
+		_ = s.term.send(d.answer)
+	case st.permission && d.answer != "" && time.Since(d.answeredAt) >= ptyRetype:
+		d.answeredAt = time.Now()
+		_ = s.term.send(d.answer)
+	case !st.permission:
+		d.asked, d.answer = false, ""
+	}
+	return ""
 }
 
 // permission raises the dialog on screen as a request and returns the keys
