@@ -146,9 +146,13 @@ func TestFleetControlCLI(t *testing.T) {
 	ns := natsServer(t, &server.Options{})
 	w := newWorld(t)
 	url := ns.ClientURL()
-	w.startNode(url, "n1", "--max-runtimes", "2")
-	w.startNode(url, "n2", "--max-runtimes", "2")
-	_, sock := w.startFleetServe(url)
+	n1 := w.startNode(url, "n1", "--max-runtimes", "2")
+	n2 := w.startNode(url, "n2", "--max-runtimes", "2")
+	fs, sock := w.startFleetServe(url)
+	// logs are the fleet's stderr, for a failure that is about routing.
+	logs := func() string {
+		return fmt.Sprintf("\nfleet serve: %s\nn1: %s\nn2: %s", tail(fs.stderr.String(), 1500), tail(n1.stderr.String(), 1500), tail(n2.stderr.String(), 1500))
+	}
 	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +175,7 @@ func TestFleetControlCLI(t *testing.T) {
 	// await by runtime id: the turn completes, output printed.
 	aw := w.run("await", sp.RuntimeID, "--socket", sock, "--until", "done", "--timeout", "30s", "--print-output")
 	if aw.code != 0 || !strings.Contains(aw.stdout, "END done "+sp.RuntimeID) || !strings.Contains(aw.stdout, "hello from the fleet") {
-		t.Errorf("await %s: %v", sp.RuntimeID, aw)
+		t.Errorf("await %s: %v%s", sp.RuntimeID, aw, logs())
 	}
 	var res struct {
 		RuntimeID   string `json:"runtime_id"`
@@ -232,7 +236,7 @@ func TestFleetControlCLI(t *testing.T) {
 	}
 	aw = w.run("await", perm.RuntimeID, "--socket", sock, "--timeout", "20s")
 	if aw.code != 20 || !strings.Contains(aw.stdout, "ATTENTION permission "+perm.RuntimeID) {
-		t.Fatalf("await at the permission: %v", aw)
+		t.Fatalf("await at the permission: %v%s", aw, logs())
 	}
 	pending := waitRuntime(t, c, perm.RuntimeID, 10*time.Second, "pending", func(rt client.Runtime) bool { return rt.PendingPermission })
 	var pp struct {
@@ -247,7 +251,7 @@ func TestFleetControlCLI(t *testing.T) {
 	}
 	aw = w.run("await", perm.RuntimeID, "--socket", sock, "--until", "done", "--timeout", "20s")
 	if aw.code != 0 || !strings.Contains(aw.stdout, "END done "+perm.RuntimeID) {
-		t.Errorf("await after the answer: %v", aw)
+		t.Errorf("await after the answer: %v%s", aw, logs())
 	}
 
 	tailer.signal(syscall.SIGTERM)
