@@ -17,7 +17,7 @@ import (
 // the runtime CLI to run instead of the one found in PATH.
 const BinaryOption = "binary"
 
-// versionTimeout bounds `<binary> --version` in Check.
+// versionTimeout bounds `<binary> --version` (Version, Check).
 const versionTimeout = 15 * time.Second
 
 // ResolveBinary is the runtime CLI to run: the "binary" option, else envKey
@@ -90,12 +90,30 @@ func Lookup(env []string, key string) string {
 // "unknown".
 func Check(ctx context.Context, backend, binary string, env []string, installHint string) runtime.Readiness {
 	r := runtime.Readiness{Binary: binary, Auth: "unknown"}
-	path, err := exec.LookPath(binary)
+	path, said, err := Version(ctx, backend, binary, env, installHint)
+	if path != "" {
+		r.Binary = path
+	}
 	if err != nil {
-		r.Message = fmt.Sprintf("%s: the runtime CLI %q was not found %s; %s", backend, binary, searched(binary), installHint)
+		r.Message = err.Error()
 		return r
 	}
-	r.Binary = path
+	r.Version = firstLine(said)
+	r.Ready = true
+	r.Message = fmt.Sprintf("%s %s found; authentication is checked when a session starts", binary, r.Version)
+	return r
+}
+
+// Version finds binary in PATH (or at its path) and runs `binary
+// --version` with env, within a bound: path is where it was found, said
+// what it printed (stdout and stderr). A binary not found, or whose
+// --version fails, is a runtime fault whose message starts with backend
+// and says how to fix it (installHint).
+func Version(ctx context.Context, backend, binary string, env []string, installHint string) (path, said string, err error) {
+	path, err = exec.LookPath(binary)
+	if err != nil {
+		return "", "", runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s", backend, binary, searched(binary), installHint)
+	}
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
@@ -104,13 +122,9 @@ func Check(ctx context.Context, backend, binary string, env []string, installHin
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		r.Message = fmt.Sprintf("%s: `%s --version` failed: %v: %s", backend, path, err, runtime.Truncate(strings.TrimSpace(out.String()), 300))
-		return r
+		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: `%s --version` failed: %v: %s", backend, path, err, runtime.Truncate(strings.TrimSpace(out.String()), 300))
 	}
-	r.Version = firstLine(out.String())
-	r.Ready = true
-	r.Message = fmt.Sprintf("%s %s found; authentication is checked when a session starts", binary, r.Version)
-	return r
+	return path, out.String(), nil
 }
 
 func firstLine(s string) string {

@@ -1,12 +1,10 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"github.com/avenor-go/avenor/sdk/agentproc"
-	"os/exec"
 	"regexp"
 	"strings"
 	"time"
@@ -21,9 +19,6 @@ const StreamName = "claude-stream"
 const BinaryEnv = "AVENOR_CLAUDE_BIN"
 
 const installHint = "install it with: npm install -g @anthropic-ai/claude-code (or set the backend option binary, or " + BinaryEnv + ", to its path)"
-
-// versionTimeout bounds `claude --version`.
-const versionTimeout = 15 * time.Second
 
 // thinkingLevels are the --effort values (contract §7.11).
 var thinkingLevels = []string{"low", "medium", "high", "xhigh", "max"}
@@ -79,25 +74,11 @@ var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
 // another program named claude must not be driven with flags it does not
 // know.
 func claudeVersion(ctx context.Context, bin string, env []string) (path, version string, err error) {
-	path, err = exec.LookPath(bin)
+	path, out, err := agentproc.Version(ctx, StreamName, bin, env, installHint)
 	if err != nil {
-		where := "in PATH"
-		if strings.Contains(bin, "/") {
-			where = "at that path"
-		}
-		return "", "", runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s", StreamName, bin, where, installHint)
+		return path, "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = env
-	cmd.WaitDelay = time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: `%s --version` failed: %v: %s", StreamName, path, err, runtime.Truncate(strings.TrimSpace(out.String()), 300))
-	}
-	said := strings.TrimSpace(out.String())
+	said := strings.TrimSpace(out)
 	if !strings.Contains(said, "Claude Code") {
 		return path, "", runtime.Errorf(runtime.FaultRuntime, "%s: %s is not Claude Code: `--version` says %q; %s", StreamName, path, runtime.Truncate(said, 200), installHint)
 	}
