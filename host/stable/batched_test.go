@@ -24,24 +24,9 @@ func TestRuntimeWriterIsBatched(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	var launches atomic.Int32
-	sup, err := New(Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, Home: dir, Resolve: inProcess(&launches)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan string, 1)
-	go func() {
-		reason, _ := sup.Serve(context.Background())
-		served <- reason
-	}()
+	sup, c, served := serveInProcess(t, Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, Home: dir, Resolve: inProcess(&launches)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var c *client.Client
-	for c == nil {
-		if c, err = client.Dial(ctx, filepath.Join(dir, "s.sock")); err != nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	defer c.Close()
 	logPath := filepath.Join(dir, "ev.ndjson")
 	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say hi", OnEvent: logPath})
 	if err != nil {

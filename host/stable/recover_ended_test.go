@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/avenor-go/avenor/client"
 )
 
 // TestRecoverTurnEnded: a supervisor that died after a turn's session.end
@@ -60,24 +58,9 @@ func TestRecoverTurnEnded(t *testing.T) {
 				t.Fatal(err)
 			}
 			var launches atomic.Int32
-			sup, err := New(Config{SocketPath: sock, TempDir: dir, Home: dir, StateDir: stateDir, Resolve: inProcess(&launches)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			served := make(chan string, 1)
-			go func() {
-				reason, _ := sup.Serve(context.Background())
-				served <- reason
-			}()
+			_, c, served := serveInProcess(t, Config{SocketPath: sock, TempDir: dir, Home: dir, StateDir: stateDir, Resolve: inProcess(&launches)})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			var c *client.Client
-			for c == nil {
-				if c, err = client.Dial(ctx, sock); err != nil {
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-			defer c.Close()
 			rt, err := c.Runtime(ctx, "rt_1")
 			if err != nil {
 				t.Fatal(err)

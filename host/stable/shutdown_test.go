@@ -22,20 +22,27 @@ func startInProcess(t *testing.T) (*client.Client, string, <-chan string) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	var launches atomic.Int32
-	sup, err := New(Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, Home: dir, Resolve: inProcess(&launches)})
+	_, c, served := serveInProcess(t, Config{SocketPath: filepath.Join(dir, "s.sock"), TempDir: dir, Home: dir, Resolve: inProcess(&launches)})
+	return c, dir, served
+}
+
+// serveInProcess serves a supervisor of cfg and dials it; served gets
+// Serve's reason. The client is closed when the test ends.
+func serveInProcess(t *testing.T, cfg Config) (sup *Supervisor, c *client.Client, served <-chan string) {
+	t.Helper()
+	sup, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan string, 1)
+	reasons := make(chan string, 1)
 	go func() {
 		reason, _ := sup.Serve(context.Background())
-		served <- reason
+		reasons <- reason
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var c *client.Client
 	for c == nil {
-		if c, err = client.Dial(ctx, filepath.Join(dir, "s.sock")); err != nil {
+		if c, err = client.Dial(ctx, cfg.SocketPath); err != nil {
 			if ctx.Err() != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +50,7 @@ func startInProcess(t *testing.T) (*client.Client, string, <-chan string) {
 		}
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, dir, served
+	return sup, c, reasons
 }
 
 func waitRunning(t *testing.T, ctx context.Context, c *client.Client, id string) {
