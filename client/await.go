@@ -306,6 +306,18 @@ func FindRuntime(ctx context.Context, sockets []string, name string, warn func(s
 		}
 	}
 	if len(labelled) == 0 {
+		// A runtime id a list did not show may still be asked for by id: a
+		// fleet socket routes it to the node its id names, where a list
+		// asks every node and leaves out one that did not answer in time.
+		for _, c := range conns {
+			dctx, cancel := context.WithTimeout(ctx, FindDialTimeout)
+			rt, err := c.Runtime(dctx, name)
+			cancel()
+			if err == nil && rt.RuntimeID == name {
+				closeAll(c)
+				return c, rt, nil
+			}
+		}
 		closeAll(nil)
 		return nil, Runtime{}, &NoRuntimeError{Name: name, LastErr: lastErr}
 	}
