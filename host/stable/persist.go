@@ -58,6 +58,16 @@ func (s *Supervisor) dirty() {
 	}
 }
 
+// saveSync writes the current state before it returns (one atomic
+// write, fsynced), for a change a caller must not acknowledge before it is
+// durable.
+func (s *Supervisor) saveSync() {
+	if s.store == nil {
+		return
+	}
+	s.saveNow()
+}
+
 func (s *Supervisor) saveNow() {
 	if err := s.store.save(s.snapshot); err != nil {
 		s.log.Warn("writing the supervisor state file", "path", s.store.path(), "error", err)
@@ -103,6 +113,7 @@ func (rt *runtime) persisted() runtimeState {
 	for _, id := range rt.permOrder {
 		r.Pending = append(r.Pending, *rt.perms[id])
 	}
+	r.AcceptedAt = rt.acceptedAt
 	return r
 }
 

@@ -137,6 +137,22 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 	rt.broker.SetControl(control.Resolver{Server: s.srv})
 	rt.debug = newDebugTarget(rt)
 
+	if r.AcceptedAt > 0 && lastSeq <= r.AcceptedAt {
+		// A follow-up prompt was answered accepted, and its run wrote
+		// nothing before the supervisor died: the log's session.end is the
+		// turn before it. The prompt did not run; its turn ends in error,
+		// so the harness waiting on it hears so, and the runtime stays
+		// parked for the next prompt. A plugin that kept the session is
+		// stopped rather than trusted with a turn in an unknown state.
+		msg := fmt.Sprintf("runtime %s: the supervisor died after accepting a prompt and before its turn started; the prompt did not run (send it again)", r.ID)
+		if err := s.endTurnInError(rt, r, msg); err != nil {
+			return nil, err
+		}
+		if r.Plugin != nil {
+			stopLingering(r.Plugin.PID)
+		}
+		return rt, nil
+	}
 	// A log that ends with a session.end holds a whole turn, whatever the
 	// state file says: the supervisor may have died between writing that
 	// line and the sentinel, or before it saved the runtime as parked.
@@ -175,6 +191,16 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 	if len(r.Pending) > 0 {
 		msg += fmt.Sprintf("; permission request %s was pending and is moot", r.Pending[len(r.Pending)-1].RequestID)
 	}
+	if err := s.endTurnInError(rt, r, msg); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// endTurnInError ends the runtime's turn in its log and sentinel for the
+// dead supervisor: an avenor.error saying msg (also on stderr), a
+// session.end{stop_reason:"error"}, the sentinel FAILED.
+func (s *Supervisor) endTurnInError(rt *runtime, r runtimeState, msg string) error {
 	fmt.Fprintf(s.cfg.Stderr, "avenor stable: %s\n", msg)
 	end := event.Event{"event": event.TypeSessionEnd, "stop_reason": sdk.StopError}
 	if r.SessionID != "" {
@@ -190,14 +216,14 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		}
 	}
 	if err := rt.w.Flush(); err != nil {
-		return nil, fmt.Errorf("continuing the event log %s: %w", r.OnEvent, err)
+		return fmt.Errorf("continuing the event log %s: %w", r.OnEvent, err)
 	}
 	rec := sentinel.Record{ExitCode: sentinel.ExitFailure, SessionID: r.SessionID, StopReason: sdk.StopError, RunID: r.RunID}
 	if err := sentinel.Write(r.Sentinel, rec); err != nil {
 		fmt.Fprintf(s.cfg.Stderr, "avenor: writing sentinel: %v\n", err)
 	}
 	rt.result = &hostrt.Result{ExitCode: rec.ExitCode, StopReason: rec.StopReason, SessionID: r.SessionID}
-	return rt, nil
+	return nil
 }
 
 // settleEndedTurn gives a runtime whose log ends with a turn's session.end

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/avenor-go/avenor/client"
 )
 
 // TestRecoverTurnEnded: a supervisor that died after a turn's session.end
@@ -23,11 +25,17 @@ func TestRecoverTurnEnded(t *testing.T) {
 		wantStatus                 string
 		wantSentinel               string // its first two lines
 		wantEnds                   int
+		acceptedAt                 int64 // a follow-up accepted when the log ended here
 	}{
-		{"ended before its sentinel", turn + sessionEnd + "\n", "", persistRunning, "idle", "DONE\nSESSION=s1", 1},
-		{"ended, parked not yet saved", turn + sessionEnd + "\n", "DONE\nSESSION=s1\nSTOP_REASON=end_turn\nEXIT_CODE=0\nRUN=r\n", persistRunning, "idle", "DONE\nSESSION=s1", 1},
-		{"ended, saved parked", turn + sessionEnd + "\n", "", persistParked, "idle", "DONE\nSESSION=s1", 1},
-		{"mid-turn, no plugin", turn, "", persistRunning, "ended", "FAILED\nSESSION=s", 1},
+		{"ended before its sentinel", turn + sessionEnd + "\n", "", persistRunning, "idle", "DONE\nSESSION=s1", 1, 0},
+		{"ended, parked not yet saved", turn + sessionEnd + "\n", "DONE\nSESSION=s1\nSTOP_REASON=end_turn\nEXIT_CODE=0\nRUN=r\n", persistRunning, "idle", "DONE\nSESSION=s1", 1, 0},
+		{"ended, saved parked", turn + sessionEnd + "\n", "", persistParked, "idle", "DONE\nSESSION=s1", 1, 0},
+		{"mid-turn, no plugin", turn, "", persistRunning, "ended", "FAILED\nSESSION=s", 1, 0},
+		// A follow-up accepted when the log ended at 4 wrote nothing: the
+		// prompt did not run, and its harness is told so; one accepted at
+		// 3 wrote its turn, which ended.
+		{"follow-up accepted, never started", turn + sessionEnd + "\n", "", persistRunning, "idle", "FAILED\nSESSION=s\nSTOP_REASON=error", 2, 4},
+		{"follow-up started, nothing durable past its first line", turn + sessionEnd + "\n", "", persistRunning, "idle", "DONE\nSESSION=s1", 1, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "avr")
@@ -53,6 +61,7 @@ func TestRecoverTurnEnded(t *testing.T) {
 			prev := supervisorState{Socket: sock, PID: 1 << 30, RunID: "dead", NextN: 1, Runtimes: []runtimeState{{
 				ID: "rt_1", N: 1, Backend: "scripted", Dir: dir, RunID: "r", OnEvent: logPath, Sentinel: sentPath,
 				SessionID: "s", State: tc.state, LastSeq: 4, Spawn: SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say hi"},
+				AcceptedAt: tc.acceptedAt,
 			}}}
 			if err := st.save(func() supervisorState { return prev }); err != nil {
 				t.Fatal(err)
@@ -88,4 +97,50 @@ func TestRecoverTurnEnded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFollowUpAcceptedIsDurable: a follow-up prompt is answered accepted
+// only once state.json records it, so that a successor can tell it from
+// the turn before.
+func TestFollowUpAcceptedIsDurable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "avr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+	stateDir := StateDirFor(filepath.Join(dir, "state"), sock)
+	var launches atomic.Int32
+	_, c, served := serveInProcess(t, Config{SocketPath: sock, TempDir: dir, Home: dir, StateDir: stateDir, Resolve: inProcess(&launches)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parked client.Runtime
+	for parked.Status != "idle" {
+		if parked, err = c.Runtime(ctx, sp.RuntimeID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.Prompt(ctx, "chunks 40 every=25ms", sp.RuntimeID); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStateStore(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, ok, err := st.load()
+	if err != nil || !ok || len(saved.Runtimes) != 1 {
+		t.Fatalf("state after the prompt: %+v %v %v", saved, ok, err)
+	}
+	if got := saved.Runtimes[0].AcceptedAt; got != parked.LatestSeq {
+		t.Errorf("state.json says the prompt was accepted at seq %d, want %d (the log's end when it was)", got, parked.LatestSeq)
+	}
+	if err := c.Shutdown(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-served
 }

@@ -97,6 +97,12 @@ type runtime struct {
 	plan      *reattachPlan // the next run takes its session over (recover.go)
 	perms     map[string]*permissionState
 	permOrder []string
+	// acceptedAt is the log's last seq when a follow-up prompt was
+	// accepted, until its run has ended (0: none). With it in state.json a
+	// successor can tell a prompt that was accepted and whose run left
+	// nothing in the log from a turn that ended: the log's lines are
+	// durable where the writer's seq may not be yet.
+	acceptedAt int64
 }
 
 // runRef is what the runtime's status and follow-ups reach in its run.
@@ -205,6 +211,7 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	s.mu.Lock()
 	rt.mu.Lock()
 	rt.result = &res
+	rt.acceptedAt = 0 // the run flushed its log and wrote its sentinel
 	if res.SessionID != "" {
 		rt.sessionID = res.SessionID
 	}
@@ -458,6 +465,13 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 		err := rt.resumeLocked(text)
 		rt.mu.Unlock()
 		s.mu.Unlock()
+		if err == nil {
+			// The prompt is answered accepted only once state.json says
+			// so: a supervisor killed before its turn starts leaves the
+			// successor a prompt to end, not a turn it cannot tell from the
+			// one before (recover.go).
+			s.saveSync()
+		}
 		return err
 	}
 }
@@ -485,6 +499,7 @@ func (rt *runtime) resumeLocked(text string) error {
 		rt.parkTimer.Stop()
 	}
 	rt.parkGen++
+	rt.acceptedAt = rt.w.LatestSeq()
 	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
 	rt.startRunLocked(text, rt.sessionID, held)
 	return nil

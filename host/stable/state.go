@@ -84,6 +84,10 @@ type runtimeState struct {
 	// Plugin is the plugin process holding the session, nil when none runs.
 	Plugin  *reattachState    `json:"plugin,omitempty"`
 	Pending []permissionState `json:"permissions,omitempty"`
+	// AcceptedAt, when set, is the log's last seq when a follow-up prompt
+	// was accepted whose run has not ended: a log that ends there holds
+	// nothing of that prompt's run.
+	AcceptedAt int64 `json:"prompt_accepted_at_seq,omitempty"`
 }
 
 // reattachState is go-plugin's ReattachConfig of a plugin process.
