@@ -153,11 +153,16 @@ func waitHealthy(ctx context.Context, c *client, budget time.Duration) (string, 
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	pause := healthPauseMin
+	var last error // the last try's error, not one cut short by the budget
 	for tries := 1; ; tries++ {
 		v, err := fresh.health(bctx)
 		if err == nil {
 			return v, nil
 		}
+		if last == nil || bctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
+			last = err
+		}
+		err = last
 		if !healthRetryable(err) {
 			return "", fmt.Errorf("OpenCode server %s: %v", c, err)
 		}
