@@ -32,6 +32,11 @@ type BackendSpec struct {
 	// extensions…) from the request, after the common parts are set. It
 	// may return a cleanup run when the session closes (or Open fails).
 	Configure func(req runtime.OpenRequest, cfg *Config) (cleanup func(), err error)
+	// Opened, when set, runs once the session is open (before Open
+	// returns), e.g. to start warming the agent up for its first prompt.
+	// It must not block; the cleanup it returns runs once the agent is
+	// stopped and must wait for whatever Opened started.
+	Opened func(s *Session, req runtime.OpenRequest) (cleanup func())
 }
 
 // NewBackend is a runtime.Backend that runs an ACP agent per session.
@@ -93,6 +98,11 @@ func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtim
 	}
 	if cleanup != nil {
 		s.onClose = append(s.onClose, cleanup)
+	}
+	if b.spec.Opened != nil {
+		if done := b.spec.Opened(s, req); done != nil {
+			s.onClose = append(s.onClose, done)
+		}
 	}
 	return s, nil
 }

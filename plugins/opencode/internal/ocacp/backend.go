@@ -3,13 +3,14 @@
 package ocacp
 
 import (
-	"github.com/avenor-go/avenor/sdk/agentproc"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/avenor-go/avenor/plugins/opencode/internal/occonfig"
+	"github.com/avenor-go/avenor/plugins/opencode/internal/ocwarm"
 	"github.com/avenor-go/avenor/sdk/acp"
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -45,7 +46,18 @@ func New() runtime.Backend {
 		BinaryEnv:   BinaryEnv,
 		InstallHint: installHint,
 		Configure:   configure,
+		Opened:      warmUp,
 	})
+}
+
+// warmUp has the fresh opencode build what its first prompt needs for the
+// session's directory while nothing waits for it (ocwarm).
+func warmUp(s *acp.Session, req runtime.OpenRequest) func() {
+	dir, err := filepath.Abs(req.Dir)
+	if err != nil {
+		return nil
+	}
+	return ocwarm.Start(s.Process().PID, dir, agentproc.Environ(req.Env, nil), s.Logger().Named("warm"))
 }
 
 // configure sets the command line, refuses a server URL, and resolves
