@@ -62,6 +62,11 @@ type Options struct {
 	// stream order, on the writing goroutine; it must return quickly (a loop
 	// scans message and thought text for its markers). Default nil.
 	OnEvent func(event.Event)
+	// Opened, when set, is called with the session's id once the session
+	// of an attempt is open (or taken over) and before its first prompt is
+	// sent, on the run's goroutine with no lock held; the prompt waits for
+	// it (stable makes the session durable there). Default nil.
+	Opened func(sessionID string)
 	// FollowUp, when set, is asked after a turn that ended cleanly and left
 	// the control plane nothing to run: a text and true become the next turn
 	// of the same session (a loop phase's on_incomplete nudge). Default nil.

@@ -507,6 +507,9 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	if reattach == nil {
 		h.emit(start)
 	}
+	if o.Opened != nil {
+		o.Opened(sessID)
+	}
 
 	// Turns of this attempt: the prompt, then (control plane) an
 	// interrupt's text or queued prompts after a clean turn (§1.2.3).

@@ -24,7 +24,16 @@ func (s *Supervisor) startSaver() {
 		for {
 			select {
 			case <-s.saveCh:
+				// The waiters taken before the snapshot registered after
+				// their change: this write holds it (group commit).
+				s.saveWaitMu.Lock()
+				waiting := s.saveWaiters
+				s.saveWaiters = nil
+				s.saveWaitMu.Unlock()
 				s.saveNow()
+				for _, w := range waiting {
+					close(w)
+				}
 			case <-s.saverQuit:
 				return
 			}
@@ -58,14 +67,23 @@ func (s *Supervisor) dirty() {
 	}
 }
 
-// saveSync writes the current state before it returns (one atomic
-// write, fsynced), for a change a caller must not acknowledge before it is
-// durable.
+// saveSync returns once a write of the state taken after the call has
+// ended (atomic, fsynced), for a change a caller must not act on before it
+// is durable. Callers at the same moment share one write. Without a state
+// directory, or once the saver has stopped, it returns at once.
 func (s *Supervisor) saveSync() {
-	if s.store == nil {
+	if s.saveCh == nil {
 		return
 	}
-	s.saveNow()
+	done := make(chan struct{})
+	s.saveWaitMu.Lock()
+	s.saveWaiters = append(s.saveWaiters, done)
+	s.saveWaitMu.Unlock()
+	s.dirty()
+	select {
+	case <-done:
+	case <-s.saverDone:
+	}
 }
 
 func (s *Supervisor) saveNow() {

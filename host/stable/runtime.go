@@ -127,6 +127,18 @@ func (rt *runtime) launch(ctx context.Context) (*plugins.Launched, error) {
 	return l, nil
 }
 
+// opened makes the runtime's plugin and session durable before its
+// prompt goes out (Options.Opened): a supervisor killed during the turn
+// leaves its successor what it needs to take the turn over.
+func (rt *runtime) opened(sessionID string) {
+	if sessionID != "" {
+		rt.mu.Lock()
+		rt.sessionID = sessionID
+		rt.mu.Unlock()
+	}
+	rt.s.saveSync()
+}
+
 // onEvent sees every event of the runtime's runs (Options.OnEvent).
 func (rt *runtime) onEvent(ev event.Event) {
 	rt.persistEvent(ev)
@@ -182,7 +194,7 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
 		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: retries,
 		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent,
-		SentinelPath: sp.sentinel, PermBase: sp.permBase,
+		SentinelPath: sp.sentinel, PermBase: sp.permBase, Opened: rt.opened,
 		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
 		Launch: launch, KeepSession: true, Held: held, Reattach: reattach, AdoptTurn: reattach != nil, AdoptedEvents: adoptedEvents,
 		Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,

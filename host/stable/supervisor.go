@@ -86,6 +86,9 @@ type Supervisor struct {
 	saveCh    chan struct{}
 	saverQuit chan struct{}
 	saverDone chan struct{}
+	// saveWaiters are saveSync callers waiting for the next write.
+	saveWaitMu  sync.Mutex
+	saveWaiters []chan struct{}
 	pid       int
 	// recovered is closed once the runtimes of a dead predecessor are back
 	// (or there were none): until then the runtime table is not whole, and
