@@ -62,6 +62,10 @@ type Options struct {
 	// stream order, on the writing goroutine; it must return quickly (a loop
 	// scans message and thought text for its markers). Default nil.
 	OnEvent func(event.Event)
+	// OnEventTypes, when set, limits OnEvent to the events of these types:
+	// a plugin event arrives as JSON and is decoded into a map only for an
+	// OnEvent that wants it. Default nil: every event.
+	OnEventTypes map[string]bool
 	// Opened, when set, is called with the session's id once the session
 	// of an attempt is open (or taken over) and before its first prompt is
 	// sent, on the run's goroutine with no lock held; the prompt waits for

@@ -273,10 +273,15 @@ func (r *Runner) writeOne(ev event.Event, owned bool) event.Event {
 	// A log failure (err with the event published) is the watcher's to
 	// report; the event still reaches history and subscribers.
 	r.status.after(stamped)
-	if r.opts.OnEvent != nil {
+	if r.wantsOnEvent(stamped.Type()) {
 		r.opts.OnEvent(stamped)
 	}
 	return stamped
+}
+
+// wantsOnEvent: Options.OnEvent is set and takes events of type typ.
+func (r *Runner) wantsOnEvent(typ string) bool {
+	return r.opts.OnEvent != nil && (r.opts.OnEventTypes == nil || r.opts.OnEventTypes[typ])
 }
 
 // writeFields is write for a plugin event that arrived as JSON and was
@@ -298,7 +303,7 @@ func (r *Runner) writeFields(f *event.Fields) {
 		return
 	}
 	r.status.afterFields(f, stamped)
-	if r.opts.OnEvent != nil {
+	if r.wantsOnEvent(f.Type()) {
 		r.opts.OnEvent(stamped.Event())
 	}
 }

@@ -139,7 +139,14 @@ func (rt *runtime) opened(sessionID string) {
 	rt.s.saveSync()
 }
 
-// onEvent sees every event of the runtime's runs (Options.OnEvent).
+// onEventTypes are the events onEvent and persistEvent act on; the others
+// (the chunks, most of a stream) are not decoded for them.
+var onEventTypes = map[string]bool{
+	event.TypeSessionStart: true, event.TypeSessionEnd: true,
+	event.TypePermissionRequest: true, event.TypePermissionResponse: true,
+}
+
+// onEvent sees the runtime's runs' events of onEventTypes (Options.OnEvent).
 func (rt *runtime) onEvent(ev event.Event) {
 	rt.persistEvent(ev)
 	switch ev.Type() {
@@ -193,7 +200,7 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 		Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
 		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
 		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: retries,
-		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent,
+		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent, OnEventTypes: onEventTypes,
 		SentinelPath: sp.sentinel, PermBase: sp.permBase, Opened: rt.opened,
 		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
 		Launch: launch, KeepSession: true, Held: held, Reattach: reattach, AdoptTurn: reattach != nil, AdoptedEvents: adoptedEvents,
