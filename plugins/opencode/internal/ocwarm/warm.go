@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -80,8 +81,8 @@ func warm(ctx context.Context, pid int, dir string, env []string) error {
 	if err != nil {
 		return err
 	}
-	if pw := lookup(env, PasswordEnv); pw != "" {
-		user := lookup(env, UsernameEnv)
+	if pw := agentproc.Lookup(env, PasswordEnv); pw != "" {
+		user := agentproc.Lookup(env, UsernameEnv)
 		if user == "" {
 			user = defaultUser
 		}
@@ -97,15 +98,6 @@ func warm(ctx context.Context, pid int, dir string, env []string) error {
 		return fmt.Errorf("GET /file answered %s", resp.Status)
 	}
 	return nil
-}
-
-func lookup(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }
 
 // ListeningPort is the loopback TCP port process pid, or one of its
