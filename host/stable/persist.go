@@ -2,6 +2,7 @@ package stable
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/avenor-go/avenor/host/event"
 )
@@ -67,10 +68,16 @@ func (s *Supervisor) dirty() {
 	}
 }
 
+// StateSyncWait bounds how long a prompt waits for state.json to be
+// written: a state directory on a disk that stops answering must not hold
+// every prompt.
+const StateSyncWait = 5 * time.Second
+
 // saveSync returns once a write of the state taken after the call has
 // ended (atomic, fsynced), for a change a caller must not act on before it
 // is durable. Callers at the same moment share one write. Without a state
-// directory, or once the saver has stopped, it returns at once.
+// directory, or once the saver has stopped, it returns at once; after
+// StateSyncWait it returns with a warning (the write goes on).
 func (s *Supervisor) saveSync() {
 	if s.saveCh == nil {
 		return
@@ -80,9 +87,13 @@ func (s *Supervisor) saveSync() {
 	s.saveWaiters = append(s.saveWaiters, done)
 	s.saveWaitMu.Unlock()
 	s.dirty()
+	t := time.NewTimer(StateSyncWait)
+	defer t.Stop()
 	select {
 	case <-done:
 	case <-s.saverDone:
+	case <-t.C:
+		s.log.Warn("the supervisor state file was not written in time; going on without waiting", "path", s.store.path(), "waited", StateSyncWait)
 	}
 }
 

@@ -100,13 +100,22 @@ func warm(ctx context.Context, pid int, dir string, env []string) error {
 	return nil
 }
 
-// ListeningPort is the loopback TCP port process pid, or one of its
+// ListeningPort is the loopback TCP port process pid, or else one of its
 // descendants, listens on (0: none found). It reads /proc: the sockets
 // of the processes' descriptors, matched against the kernel's table of
 // listening sockets.
 func ListeningPort(pid int) int {
+	// The agent's own socket first: a descendant (an MCP or LSP server it
+	// started) may listen too, and is asked only when the agent does not.
+	if port := listeningOf([]int{pid}); port > 0 {
+		return port
+	}
+	return listeningOf(withDescendants(pid)[1:])
+}
+
+func listeningOf(pids []int) int {
 	inodes := map[string]bool{}
-	for _, p := range withDescendants(pid) {
+	for _, p := range pids {
 		dir := fmt.Sprintf("/proc/%d/fd", p)
 		fds, err := os.ReadDir(dir)
 		if err != nil {
