@@ -67,9 +67,10 @@ type Options struct {
 	// OnEvent that wants it. Default nil: every event.
 	OnEventTypes map[string]bool
 	// Opened, when set, is called with the session's id once the session
-	// of an attempt is open (or taken over) and before its first prompt is
-	// sent, on the run's goroutine with no lock held; the prompt waits for
-	// it (stable makes the session durable there). Default nil.
+	// of an attempt is open (or taken over), before its session.start is
+	// written and its first prompt sent, on the run's goroutine with no
+	// lock held; both wait for it (stable makes the session durable there,
+	// so what follows session.start is as quick as before). Default nil.
 	Opened func(sessionID string)
 	// FollowUp, when set, is asked after a turn that ended cleanly and left
 	// the control plane nothing to run: a text and true become the next turn

@@ -509,11 +509,11 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	if o.Model != "" {
 		start["model"] = o.Model
 	}
-	if reattach == nil {
-		h.emit(start)
-	}
 	if o.Opened != nil {
 		o.Opened(sessID)
+	}
+	if reattach == nil {
+		h.emit(start)
 	}
 
 	// Turns of this attempt: the prompt, then (control plane) an
