@@ -132,7 +132,7 @@ var Bounds = []Bound{
 	{"sdk/jsonrpc", "DefaultWriteTimeout", "ACP and JSON-RPC backends", "one write to the agent's stdin"},
 	{"sdk/jsonrpc", "DefaultQueueSize", "ACP and JSON-RPC backends", "messages read ahead from the agent before reading pauses"},
 	{"sdk/mcpconfig", "MaxFileBytes", "`.mcp.json` edits (claude-channel, `claude-channel-cleanup`)", "largest file rewritten; a larger one is an error and left as it is"},
-	{"plugins/opencode/internal/ocwarm", "Timeout", "opencode-acp", "the warm-up of a fresh `opencode acp` for its first prompt (finding its API port, `GET /file` for the session's directory)"},
+	{"plugins/opencode/internal/ocwarm", "Timeout", "opencode-acp", "the warm-up of a fresh `opencode acp` for its first prompt (finding its API port, `GET /file` for the session's directory, the configured model's tools)"},
 	{"plugins/opencode/internal/ochttp", "HealthTryTimeout", "opencode-http", "one `GET /global/health` try, each on a fresh connection"},
 	{"plugins/opencode/internal/ochttp", "DefaultHealthTimeout", "opencode-http", "how long opening a session waits for the server's health in all; option `health_timeout`"},
 	{"plugins/claude/internal/channel", "MaxBodyBytes", "claude-channel broker", "largest request body (413 beyond)"},

@@ -3,6 +3,7 @@ package ocwarm
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,10 +77,41 @@ func warm(ctx context.Context, pid int, dir string, env []string) error {
 		case <-time.After(findEvery):
 		}
 	}
-	u := fmt.Sprintf("http://127.0.0.1:%d/file?path=.&directory=%s", port, url.QueryEscape(dir))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	d := url.QueryEscape(dir)
+	if _, err := get(ctx, port, "/file?path=.&directory="+d, env); err != nil {
+		return err
+	}
+	// The tool registry: its tools are set up (the shell tool finds its
+	// shell, each tool builds its description) for the model the first
+	// prompt will use, the configured one; without one there is nothing to
+	// ask for.
+	b, err := get(ctx, port, "/config?directory="+d, env)
 	if err != nil {
 		return err
+	}
+	var cfg struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("GET /config: %w", err)
+	}
+	provider, model, ok := strings.Cut(cfg.Model, "/")
+	if !ok || provider == "" || model == "" {
+		return nil
+	}
+	_, err = get(ctx, port, "/experimental/tool?provider="+url.QueryEscape(provider)+"&model="+url.QueryEscape(model)+"&directory="+d, env)
+	return err
+}
+
+// maxAnswer bounds what is read of one warm-up answer.
+const maxAnswer = 1 << 20
+
+// get asks the agent's API for path (with its query), with basic auth when
+// env sets a server password, and returns the answer's body.
+func get(ctx context.Context, port int, path string, env []string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return nil, err
 	}
 	if pw := agentproc.Lookup(env, PasswordEnv); pw != "" {
 		user := agentproc.Lookup(env, UsernameEnv)
@@ -90,14 +122,18 @@ func warm(ctx context.Context, pid int, dir string, env []string) error {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /file answered %s", resp.Status)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if resp.StatusCode != http.StatusOK {
+		name, _, _ := strings.Cut(path, "?")
+		return nil, fmt.Errorf("GET %s answered %s", name, resp.Status)
+	}
+	return b, nil
 }
 
 // ListeningPort is the loopback TCP port process pid, or else one of its

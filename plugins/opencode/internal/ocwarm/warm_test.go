@@ -14,43 +14,63 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestStart: the warm-up finds the process's listening port and asks it
-// for the directory's files, with basic auth when a server password is
+// for the directory's files, then for the tool registry of the configured
+// model (none without one), with basic auth when a server password is
 // set; without one, no Authorization header.
 func TestStart(t *testing.T) {
+	const dirQuery = "directory=%2Fw%2Fa+b"
 	for _, tc := range []struct {
 		name, wantUser, wantPass string
 		env                      []string
+		config                   string
+		want                     []string
 	}{
-		{"no password", "", "", []string{"PATH=/bin"}},
-		{"password", "opencode", "s3cret", []string{"OPENCODE_SERVER_PASSWORD=s3cret"}},
-		{"user and password", "me", "pw", []string{"OPENCODE_SERVER_USERNAME=me", "OPENCODE_SERVER_PASSWORD=pw"}},
+		{"no password", "", "", []string{"PATH=/bin"}, `{"model":"fake/fake-model"}`,
+			[]string{"/file?path=.&" + dirQuery, "/config?" + dirQuery, "/experimental/tool?provider=fake&model=fake-model&" + dirQuery}},
+		{"password", "opencode", "s3cret", []string{"OPENCODE_SERVER_PASSWORD=s3cret"}, `{"model":"p/m/x"}`,
+			[]string{"/file?path=.&" + dirQuery, "/config?" + dirQuery, "/experimental/tool?provider=p&model=m%2Fx&" + dirQuery}},
+		{"user and password", "me", "pw", []string{"OPENCODE_SERVER_USERNAME=me", "OPENCODE_SERVER_PASSWORD=pw"}, `{"model":"a/b"}`,
+			[]string{"/file?path=.&" + dirQuery, "/config?" + dirQuery, "/experimental/tool?provider=a&model=b&" + dirQuery}},
+		{"no model configured", "", "", nil, `{"share":"disabled"}`,
+			[]string{"/file?path=.&" + dirQuery, "/config?" + dirQuery}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			type seen struct{ path, query, user, pass string }
-			got := make(chan seen, 1)
+			type seen struct{ uri, user, pass string }
+			got := make(chan seen, 8)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				u, p, _ := r.BasicAuth()
-				got <- seen{r.URL.Path, r.URL.RawQuery, u, p}
+				got <- seen{r.URL.RequestURI(), u, p}
+				if r.URL.Path == "/config" {
+					_, _ = w.Write([]byte(tc.config))
+					return
+				}
 				_, _ = w.Write([]byte("[]"))
 			})}
 			go func() { _ = srv.Serve(ln) }()
 			defer srv.Close()
 			stop := Start(os.Getpid(), "/w/a b", tc.env, nil)
-			defer stop()
+			for i, want := range tc.want {
+				select {
+				case s := <-got:
+					if s.uri != want {
+						t.Errorf("request %d asked %s, want %s", i, s.uri, want)
+					}
+					if s.user != tc.wantUser || s.pass != tc.wantPass {
+						t.Errorf("request %d: basic auth %q:%q, want %q:%q", i, s.user, s.pass, tc.wantUser, tc.wantPass)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no warm-up request %d (%s)", i, want)
+				}
+			}
+			stop() // the warm-up has ended: nothing more is asked
 			select {
 			case s := <-got:
-				if s.path != "/file" || s.query != "path=.&directory=%2Fw%2Fa+b" {
-					t.Errorf("asked %s?%s, want /file?path=.&directory=%%2Fw%%2Fa+b", s.path, s.query)
-				}
-				if s.user != tc.wantUser || s.pass != tc.wantPass {
-					t.Errorf("basic auth %q:%q, want %q:%q", s.user, s.pass, tc.wantUser, tc.wantPass)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("no warm-up request")
+				t.Errorf("asked %s after the last request", s.uri)
+			default:
 			}
 		})
 	}
