@@ -47,6 +47,10 @@ const maxKillPasses = 10
 // maxTreeDepth bounds the ppid chain a walk follows.
 const maxTreeDepth = 256
 
+// maxTreeProcs bounds the processes one walk down the children lists
+// visits.
+const maxTreeProcs = 1 << 16
+
 // reapBudget bounds the wait for killed orphans to be reaped.
 const reapBudget = time.Second
 

@@ -23,34 +23,92 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// KillDescendants SIGKILLs every descendant of pid, found by walking /proc,
-// and returns how many it killed. It walks again until a pass finds none, so
-// a child forked while the walk ran is found by the next one. Descendants
-// that were this process's children are reaped.
+// KillDescendants SIGKILLs every descendant of pid and returns how many it
+// killed. It walks again until a pass finds none, so a child forked while
+// the walk ran is found by the next one. Descendants that were this
+// process's children are reaped.
+//
+// The walk follows the kernel's per-thread children lists
+// (/proc/<pid>/task/<tid>/children) down from pid, which costs what the
+// tree holds; a kernel without them is walked through every process's
+// /proc/<pid>/stat, which costs what the machine holds.
 func KillDescendants(pid int) int {
-	return killPasses(func(procs map[int]procStat) []int {
-		var out []int
-		for p := range procs {
-			if p != pid && descendsFrom(procs, p, pid) {
-				out = append(out, p)
+	return killPasses(func() []int { return descendants(pid) })
+}
+
+// descendants lists the living descendants of pid, zombies left out.
+func descendants(pid int) []int {
+	kids, ok := children(pid)
+	if !ok {
+		return scanDescendants(pid)
+	}
+	var out []int
+	seen := map[int]bool{pid: true}
+	for len(kids) > 0 && len(seen) <= maxTreeProcs {
+		p := kids[0]
+		kids = kids[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if st, ok := readStat(p); ok && st.state != 'Z' {
+			out = append(out, p)
+		}
+		more, _ := children(p)
+		kids = append(kids, more...)
+	}
+	return out
+}
+
+// children reads the children of every thread of pid; ok is false when
+// the kernel keeps no children lists (or pid is gone).
+func children(pid int) (kids []int, ok bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return nil, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + t.Name() + "/children")
+		if err != nil {
+			continue // the thread ended, or the kernel keeps no children lists
+		}
+		ok = true
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, c)
 			}
 		}
-		return out
-	})
+	}
+	return kids, ok
+}
+
+// scanDescendants finds the descendants of pid among every process's
+// parent, for kernels without children lists.
+func scanDescendants(pid int) []int {
+	procs := listProcs(false)
+	var out []int
+	for p := range procs {
+		if p != pid && descendsFrom(procs, p, pid) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // KillMarked SIGKILLs every process other than this one whose environment
 // carries token in TreeEnv, and returns how many it killed. It walks /proc
 // until a pass finds none. Processes of other users, whose environment
-// cannot be read, are never touched.
+// cannot be read, are never touched; nor are zombies, whose environment
+// reads empty.
 func KillMarked(token string) int {
 	if token == "" {
 		return 0
 	}
 	self := os.Getpid()
-	return killPasses(func(procs map[int]procStat) []int {
+	return killPasses(func() []int {
 		var out []int
-		for p := range procs {
+		for _, p := range listPIDs() {
 			if p == self {
 				continue
 			}
@@ -70,20 +128,28 @@ type procStat struct {
 }
 
 // killPasses kills what pick chooses among the living processes, pass after
-// pass, until a pass chooses nothing or maxKillPasses is reached, then reaps
-// those of its victims that end up as this process's children.
-func killPasses(pick func(map[int]procStat) []int) int {
+// pass, until a pass chooses nothing new or maxKillPasses is reached, then
+// reaps those of its victims that end up as this process's children. A
+// victim still dying when the next pass looks is not killed (or counted)
+// again.
+func killPasses(pick func() []int) int {
 	self := os.Getpid()
 	var killed []int
+	sent := map[int]bool{}
 	for range maxKillPasses {
-		victims := pick(listProcs(false))
-		if len(victims) == 0 {
-			break
-		}
-		for _, p := range victims {
-			if p > 1 && p != self && killPID(p) {
+		fresh := 0
+		for _, p := range pick() {
+			if p <= 1 || p == self || sent[p] {
+				continue
+			}
+			fresh++
+			sent[p] = true
+			if killPID(p) {
 				killed = append(killed, p)
 			}
+		}
+		if fresh == 0 {
+			break
 		}
 	}
 	ReapKilled(killed)
@@ -136,19 +202,26 @@ func ReapKilled(pids []int) {
 	}
 }
 
+// listPIDs lists the pids in /proc.
+func listPIDs() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(entries))
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // listProcs reads the ppid and state of every process; zombies (dead
 // already) only when asked for.
 func listProcs(zombies bool) map[int]procStat {
 	out := map[int]procStat{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range listPIDs() {
 		if st, ok := readStat(pid); ok && (zombies || st.state != 'Z') {
 			out[pid] = st
 		}

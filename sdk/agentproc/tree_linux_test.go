@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -259,3 +260,38 @@ func TestCgroupSweepsStale(t *testing.T) {
 }
 
 func filepathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// TestDescendantsWalkMatchesScan: the walk down the kernel's children lists
+// finds the same descendants — grandchildren in a session of their own
+// included, the root left out — as the scan of every process's parent it
+// replaces, and KillDescendants of the root ends them all.
+func TestDescendantsWalkMatchesScan(t *testing.T) {
+	if _, ok := children(os.Getpid()); !ok {
+		t.Skip("this kernel keeps no children lists")
+	}
+	root := exec.Command("/bin/sh", "-c", `sleep 300 & setsid sleep 300 & (sleep 300 & wait) & wait`)
+	if err := root.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = root.Process.Kill(); _ = root.Wait() }()
+	pid := root.Process.Pid
+	// three sleeps and the subshell's own sleep, the subshell: four
+	// living below the root once sh has forked them all.
+	if !waitUntil(5*time.Second, func() bool { return len(scanDescendants(pid)) == 4 }) {
+		t.Fatalf("the tree did not grow: %v", scanDescendants(pid))
+	}
+	walk, scan := descendants(pid), scanDescendants(pid)
+	slices.Sort(walk)
+	slices.Sort(scan)
+	if !slices.Equal(walk, scan) {
+		t.Errorf("walk found %v, scan %v", walk, scan)
+	}
+	if n := KillDescendants(pid); n != 4 {
+		t.Errorf("KillDescendants killed %d, want 4", n)
+	}
+	for _, p := range walk {
+		if st, ok := readStat(p); ok && st.state != 'Z' {
+			t.Errorf("descendant %d still runs", p)
+		}
+	}
+}
