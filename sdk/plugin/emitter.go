@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -26,7 +25,7 @@ type emitter struct {
 
 type emitItem struct {
 	events  []runtime.Event
-	raw     []*pb.Event   // for a runtime.JSONEmitter host: as received
+	wire    []wireEvent   // for a runtime.JSONEmitter host: as received
 	drained chan struct{} // non-nil: a drain marker, closed when reached
 }
 
@@ -36,11 +35,11 @@ func newEmitter(host runtime.Host) *emitter {
 	return e
 }
 
-// emitRaw queues a batch as received, for a host that takes JSON
+// emitWire queues a batch as received, for a host that takes JSON
 // (runtime.JSONEmitter); it waits as emit does.
-func (e *emitter) emitRaw(events []*pb.Event) {
+func (e *emitter) emitWire(events []wireEvent) {
 	if len(events) > 0 {
-		e.items <- emitItem{raw: events}
+		e.items <- emitItem{wire: events}
 	}
 }
 
@@ -54,10 +53,10 @@ func (e *emitter) run() {
 		for _, ev := range it.events {
 			e.host.Emit(ev)
 		}
-		if len(it.raw) > 0 {
+		if len(it.wire) > 0 {
 			je := e.host.(runtime.JSONEmitter)
-			for _, pe := range it.raw {
-				je.EmitJSON(pe.GetType(), pe.GetJson())
+			for _, we := range it.wire {
+				je.EmitJSON(we.typ, we.json)
 			}
 		}
 	}

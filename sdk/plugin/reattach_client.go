@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -119,7 +120,7 @@ var _ Reattacher = (*remoteBackend)(nil)
 
 func (b *remoteBackend) Reattach(ctx context.Context, sessionID string, host runtime.Host, written func([]runtime.Event) int) (runtime.Session, Reattached, error) {
 	streamCtx, cancel := context.WithCancel(context.Background())
-	stream, err := b.client.Session(streamCtx)
+	stream, err := b.client.Session(streamCtx, grpc.ForceCodecV2(newRecvCodec()))
 	if err != nil {
 		cancel()
 		return nil, Reattached{}, b.owner.describeErr("reattach session", err)

@@ -7,8 +7,10 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	goproto "google.golang.org/protobuf/proto"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -47,7 +49,7 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		return nil, runtime.Errorf(runtime.FaultUser, "%v", err)
 	}
 	streamCtx, cancel := context.WithCancel(context.Background())
-	stream, err := b.client.Session(streamCtx)
+	stream, err := b.client.Session(streamCtx, grpc.ForceCodecV2(newRecvCodec()))
 	if err != nil {
 		cancel()
 		return nil, b.owner.describeErr("open session", err)
@@ -309,10 +311,23 @@ func (s *remoteSession) recvLoop() {
 	// wire, decoded by nobody (issue 25); it reports malformed ones.
 	_, takesJSON := s.host.(runtime.JSONEmitter)
 	replay := 0 // events sent again by a re-attached plugin, still to come
+	var raw rawPluginMessage
+	names := map[string]runtime.EventType{}
 	for {
-		msg, err := s.stream.Recv()
-		if err != nil {
+		if err := s.stream.RecvMsg(&raw); err != nil {
 			s.recvErr = err
+			return
+		}
+		if takesJSON && replay == 0 {
+			if batch, ok := wireEvents(raw.b, nil, names); ok {
+				em.emitWire(batch)
+				continue
+			}
+		}
+		msg := &pb.PluginMessage{}
+		if err := goproto.Unmarshal(raw.b, msg); err != nil {
+			// What gRPC's own decoding says of a message it cannot read.
+			s.recvErr = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 			return
 		}
 		if _, ok := msg.Msg.(*pb.PluginMessage_Events); !ok {
@@ -338,10 +353,6 @@ func (s *remoteSession) recvLoop() {
 			}
 			s.opened <- m.Opened
 		case *pb.PluginMessage_Events:
-			if takesJSON && replay == 0 {
-				em.emitRaw(m.Events.GetEvents())
-				continue
-			}
 			// The replay after a re-attach is decoded: the host says how
 			// many of those events its log already has.
 			batch := make([]runtime.Event, 0, len(m.Events.GetEvents()))
