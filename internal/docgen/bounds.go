@@ -98,6 +98,7 @@ var Bounds = []Bound{
 	{"host/stable", "DefaultShutdownTimeout", "`avenor stable`", "`--shutdown-timeout` default for a graceful shutdown"},
 	{"sdk/plugin", "DefaultLinger", "`avenor stable --linger`", "how long a plugin keeps its runtime and session after its supervisor died, for one restarted on the same socket; then it stops them (0: at once, as `avenor run`)"},
 	{"sdk/plugin", "MaxReplayEvents", "`avenor stable` restart", "events a re-attached plugin sends again, those it sent last before its supervisor died (at most 1 MiB); the new supervisor skips those its log has"},
+	{"sdk/plugin", "ReceiveWindow", "every plugin", "bytes of events a plugin may send ahead of what its host has read (gRPC flow control, per session and per connection); then the plugin waits"},
 	{"sdk/plugin", "MaxLingerBuffer", "`avenor stable --linger`", "bytes of events one lingering session keeps for the next supervisor; past it the oldest go and an `avenor.warning` says how many"},
 	{"host/stable", "DefaultMaxKeptPlugins", "`avenor stable`", "parked runtimes keeping their plugin running (cross_process ones stop theirs first)"},
 	{"host/stable", "PhaseSlotRetry", "`avenor stable` loop or team", "how often a phase waiting for an executing slot looks again"},

@@ -57,6 +57,7 @@ func Reattach(ctx context.Context, info ReattachInfo, path string, log hclog.Log
 		HandshakeConfig:  handshake,
 		Plugins:          pluginSets(&grpcPlugin{})[ProtocolVersion],
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		GRPCDialOptions:  dialOptions(),
 		Logger:           pluginLogger{Logger: c.logger, name: name},
 		Reattach: &goplugin.ReattachConfig{
 			Protocol: goplugin.Protocol(info.Protocol), ProtocolVersion: info.ProtocolVersion, Addr: addr, Pid: info.PID,
