@@ -105,6 +105,13 @@ func (o *outbox) put(it outItem) bool {
 	if closed {
 		return false
 	}
+	// With room in the queue, as under a flood the sender keeps it, a
+	// plain send: a two-way select costs several times more per event.
+	select {
+	case o.ch <- it:
+		return true
+	default:
+	}
 	select {
 	case o.ch <- it:
 		return true
