@@ -146,24 +146,13 @@ func unquote(scratch, v []byte) (out, keep []byte, ok bool) {
 			continue
 		}
 		i++
-		switch s[i] {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, _ := jsonenc.Hex4(s[i+1:])
-			out = utf8.AppendRune(out, r)
-			i += 4
-		default: // " and \
-			out = append(out, s[i])
+		if u, ok := jsonenc.Unescape(s[i]); ok {
+			out = append(out, u)
+			continue
 		}
+		r, _ := jsonenc.Hex4(s[i+1:]) // canonical: the only other escape is \u
+		out = utf8.AppendRune(out, r)
+		i += 4
 	}
 	return out, out, true
 }

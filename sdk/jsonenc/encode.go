@@ -314,3 +314,24 @@ func Hex4(b []byte) (rune, bool) {
 	}
 	return r, true
 }
+
+// Unescape returns the byte a one-letter escape \c stands for (\" \\ \/
+// \b \f \n \r \t); false for any other c, \u among them. With Hex4 it is
+// the decoding the host's scanner and the plugin's decoder share.
+func Unescape(c byte) (byte, bool) {
+	switch c {
+	case '"', '\\', '/':
+		return c, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}

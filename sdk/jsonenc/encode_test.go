@@ -3,6 +3,7 @@ package jsonenc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -154,4 +155,21 @@ func BenchmarkEncoder(b *testing.B) {
 			_, _ = json.Marshal(ev)
 		}
 	})
+}
+
+func TestUnescape(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		got, ok := Unescape(byte(c))
+		var want string
+		werr := json.Unmarshal([]byte(`"\`+string(rune(c))+`"`), &want)
+		if c == 'u' {
+			werr = errors.New("not a one-letter escape") // \u takes four hex digits
+		}
+		if ok != (werr == nil) {
+			t.Fatalf("Unescape(%q): ok %v, encoding/json error %v", byte(c), ok, werr)
+		}
+		if ok && (len(want) != 1 || got != want[0]) {
+			t.Fatalf("Unescape(%q) = %q, encoding/json says %q", byte(c), got, want)
+		}
+	}
 }

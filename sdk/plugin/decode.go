@@ -289,31 +289,20 @@ func (d *objectDecoder) str(key bool) (string, bool) {
 			if i+1 >= len(b) {
 				return "", false
 			}
-			switch b[i+1] {
-			case '"', '\\', '/':
-				out = append(out, b[i+1])
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := jsonenc.Hex4(b[i+2:])
-				if !ok || utf16.IsSurrogate(r) {
-					return "", false // surrogates: json.Unmarshal's pairing rules
-				}
-				out = utf8.AppendRune(out, r)
-				i += 6
+			if u, ok := jsonenc.Unescape(b[i+1]); ok {
+				out = append(out, u)
+				i += 2
 				continue
-			default:
+			}
+			if b[i+1] != 'u' {
 				return "", false
 			}
-			i += 2
+			r, ok := jsonenc.Hex4(b[i+2:])
+			if !ok || utf16.IsSurrogate(r) {
+				return "", false // surrogates: json.Unmarshal's pairing rules
+			}
+			out = utf8.AppendRune(out, r)
+			i += 6
 		case c < utf8.RuneSelf:
 			out = append(out, c)
 			i++
