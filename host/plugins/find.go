@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
 // BinaryPrefix starts every plugin binary's name.
@@ -150,7 +152,7 @@ func (f Finder) Find(backend string) (Found, error) {
 
 func (f Finder) find(backend string) (Found, error) {
 	family := f.Family(backend)
-	if !validFamily(family) {
+	if !plugin.ValidName(family) {
 		return Found{}, &NotFoundError{Backend: backend, Family: family, Looked: []string{"(not a valid plugin name)"}}
 	}
 	if f.Lock != nil {
@@ -252,7 +254,7 @@ func (f Finder) All() []Found {
 		}
 		for _, e := range entries {
 			fam, ok := strings.CutPrefix(e.Name(), BinaryPrefix)
-			if !ok || !validFamily(fam) {
+			if !ok || !plugin.ValidName(fam) {
 				continue
 			}
 			if p, ok := executable(filepath.Join(dir, e.Name())); ok {
@@ -280,19 +282,6 @@ func (f Finder) All() []Found {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Family < out[j].Family })
 	return out
-}
-
-// validFamily keeps path separators and dots out of binary names.
-func validFamily(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 func executable(p string) (string, bool) {

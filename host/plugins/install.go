@@ -40,7 +40,7 @@ func Install(ctx context.Context, src, installDir string) (Installed, error) {
 	}
 	info := c.Info()
 	c.Kill()
-	if !validFamily(info.Name) || !validVersion(info.Version) {
+	if !plugin.ValidName(info.Name) || !validVersion(info.Version) {
 		return Installed{}, fmt.Errorf("%s describes itself as %q version %q, which cannot be installed: the name must be lowercase letters, digits and _, the version letters, digits, '.', '-', '+' and '_'", src, info.Name, info.Version)
 	}
 	dir := filepath.Join(installDir, info.Name, info.Version)
@@ -68,7 +68,7 @@ func Install(ctx context.Context, src, installDir string) (Installed, error) {
 // not named avenor-plugin-<family>.
 func familyOfBinary(path string) string {
 	fam, ok := strings.CutPrefix(filepath.Base(path), BinaryPrefix)
-	if !ok || !validFamily(fam) {
+	if !ok || !plugin.ValidName(fam) {
 		return ""
 	}
 	return fam

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
 // FamilyStatus is one plugin family as `avenor plugin list` shows it: what
@@ -52,7 +54,7 @@ func (f Finder) Status() []FamilyStatus {
 	if f.InstallDir != "" {
 		if entries, err := os.ReadDir(f.InstallDir); err == nil {
 			for _, e := range entries {
-				if e.IsDir() && validFamily(e.Name()) && len(InstalledVersions(f.InstallDir, e.Name())) > 0 {
+				if e.IsDir() && plugin.ValidName(e.Name()) && len(InstalledVersions(f.InstallDir, e.Name())) > 0 {
 					families[e.Name()] = true
 				}
 			}

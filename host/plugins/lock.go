@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	gotoml "github.com/pelletier/go-toml/v2"
+
+	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
 // LockFileName is the project's lock file, inside its .avenor/ directory.
@@ -115,7 +117,7 @@ func (l *Lock) parse(data []byte) error {
 
 func (p Pin) validate() error {
 	switch {
-	case !validFamily(p.Family):
+	case !plugin.ValidName(p.Family):
 		return fmt.Errorf("[plugins.%s]: %q is not a plugin family (lowercase letters, digits, _)", p.Family, p.Family)
 	case !validVersion(p.Version):
 		return fmt.Errorf("[plugins.%s]: version %q is not an exact version", p.Family, p.Version)

@@ -21,7 +21,7 @@ var ErrNotInstalled = errors.New("plugin version not installed")
 func ParseFamilyVersion(s string) (family, version string, err error) {
 	family, version, hasAt := strings.Cut(s, "@")
 	switch {
-	case !validFamily(family):
+	case !plugin.ValidName(family):
 		return "", "", fmt.Errorf("%q: a plugin is named <family>@<version>, e.g. echo@1.0.0; the family is lowercase letters, digits and _", s)
 	case hasAt && !validVersion(version):
 		return "", "", fmt.Errorf("%q: %q is not an exact version, e.g. 1.0.0", s, version)
@@ -84,7 +84,7 @@ func PinBinary(ctx context.Context, lock *Lock, path, family string) (Pin, error
 	switch {
 	case family != "" && info.Name != family:
 		return Pin{}, fmt.Errorf("--path %s is plugin %q, not %q", path, info.Name, family)
-	case !validFamily(info.Name) || !validVersion(info.Version):
+	case !plugin.ValidName(info.Name) || !validVersion(info.Version):
 		return Pin{}, fmt.Errorf("--path %s describes itself as %q version %q, which cannot be pinned", path, info.Name, info.Version)
 	}
 	sum, err := FileHash(abs)

@@ -26,6 +26,22 @@ type Info struct {
 	Version string
 }
 
+// ValidName reports whether name can name a plugin: lowercase letters,
+// digits and _, so that avenor-plugin-<name> has no path separator or dot.
+// The host finds, installs and pins plugins by this rule and the kit holds
+// a plugin's Describe to it.
+func ValidName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // Bounds of the plugin side of a session.
 const (
 	// outboxSize is how many outgoing messages may wait for the stream

@@ -26,7 +26,7 @@ const settle = 300 * time.Millisecond
 func (s *suite) handshakeChecks(k sink) {
 	k.check("describe_names_the_plugin_and_its_version", func(*env) error {
 		info := s.client.Info()
-		if !validFamily(info.Name) {
+		if !plugin.ValidName(info.Name) {
 			return fmt.Errorf("Describe names the plugin %q; a plugin name is lowercase letters, digits and _ (the binary is avenor-plugin-<name>)", info.Name)
 		}
 		if info.Version == "" {
@@ -763,17 +763,4 @@ func (c *bcase) restartChecks(k sink) {
 		}
 		return x.endTurn(again, text, "a turn in the resumed session")
 	})
-}
-
-// validFamily: lowercase letters, digits and _.
-func validFamily(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
 }
