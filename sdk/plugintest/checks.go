@@ -574,16 +574,7 @@ func (x *run) permissionTurn(answer answerFunc) (*recorder, *turnRun, error) {
 
 // awaitPermission waits for the turn to ask.
 func (x *run) awaitPermission(rec *recorder, t *turnRun) error {
-	ctx, cancel := context.WithCancel(x.e.ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-t.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if !rec.waitFor(ctx, func(es []entry) bool {
+	if !rec.waitInTurn(x.e.ctx, t, func(es []entry) bool {
 		for _, e := range es {
 			if e.perm != nil {
 				return true
@@ -700,67 +691,63 @@ func (c *bcase) restartChecks(k sink) {
 		return nil
 	})
 	c.check(k, "fresh_plugin_serves_after_a_death", func(x *run) error {
-		text, err := x.prompt(TurnPlain, "")
-		if err != nil {
-			return err
-		}
-		pc, b, err := x.launch()
-		if err != nil {
-			return err
-		}
-		state, err := x.e.mkdir()
-		if err != nil {
-			return err
-		}
-		sess, err := x.open(b, newRecorder(c.s.h.Logger, nil), state, "")
-		if err != nil {
-			return fmt.Errorf("Open: %w", err)
-		}
-		x.crash(pc, sess)
-		if _, b, err = x.launch(); err != nil {
-			return err
-		}
-		again, err := x.open(b, newRecorder(c.s.h.Logger, nil), state, "")
-		if err != nil {
-			return fmt.Errorf("Open in a fresh plugin after a death: %w", err)
-		}
-		return x.endTurn(again, text, "a turn in a fresh plugin after a death")
+		return x.afterDeath(false)
 	})
 	c.capCheck(k, "fresh_plugin_resumes_after_a_death", runtime.CapResume, func(x *run) error {
 		if c.info.ResumeScope != runtime.ResumeCrossProcess {
 			return skipf("resume scope is %q, not %q", c.info.ResumeScope, runtime.ResumeCrossProcess)
 		}
-		text, err := x.prompt(TurnPlain, runtime.CapResume)
-		if err != nil {
-			return err
-		}
-		pc, b, err := x.launch()
-		if err != nil {
-			return err
-		}
-		state, err := x.e.mkdir()
-		if err != nil {
-			return err
-		}
-		sess, err := x.open(b, newRecorder(c.s.h.Logger, nil), state, "")
-		if err != nil {
-			return fmt.Errorf("Open: %w", err)
-		}
+		return x.afterDeath(true)
+	})
+}
+
+// afterDeath opens a session in a plugin that is then killed, and runs a
+// turn in a fresh plugin sharing the state directory: in a new session, or
+// when resume, in the dead plugin's session resumed by id after one turn
+// there.
+func (x *run) afterDeath(resume bool) error {
+	want := ""
+	if resume {
+		want = runtime.CapResume
+	}
+	text, err := x.prompt(TurnPlain, want)
+	if err != nil {
+		return err
+	}
+	pc, b, err := x.launch()
+	if err != nil {
+		return err
+	}
+	state, err := x.e.mkdir()
+	if err != nil {
+		return err
+	}
+	log := x.c.s.h.Logger
+	sess, err := x.open(b, newRecorder(log, nil), state, "")
+	if err != nil {
+		return fmt.Errorf("Open: %w", err)
+	}
+	id := ""
+	if resume {
 		if err := x.endTurn(sess, text, "the first turn"); err != nil {
 			return err
 		}
-		id := sess.ID()
-		x.crash(pc, sess)
-		if _, b, err = x.launch(); err != nil {
-			return err
-		}
-		again, err := x.open(b, newRecorder(c.s.h.Logger, nil), state, id)
-		if err != nil {
-			return fmt.Errorf("resume is advertised (%s), but a fresh plugin could not resume session %s after the first died: %v", runtime.ResumeCrossProcess, id, err)
-		}
-		if again.ID() != id {
-			return fmt.Errorf("resuming session %s after a death gave session %q", id, again.ID())
-		}
-		return x.endTurn(again, text, "a turn in the resumed session")
-	})
+		id = sess.ID()
+	}
+	x.crash(pc, sess)
+	if _, b, err = x.launch(); err != nil {
+		return err
+	}
+	again, err := x.open(b, newRecorder(log, nil), state, id)
+	switch {
+	case err != nil && !resume:
+		return fmt.Errorf("Open in a fresh plugin after a death: %w", err)
+	case err != nil:
+		return fmt.Errorf("resume is advertised (%s), but a fresh plugin could not resume session %s after the first died: %v", runtime.ResumeCrossProcess, id, err)
+	case !resume:
+		return x.endTurn(again, text, "a turn in a fresh plugin after a death")
+	case again.ID() != id:
+		return fmt.Errorf("resuming session %s after a death gave session %q", id, again.ID())
+	}
+	return x.endTurn(again, text, "a turn in the resumed session")
 }

@@ -277,16 +277,7 @@ func (x *run) endTurn(sess runtime.Session, text string, what string) error {
 // asked something), so that what the check does next lands mid-turn.
 func (x *run) midTurn(sess runtime.Session, rec *recorder, text string) (*turnRun, error) {
 	t := x.start(sess, text)
-	ctx, cancel := context.WithCancel(x.e.ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-t.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if !rec.waitFor(ctx, func(es []entry) bool { return len(es) > 0 }) {
+	if !rec.waitInTurn(x.e.ctx, t, func(es []entry) bool { return len(es) > 0 }) {
 		<-t.done
 		if t.err != nil {
 			return t, fmt.Errorf("the long turn failed before it emitted anything: %v", t.err)
