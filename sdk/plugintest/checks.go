@@ -183,15 +183,8 @@ func (c *bcase) sessionChecks(k sink) {
 		return nil
 	})
 	c.check(k, "prompt_ends_the_turn_with_end_turn", func(x *run) error {
-		text, err := x.prompt(TurnPlain, "")
-		if err != nil {
-			return err
-		}
-		sess, err := x.mustOpen(newRecorder(c.s.h.Logger, nil), "")
-		if err != nil {
-			return err
-		}
-		return x.endTurn(sess, text, "a plain turn")
+		_, err := x.plainTurn()
+		return err
 	})
 	c.check(k, "emitted_event_types_are_declared", func(x *run) error {
 		rec, err := x.plainTurn()
@@ -239,11 +232,7 @@ func (c *bcase) sessionChecks(k sink) {
 		return nil
 	})
 	c.check(k, "second_prompt_continues_the_session", func(x *run) error {
-		text, err := x.prompt(TurnPlain, "")
-		if err != nil {
-			return err
-		}
-		sess, err := x.mustOpen(newRecorder(c.s.h.Logger, nil), "")
+		text, sess, _, err := x.plainSession()
 		if err != nil {
 			return err
 		}
@@ -271,11 +260,7 @@ func (c *bcase) sessionChecks(k sink) {
 		return x.endTurn(sess, text, "the turn after a cancelled one")
 	})
 	c.check(k, "cancel_between_turns_is_harmless", func(x *run) error {
-		text, err := x.prompt(TurnPlain, "")
-		if err != nil {
-			return err
-		}
-		sess, err := x.mustOpen(newRecorder(c.s.h.Logger, nil), "")
+		text, sess, _, err := x.plainSession()
 		if err != nil {
 			return err
 		}
@@ -316,11 +301,7 @@ func (c *bcase) sessionChecks(k sink) {
 		return nil
 	})
 	c.check(k, "close_returns_promptly", func(x *run) error {
-		text, err := x.prompt(TurnPlain, "")
-		if err != nil {
-			return err
-		}
-		sess, err := x.mustOpen(newRecorder(c.s.h.Logger, nil), "")
+		text, sess, _, err := x.plainSession()
 		if err != nil {
 			return err
 		}
@@ -338,16 +319,23 @@ func (c *bcase) sessionChecks(k sink) {
 
 // plainTurn opens a session and runs one plain turn to end_turn.
 func (x *run) plainTurn() (*recorder, error) {
-	text, err := x.prompt(TurnPlain, "")
-	if err != nil {
-		return nil, err
-	}
-	rec := newRecorder(x.c.s.h.Logger, nil)
-	sess, err := x.mustOpen(rec, "")
+	text, sess, rec, err := x.plainSession()
 	if err != nil {
 		return nil, err
 	}
 	return rec, x.endTurn(sess, text, "a plain turn")
+}
+
+// plainSession opens a session, recorded by rec, for the plain turn text.
+func (x *run) plainSession() (text string, sess runtime.Session, rec *recorder, err error) {
+	if text, err = x.prompt(TurnPlain, ""); err != nil {
+		return "", nil, nil, err
+	}
+	rec = newRecorder(x.c.s.h.Logger, nil)
+	if sess, err = x.mustOpen(rec, ""); err != nil {
+		return "", nil, nil, err
+	}
+	return text, sess, rec, nil
 }
 
 // cancelLongTurn cancels a long turn mid-stream and checks that it ends,

@@ -105,18 +105,9 @@ func (r *recorder) permissions() []runtime.PermissionRequest {
 	return out
 }
 
-// waitFor waits until cond holds for the recorded entries, or ctx ends.
-func (r *recorder) waitFor(ctx context.Context, cond func([]entry) bool) bool {
-	return r.waitInTurn(ctx, nil, cond)
-}
-
 // waitInTurn waits until cond holds for the recorded entries; false when
-// ctx ends first, or the turn t (nil: none) ends with cond still false.
+// ctx ends first, or the turn t ends with cond still false.
 func (r *recorder) waitInTurn(ctx context.Context, t *turnRun, cond func([]entry) bool) bool {
-	var ended <-chan struct{}
-	if t != nil {
-		ended = t.done
-	}
 	for {
 		r.mu.Lock()
 		ok := cond(r.entries)
@@ -127,7 +118,7 @@ func (r *recorder) waitInTurn(ctx context.Context, t *turnRun, cond func([]entry
 		}
 		select {
 		case <-ch:
-		case <-ended:
+		case <-t.done:
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			return cond(r.entries) // what the turn recorded before it ended counts

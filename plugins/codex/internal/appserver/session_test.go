@@ -67,16 +67,6 @@ func (h *testHost) types() []string {
 	return out
 }
 
-func (h *testHost) count(typ string) int {
-	n := 0
-	for _, t := range h.types() {
-		if t == typ {
-			n++
-		}
-	}
-	return n
-}
-
 func choose(id string) func(runtime.PermissionRequest) runtime.PermissionDecision {
 	return func(req runtime.PermissionRequest) runtime.PermissionDecision {
 		for _, o := range req.Options {
