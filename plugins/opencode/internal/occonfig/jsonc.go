@@ -5,25 +5,14 @@ package occonfig
 // comma followed only by whitespace before } or ] is dropped.
 func StripJSONC(in []byte) []byte {
 	out := make([]byte, 0, len(in))
-	inString, escaped := false, false
+	var str stringState
 	for i := 0; i < len(in); i++ {
 		c := in[i]
-		if inString {
+		if str.inside(c) {
 			out = append(out, c)
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
 			continue
 		}
 		switch {
-		case c == '"':
-			inString = true
-			out = append(out, c)
 		case c == '/' && i+1 < len(in) && in[i+1] == '/':
 			for i < len(in) && in[i] != '\n' {
 				i++
@@ -47,23 +36,12 @@ func StripJSONC(in []byte) []byte {
 // closing bracket, once comments are gone.
 func dropTrailingCommas(in []byte) []byte {
 	out := make([]byte, 0, len(in))
-	inString, escaped := false, false
+	var str stringState
 	for i := 0; i < len(in); i++ {
 		c := in[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+		if str.inside(c) {
 			out = append(out, c)
 			continue
-		}
-		if c == '"' {
-			inString = true
 		}
 		if c == ',' {
 			j := i + 1
@@ -80,3 +58,23 @@ func dropTrailingCommas(in []byte) []byte {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// stringState follows JSON text byte by byte to tell a string's bytes
+// from the rest, for both passes.
+type stringState struct{ in, escaped bool }
+
+// inside reports whether c belongs to a string, its quotes included.
+func (s *stringState) inside(c byte) bool {
+	switch {
+	case !s.in:
+		s.in = c == '"'
+		return s.in
+	case s.escaped:
+		s.escaped = false
+	case c == '\\':
+		s.escaped = true
+	case c == '"':
+		s.in = false
+	}
+	return true
+}
