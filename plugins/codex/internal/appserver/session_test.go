@@ -232,15 +232,24 @@ func TestCancelDuringApprovalAnswersCancel(t *testing.T) {
 	req, log := fakeRequest(t, "auto")
 	h := &testHost{} // never answers: only the cancel ends the wait
 	s := openSession(t, req, h)
+	promptDone, cancelled := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(cancelled)
 		// Cancel once the approval waits at the host: a tool call event
 		// alone can precede the request by any time on a loaded machine.
+		// A turn that ends without asking stops the wait (and fails below).
 		for h.asked() == 0 {
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-promptDone:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 		_ = s.Cancel(context.Background())
 	}()
 	res := prompt(t, s, "Ask for permission first, then touch a file.")
+	close(promptDone)
+	<-cancelled
 	if res.StopReason != runtime.StopCancelled {
 		t.Errorf("stop reason = %q", res.StopReason)
 	}
