@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/avenor-go/avenor/client"
@@ -28,20 +29,20 @@ var ToolNames = []string{
 // field without omitempty: a misspelled key is an error, never ignored.
 
 type spawnArgs struct {
-	RepoDir      string `json:"repo_dir" jsonschema:"the repository (working directory) the agent runs in; an absolute path"`
-	Agent        string `json:"agent,omitempty" jsonschema:"agent name; omitted: the backend's default agent"`
-	Prompt       string `json:"prompt,omitempty" jsonschema:"the first prompt"`
-	PromptFile   string `json:"prompt_file,omitempty" jsonschema:"a file holding the first prompt (instead of prompt)"`
-	Label        string `json:"label,omitempty" jsonschema:"a name for the run (default: its run_id)"`
-	Timeout      string `json:"timeout,omitempty" jsonschema:"the run's time limit in seconds (numeric string; 90s, 5m, 1h also work)"`
-	Model        string `json:"model,omitempty" jsonschema:"model to use"`
-	Thinking     string `json:"thinking,omitempty" jsonschema:"thinking level: off, minimal, low, medium, high, xhigh or max; omitted: the backend default"`
-	Backend      string `json:"backend,omitempty" jsonschema:"runtime backend (see avenor_list_backends), e.g. opencode-acp, claude, codex-app-server, pi"`
-	RosterFile   string `json:"roster_file,omitempty" jsonschema:"path to a roster map (named backend/agent/model loadouts)"`
-	RosterEntry  string `json:"roster_entry,omitempty" jsonschema:"the roster entry to use"`
-	ServerURL    string `json:"server_url,omitempty" jsonschema:"opencode serve URL for the opencode-http backend"`
-	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's supervisor)"`
-	AutoApprove  bool   `json:"auto_approve,omitempty" jsonschema:"approve every permission request, so the run needs no avenor_answer_permission"`
+	RepoDir      string     `json:"repo_dir" jsonschema:"the repository (working directory) the agent runs in; an absolute path"`
+	Agent        string     `json:"agent,omitempty" jsonschema:"agent name; omitted: the backend's default agent"`
+	Prompt       string     `json:"prompt,omitempty" jsonschema:"the first prompt"`
+	PromptFile   string     `json:"prompt_file,omitempty" jsonschema:"a file holding the first prompt (instead of prompt)"`
+	Label        string     `json:"label,omitempty" jsonschema:"a name for the run (default: its run_id)"`
+	Timeout      timeoutArg `json:"timeout,omitempty" jsonschema:"the run's time limit"`
+	Model        string     `json:"model,omitempty" jsonschema:"model to use"`
+	Thinking     string     `json:"thinking,omitempty" jsonschema:"thinking level: off, minimal, low, medium, high, xhigh or max; omitted: the backend default"`
+	Backend      string     `json:"backend,omitempty" jsonschema:"runtime backend (see avenor_list_backends), e.g. opencode-acp, claude, codex-app-server, pi"`
+	RosterFile   string     `json:"roster_file,omitempty" jsonschema:"path to a roster map (named backend/agent/model loadouts)"`
+	RosterEntry  string     `json:"roster_entry,omitempty" jsonschema:"the roster entry to use"`
+	ServerURL    string     `json:"server_url,omitempty" jsonschema:"opencode serve URL for the opencode-http backend"`
+	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's supervisor)"`
+	AutoApprove  bool       `json:"auto_approve,omitempty" jsonschema:"approve every permission request, so the run needs no avenor_answer_permission"`
 }
 
 type spawnResult struct {
@@ -52,18 +53,18 @@ type spawnResult struct {
 }
 
 type statusArgs struct {
-	RunID        string `json:"run_id,omitempty" jsonschema:"run ID or label; omitted: every run"`
-	View         string `json:"view,omitempty" jsonschema:"lifecycle (compact, for polling) or full (default)"`
-	WaitFor      string `json:"wait_for,omitempty" jsonschema:"wait until: terminal, phase_change, turn_complete or permission (needs run_id); a permission request ends every wait"`
-	Timeout      string `json:"timeout,omitempty" jsonschema:"longest wait (needs wait_for), e.g. 30s, 5m, 1h"`
-	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+	RunID        string     `json:"run_id,omitempty" jsonschema:"run ID or label; omitted: every run"`
+	View         string     `json:"view,omitempty" jsonschema:"lifecycle (compact, for polling) or full (default)"`
+	WaitFor      string     `json:"wait_for,omitempty" jsonschema:"wait until: terminal, phase_change, turn_complete or permission (needs run_id); a permission request ends every wait"`
+	Timeout      timeoutArg `json:"timeout,omitempty" jsonschema:"longest wait (needs wait_for)"`
+	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
 }
 
 type resultArgs struct {
-	RunID        string `json:"run_id" jsonschema:"run ID or label"`
-	Wait         *bool  `json:"wait,omitempty" jsonschema:"wait for the turn to end (default true)"`
-	Timeout      string `json:"timeout,omitempty" jsonschema:"longest wait, e.g. 30s, 5m, 1h"`
-	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+	RunID        string     `json:"run_id" jsonschema:"run ID or label"`
+	Wait         *bool      `json:"wait,omitempty" jsonschema:"wait for the turn to end (default true)"`
+	Timeout      timeoutArg `json:"timeout,omitempty" jsonschema:"longest wait"`
+	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
 }
 
 type resultOut struct {
@@ -153,33 +154,86 @@ type listBackendsResult struct {
 	Count    int `json:"count"`
 }
 
+// tool is one tool's definition: name, title, description, annotations
+// and its explicit schemas (schemas.go).
+func tool(name, title, desc string, ann *mcp.ToolAnnotations, in, out *jsonschema.Schema) *mcp.Tool {
+	ann.Title = title
+	return &mcp.Tool{Name: name, Title: title, Description: desc, Annotations: ann, InputSchema: in, OutputSchema: out}
+}
+
+// Annotation hints: the read-only tools change nothing; shutdown and
+// cancel end work (destructive), repeating them changes nothing more
+// (idempotent); spawn and follow-up only add runs.
+var (
+	readOnly    = func() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{ReadOnlyHint: true} }
+	additive    = func() *mcp.ToolAnnotations { return &mcp.ToolAnnotations{DestructiveHint: client.Bool(false)} }
+	destructive = func() *mcp.ToolAnnotations {
+		return &mcp.ToolAnnotations{DestructiveHint: client.Bool(true), IdempotentHint: true}
+	}
+)
+
+var (
+	waitConditions = []string{WaitTerminal, WaitPhaseChange, WaitTurnComplete, WaitPermission}
+	views          = []string{"lifecycle", "full"}
+)
+
 func (s *Server) addTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_spawn",
-		Description: "Spawn a new avenor run: an agent working in repo_dir on prompt. Returns its run_id; then wait with avenor_result or poll with avenor_status."},
+	mcp.AddTool(s.mcp, tool("avenor_spawn", "Spawn an agent run",
+		"Spawn a new avenor run: an agent working in repo_dir on prompt. Returns its run_id; then wait with avenor_result or poll with avenor_status.",
+		additive(),
+		schemaOf[spawnArgs](map[string]*jsonschema.Schema{
+			"timeout":  durationSchema("the run's time limit"),
+			"thinking": enum("thinking level; omitted: the backend default", thinkingLevels),
+		}),
+		schemaOf[spawnResult](nil)),
 		s.spawn)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_status",
-		Description: "Get the lifecycle status of a run (running, waiting = a permission request to answer, done, failed, timeout, killed), or of every run; optionally wait for terminal, phase_change, turn_complete or permission."},
+	mcp.AddTool(s.mcp, tool("avenor_status", "Run status",
+		"Get the lifecycle status of a run (running, waiting = a permission request to answer, done, failed, timeout, killed), or of every run; optionally wait for terminal, phase_change, turn_complete or permission.",
+		readOnly(),
+		schemaOf[statusArgs](map[string]*jsonschema.Schema{
+			"view":     enum("lifecycle (compact, for polling) or full (default)", views),
+			"wait_for": enum("wait until the run ends (terminal, turn_complete), changes phase or asks for permission (needs run_id); a permission request ends every wait", waitConditions),
+			"timeout":  durationSchema("longest wait (needs wait_for)"),
+		}),
+		statusOutSchema()),
 		s.statusTool)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_result",
-		Description: "Wait for a run's turn to end and return its final output (cut at 64 KiB; output_event_path then names the full log). Stops early on a permission request (status waiting)."},
+	mcp.AddTool(s.mcp, tool("avenor_result", "Run result",
+		"Wait for a run's turn to end and return its final output (cut at 64 KiB; output_event_path then names the full log). Stops early on a permission request (status waiting).",
+		readOnly(),
+		schemaOf[resultArgs](map[string]*jsonschema.Schema{"timeout": durationSchema("longest wait")}),
+		schemaOf[resultOut](map[string]*jsonschema.Schema{"permission": permissionSchema()})),
 		s.result)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_answer_permission",
-		Description: "Answer a run's pending permission request with one of its option_id values (see permission in avenor_status)."},
+	mcp.AddTool(s.mcp, tool("avenor_answer_permission", "Answer a permission request",
+		"Answer a run's pending permission request with one of its option_id values (see permission in avenor_status).",
+		&mcp.ToolAnnotations{},
+		schemaOf[permissionArgs](nil), schemaOf[okResult](nil)),
 		s.answer)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_events",
-		Description: "Read events from a run's event log: the latest, or those after a seq cursor; long strings are shortened."},
+	mcp.AddTool(s.mcp, tool("avenor_events", "Run events",
+		"Read events from a run's event log: the latest, or those after a seq cursor; long strings are shortened.",
+		readOnly(),
+		schemaOf[eventsArgs](nil),
+		schemaOf[eventsOut](map[string]*jsonschema.Schema{"events": arrayOf("the events, oldest first", eventSchema())})),
 		s.events)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_follow_up",
-		Description: "Continue a finished run's session with a new message, as a new run; returns its run_id."},
+	mcp.AddTool(s.mcp, tool("avenor_follow_up", "Follow up a run",
+		"Continue a finished run's session with a new message, as a new run; returns its run_id.",
+		additive(),
+		schemaOf[followUpArgs](nil), schemaOf[followUpResult](nil)),
 		s.followUp)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_shutdown",
-		Description: "Shut the avenor supervisor down (its runs end) and delete the runs' logs and sentinels."},
+	mcp.AddTool(s.mcp, tool("avenor_shutdown", "Shut the supervisor down",
+		"Shut the avenor supervisor down (its runs end) and delete the runs' logs and sentinels.",
+		destructive(),
+		schemaOf[shutdownArgs](nil), schemaOf[shutdownResult](nil)),
 		s.shutdown)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_cancel",
-		Description: "Cancel a run's turn in flight (it ends killed, stop_reason cancelled); a follow-up can continue its session."},
+	mcp.AddTool(s.mcp, tool("avenor_cancel", "Cancel a run",
+		"Cancel a run's turn in flight (it ends killed, stop_reason cancelled); a follow-up can continue its session.",
+		destructive(),
+		schemaOf[cancelArgs](nil), schemaOf[cancelResult](nil)),
 		s.cancel)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "avenor_list_backends",
-		Description: "List the installed backends with their capabilities (resume, permission relay, model selection, thinking levels…) and whether each runtime is ready here; choose avenor_spawn's backend from it."},
+	mcp.AddTool(s.mcp, tool("avenor_list_backends", "List backends",
+		"List the installed backends with their capabilities (resume, permission relay, model selection, thinking levels…) and whether each runtime is ready here; choose avenor_spawn's backend from it.",
+		readOnly(),
+		schemaOf[listBackendsArgs](nil),
+		schemaOf[listBackendsResult](map[string]*jsonschema.Schema{"backends": arrayOf("one row a backend, as `avenor backends --json`", backendSchema())})),
 		s.listBackends)
 }
 
@@ -209,7 +263,7 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 		RosterFile: a.RosterFile, RosterEntry: a.RosterEntry,
 	}
 	if a.Timeout != "" {
-		secs, err := parseTimeout("timeout", a.Timeout)
+		secs, err := parseTimeout("timeout", string(a.Timeout))
 		if err != nil {
 			return nil, none, err
 		}
@@ -302,7 +356,7 @@ func (s *Server) statusTool(ctx context.Context, _ *mcp.CallToolRequest, a statu
 	secs := 0
 	if a.Timeout != "" {
 		var err error
-		if secs, err = parseTimeout("timeout", a.Timeout); err != nil {
+		if secs, err = parseTimeout("timeout", string(a.Timeout)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -376,7 +430,7 @@ func (s *Server) result(ctx context.Context, _ *mcp.CallToolRequest, a resultArg
 	secs := 0
 	if a.Timeout != "" {
 		var err error
-		if secs, err = parseTimeout("timeout", a.Timeout); err != nil {
+		if secs, err = parseTimeout("timeout", string(a.Timeout)); err != nil {
 			return nil, none, err
 		}
 	}
