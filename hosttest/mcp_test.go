@@ -373,6 +373,8 @@ func exerciseTools(t *testing.T, cs *mcp.ClientSession, w *world, sock string) {
 	evs, _ := ev["events"].([]any)
 	if len(evs) != 1 || ev["latest_seq"].(float64) < 3 {
 		t.Errorf("events: %v", ev)
+	} else if got := evs[0].(map[string]any)["run_id"]; got != runID {
+		t.Errorf("the run's events carry run_id %v, the agent was given %s", got, runID)
 	}
 	fu := call("avenor_follow_up", map[string]any{"run_id": runID, "message": "and again"})
 	if fu["label"] != "kid-followup" {

@@ -97,10 +97,22 @@ func (r *registry) artifacts(runID string) (log, sentinel string) {
 	return base + ".log", base + ".done"
 }
 
-// validRunID: run ids become file names, so only what newRunID makes (and
-// a label never) is looked up by name.
+// validRunID: run ids become file names, so only the two forms a run id
+// takes are looked up by name (a label never): the supervisor's (16
+// lowercase hex digits, the run_id its events carry) and the UUID that
+// newRunID makes when a supervisor names none (and that records written by
+// an older avenor mcp hold).
 func validRunID(id string) bool {
-	if len(id) != 36 {
+	switch len(id) {
+	case 16:
+		for _, c := range id {
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+		return true
+	case 36:
+	default:
 		return false
 	}
 	for i, c := range id {
@@ -116,7 +128,9 @@ func validRunID(id string) bool {
 	return true
 }
 
-// newRunID is a random (version 4) UUID, the original's run id format.
+// newRunID is a random (version 4) UUID, the original's run id format:
+// the name of a new run's artifacts, and its run id when the supervisor
+// gives none.
 func newRunID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

@@ -88,8 +88,12 @@ func (s *Server) resolve(ctx context.Context, key, supervisorID string) (*resolv
 			return nil, fmt.Errorf("ambiguous label %s: matches runtimes [%s]; pass one of them as run_id", key, strings.Join(ids, ", "))
 		}
 	}
+	id := found.RunID
+	if !validRunID(id) {
+		id = newRunID()
+	}
 	rec = &Record{
-		RunID: newRunID(), Label: found.Label, RuntimeID: found.RuntimeID, SessionID: found.SessionID,
+		RunID: id, Label: found.Label, RuntimeID: found.RuntimeID, SessionID: found.SessionID,
 		Supervisor: cn.socket, SupervisorRunID: cn.runID, EventLog: found.EventPath, Sentinel: found.SentinelFile,
 		Dir: found.Dir, Agent: found.Agent, Model: found.Model, Backend: found.Backend, Adopted: true,
 		CreatedAt: time.UnixMilli(found.StartedAt),

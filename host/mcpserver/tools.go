@@ -277,13 +277,10 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 	if err != nil {
 		return nil, none, err
 	}
-	rec := &Record{RunID: newRunID(), Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: dir,
+	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: dir,
 		Agent: a.Agent, Model: a.Model, Backend: a.Backend, Thinking: a.Thinking, RosterFile: a.RosterFile,
 		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, CreatedAt: time.Now()}
-	if rec.Label == "" {
-		rec.Label = rec.RunID
-	}
-	p.Label = rec.Label
+	p.Label = rec.Label // none: the label is the run id, known once spawned
 	if err := s.start(ctx, cn, reg, rec, p); err != nil {
 		return nil, none, err
 	}
@@ -291,9 +288,14 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 }
 
 // start spawns rec's runtime with p and stores the record with what the
-// supervisor resolved (backend, agent, model, profile).
+// supervisor resolved (backend, agent, model, profile). The run id is the
+// supervisor's run_id for the runtime, the one every event of the run
+// carries: an agent reading the log finds the id it was given (a UUID only
+// when a supervisor gives none). A record without a label is labelled with
+// it.
 func (s *Server) start(ctx context.Context, cn *conn, reg *registry, rec *Record, p client.SpawnParams) error {
-	rec.EventLog, rec.Sentinel = reg.artifacts(rec.RunID)
+	key := newRunID()
+	rec.EventLog, rec.Sentinel = reg.artifacts(key)
 	p.OnEvent, p.SentinelFile = rec.EventLog, rec.Sentinel
 	var raw json.RawMessage
 	if err := cn.c.Call(ctx, "spawn", p, &raw); err != nil {
@@ -304,6 +306,13 @@ func (s *Server) start(ctx context.Context, cn *conn, reg *registry, rec *Record
 		return fmt.Errorf("spawn: the supervisor's answer: %w", err)
 	}
 	rec.RuntimeID, rec.SessionID = sp.RuntimeID, sp.SessionID
+	rec.RunID = key
+	if validRunID(sp.RunID) {
+		rec.RunID = sp.RunID
+	}
+	if rec.Label == "" {
+		rec.Label = rec.RunID
+	}
 	if sp.EffectiveBackend != "" {
 		rec.Backend = sp.EffectiveBackend
 	}
@@ -407,9 +416,13 @@ func (s *Server) list(ctx context.Context, a statusArgs) (*mcp.CallToolResult, a
 		rec := byRuntime[rt.RuntimeID]
 		if rec == nil {
 			// Not spawned through this registry: shown under the
-			// supervisor's own ids; avenor_status run_id=<runtime_id>
-			// adopts it.
-			rec = &Record{RunID: rt.RuntimeID, Label: rt.Label, Supervisor: cn.socket, Sentinel: rt.SentinelFile, EventLog: rt.EventPath}
+			// supervisor's own ids (its run_id, the one its events
+			// carry); avenor_status run_id=<that id> adopts it.
+			id := rt.RunID
+			if id == "" {
+				id = rt.RuntimeID
+			}
+			rec = &Record{RunID: id, Label: rt.Label, Supervisor: cn.socket, Sentinel: rt.SentinelFile, EventLog: rt.EventPath}
 		}
 		seen[rec.RunID] = true
 		runs = append(runs, fromRuntime(rec, rt).view(a.View))
@@ -627,7 +640,7 @@ func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followU
 	if err != nil {
 		return nil, none, err
 	}
-	rec := &Record{RunID: newRunID(), Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: prior.Dir,
+	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: prior.Dir,
 		Agent: p.Agent, Model: p.Model, Backend: p.Backend, Thinking: p.Thinking, AgentProfile: p.AgentProfile,
 		AutoApprove: prior.AutoApprove, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
 	if rec.Label == "" {
