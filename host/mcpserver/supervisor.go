@@ -117,7 +117,7 @@ func (p *supervisors) getOr(ctx context.Context, socket string, autostart bool) 
 	} else {
 		c, err = dialHealthy(ctx, socket)
 		if err != nil {
-			err = fmt.Errorf("supervisor %s does not answer (%v): start it with `avenor stable --control-socket %s`, or pass the supervisor_id of a running one", socket, err, socket)
+			err = &dialError{socket: socket, err: err}
 		}
 	}
 	if err != nil {
@@ -125,6 +125,26 @@ func (p *supervisors) getOr(ctx context.Context, socket string, autostart bool) 
 	}
 	p.conns[socket] = c
 	return c, nil
+}
+
+// dialError is a supervisor that does not answer at socket; err says why
+// (nothing listens, or what listens is no supervisor).
+type dialError struct {
+	socket string
+	err    error
+}
+
+func (e *dialError) Error() string {
+	return fmt.Sprintf("supervisor %s does not answer (%v): start it with `avenor stable --control-socket %s`, or pass the supervisor_id of a running one", e.socket, e.err, e.socket)
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
+// nothingListens: the dial found no socket, or a socket nobody listens on
+// (left by a supervisor that died), as opposed to something there that is
+// not a supervisor.
+func nothingListens(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // conn is a persistent supervisor connection.
@@ -150,7 +170,7 @@ func dialHealthy(ctx context.Context, socket string) (*conn, error) {
 	}
 	if err := c.Call(dctx, "status", map[string]any{}, &st); err != nil {
 		c.Close()
-		return nil, err
+		return nil, fmt.Errorf("what listens at %s does not answer the control protocol's status: %w", socket, err)
 	}
 	if !st.Supervisor {
 		c.Close()
@@ -316,12 +336,18 @@ func (p *supervisors) shutdown(ctx context.Context, socket, mode string) (bool, 
 	if socket == "" {
 		socket = p.defaultSocket()
 	}
-	cn := p.live(ctx, socket)
-	if cn == nil {
-		return false, nil // nothing answers there: nothing to stop
+	cn, err := p.getOr(ctx, socket, false)
+	if err != nil {
+		if nothingListens(err) {
+			return false, nil // no supervisor there: nothing to stop
+		}
+		if errors.Is(err, errClosed) {
+			return false, err
+		}
+		return false, fmt.Errorf("shutdown %s: not an avenor supervisor, nothing was stopped: %w", socket, errors.Unwrap(err))
 	}
 	c := cn.c
-	err := c.Shutdown(ctx, mode)
+	err = c.Shutdown(ctx, mode)
 	p.mu.Lock()
 	delete(p.conns, socket)
 	var exited chan struct{}
