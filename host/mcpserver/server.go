@@ -72,8 +72,9 @@ type Server struct {
 	mcp *mcp.Server
 	sup *supervisors
 
-	mu   sync.Mutex
-	regs map[string]*registry // by socket
+	mu       sync.Mutex
+	regs     map[string]*registry // by socket
+	watchers map[string]*watcher  // by socket
 }
 
 // Option errors, with the original's messages.
@@ -111,7 +112,7 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{o: o, regs: map[string]*registry{}}
+	s := &Server{o: o, regs: map[string]*registry{}, watchers: map[string]*watcher{}}
 	reg, err := s.registry(s.defaultSocket())
 	if err != nil {
 		return nil, err
@@ -146,8 +147,27 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // Close drops the supervisor connections (see supervisors.close for what
 // becomes of an autostarted supervisor).
 func (s *Server) Close() error {
+	s.mu.Lock()
+	ws := s.watchers
+	s.watchers = map[string]*watcher{}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.close()
+	}
 	s.sup.close()
 	return nil
+}
+
+// watcher returns the shared subscription of socket's waits.
+func (s *Server) watcher(socket string) *watcher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.watchers[socket]
+	if w == nil {
+		w = newWatcher(socket)
+		s.watchers[socket] = w
+	}
+	return w
 }
 
 // SupervisorPID is the pid of the supervisor this server autostarted, 0

@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"context"
 	"time"
-
-	"github.com/avenor-go/avenor/client"
 )
 
 // Wait conditions of avenor_status wait_for (the original's).
@@ -63,12 +61,20 @@ func (s *Server) budget(seconds int) (time.Duration, bool) {
 }
 
 // wait reads the run's status until cond holds or the budget passes
-// (timed_out). A live run is awaited with client.Await on a connection of
-// its own (a connection subscribes once): the run's events wake it, the
-// status is the judge. A run whose supervisor is gone, or goes away during
-// the wait, has its status (the sentinel's) read every WaitPoll instead.
+// (timed_out). A live run's events wake it through the supervisor's shared
+// subscription (watch.go: no wait holds a connection of its own); the
+// status, read on the persistent connection at most every WaitSettle, is
+// the judge, and is read every WaitPoll when no event comes. A run whose
+// supervisor is gone, or goes away during the wait, has its status (the
+// sentinel's) read every WaitPoll.
 func (s *Server) wait(ctx context.Context, r *resolved, cond string, seconds int) (runStatus, error) {
 	d, clamped := s.budget(seconds)
+	var wake chan struct{}
+	if r.live() {
+		var remove func()
+		wake, remove = s.watcher(r.conn.socket).add(ctx, r.rec.RuntimeID)
+		defer remove()
+	}
 	st, err := s.status(ctx, r)
 	if err != nil {
 		return st, err
@@ -83,20 +89,22 @@ func (s *Server) wait(ctx context.Context, r *resolved, cond string, seconds int
 		wctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	if r.live() {
-		if sc, err := client.Dial(wctx, r.conn.socket); err == nil {
-			_, err = sc.Await(wctx, r.rec.RuntimeID, client.AwaitOptions{
-				Stop: func(rt client.Runtime) bool { return satisfied(cond, fromRuntime(r.rec, rt), first) },
-			})
-			sc.Close()
-			if err == nil {
-				return s.status(ctx, r)
-			}
-		}
-	}
 	poll := time.NewTicker(WaitPoll)
 	defer poll.Stop()
 	for {
+		select {
+		case <-wake: // nil when the run is not live: never
+			// Let a burst of events pass before reading the status.
+			select {
+			case <-time.After(WaitSettle):
+			case <-wctx.Done():
+			}
+		case <-poll.C:
+			if wake != nil {
+				s.watcher(r.conn.socket).ensure(ctx) // dial again after a lost subscription
+			}
+		case <-wctx.Done():
+		}
 		if ctx.Err() != nil {
 			return st, ctx.Err()
 		}
@@ -111,10 +119,6 @@ func (s *Server) wait(ctx context.Context, r *resolved, cond string, seconds int
 		if wctx.Err() != nil {
 			st.TimedOut, st.WaitClamped = true, clamped
 			return st, nil
-		}
-		select {
-		case <-poll.C:
-		case <-wctx.Done():
 		}
 	}
 }
