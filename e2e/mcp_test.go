@@ -31,7 +31,7 @@ const (
 )
 
 var (
-	reRunID  = regexp.MustCompile(`\\?"run_id\\?"\s*:\s*\\?"([0-9a-f-]{36})\\?"`)
+	reRunID  = regexp.MustCompile(`\\?"run_id\\?"\s*:\s*\\?"([0-9a-f]{16}|[0-9a-f-]{36})\\?"`)
 	reStatus = regexp.MustCompile(`\\?"status\\?"\s*:\s*\\?"([a-z]+)\\?"`)
 )
 

@@ -29,7 +29,14 @@
 //     original's registry lived and died with its process);
 //   - the status vocabulary an agent reads (status.go: running, waiting,
 //     done, failed, timeout, killed) and the waits of avenor_status wait_for
-//     and avenor_result (wait.go);
+//     and avenor_result (wait.go), which share one subscribed connection per
+//     supervisor (watch.go) instead of holding one each;
+//   - the tools' explicit schemas (schemas.go): object schemas with a type
+//     for every property, as the official MCP SDKs require;
+//   - the readiness check before a spawn (readiness.go): the backend is
+//     resolved as the supervisor would (host/run) and its plugin's Check
+//     asked, so a missing or logged-out runtime CLI fails the tool call with
+//     the plugin's hint instead of spawning a run that cannot start;
 //   - the HTTP transport's guard (http.go): loopback Host and browser Origin
 //     only, unless allow-listed, and a bearer token compared in constant
 //     time.

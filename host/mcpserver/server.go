@@ -62,6 +62,10 @@ type Options struct {
 	ListBackends func(context.Context) (any, error)
 	// Version is the server's version in the MCP handshake.
 	Version string
+	// CheckBackend is avenor_spawn's readiness check of the backend a spawn
+	// in dir would run ("" = the configured default); nil: the plugin's
+	// own Check, resolved as the supervisor resolves it (readiness.go).
+	CheckBackend func(ctx context.Context, dir, backend string) Readiness
 
 	supervisorLog string // the autostarted supervisor's stderr
 }
@@ -75,6 +79,7 @@ type Server struct {
 	mu       sync.Mutex
 	regs     map[string]*registry // by socket
 	watchers map[string]*watcher  // by socket
+	ready    readyCache
 }
 
 // Option errors, with the original's messages.

@@ -269,6 +269,16 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 		}
 		p.Timeout = secs
 	}
+	if a.RosterEntry == "" {
+		// A runtime whose CLI is missing or not logged in would be
+		// spawned, fail before its session opens and leave the agent a
+		// run to puzzle over: the spawn fails instead, with the hint.
+		// (A roster entry names its backend in a file the supervisor
+		// reads; that spawn is left to it.)
+		if err := s.checkReady(ctx, dir, a.Backend); err != nil {
+			return nil, none, err
+		}
+	}
 	cn, err := s.supervisor(ctx, a.SupervisorID)
 	if err != nil {
 		return nil, none, err
@@ -503,6 +513,8 @@ func nextStep(out resultOut) string {
 		return "the run is still going: call avenor_result again to keep waiting, or avenor_status for its progress"
 	case !out.Ready:
 		return "the run is still going: call avenor_result (wait true) to wait for its output"
+	case out.SessionID == "":
+		return fmt.Sprintf("the run ended %s (%s) before its session opened, so there is nothing to follow up: avenor_events shows why (often a runtime CLI that is missing or not logged in; avenor_list_backends says which backends are ready); fix that and spawn again", out.Status, out.StopReason)
 	case out.Status == StatusDone && out.Output == "":
 		return "the run ended without output: ask for it with avenor_follow_up"
 	case out.Status != StatusDone:

@@ -112,6 +112,8 @@ var Bounds = []Bound{
 	{"host/mcpserver", "DefaultHTTPMaxWait", "`avenor mcp --transport http`", "`--max-wait` default: the longest wait of `avenor_status`/`avenor_result` (`wait_clamped`)"},
 	{"host/mcpserver", "WaitPoll", "`avenor mcp` waits", "status read when no event of the run arrives"},
 	{"host/mcpserver", "WaitSettle", "`avenor mcp` waits", "status read after the run's events; at most one per interval"},
+	{"host/mcpserver", "ReadyCheckTimeout", "`avenor_spawn`", "readiness check of the backend before a spawn: starting its plugin and its check of the runtime CLI"},
+	{"host/mcpserver", "ReadyCacheTTL", "`avenor_spawn`", "a backend found ready is not checked again for spawns in the same directory; one not ready is checked every time"},
 	{"host/mcpserver", "DefaultEventsLimit", "`avenor_events`", "events returned when `limit` is absent"},
 	{"host/mcpserver", "MaxEventsLimit", "`avenor_events`", "largest `limit` honoured"},
 	{"host/mcpserver", "MaxEventString", "`avenor_events`", "bytes of each string of an event; longer ones are cut (`event_path` names the whole log)"},
