@@ -45,8 +45,12 @@ func enum(desc string, values []string) *jsonschema.Schema {
 
 // durationSchema is a timeout: a number of seconds, or a string of them
 // with an optional s, m or h suffix.
+// Each branch has a single type: a client that maps schemas onto a
+// single-type dialect (Gemini's function declarations) takes anyOf, not a
+// type array.
 func durationSchema(desc string) *jsonschema.Schema {
-	return &jsonschema.Schema{Types: []string{"number", "string"}, Description: desc + " (a number of seconds, or a string: 30, 90s, 5m, 1h)"}
+	return &jsonschema.Schema{Description: desc + " (a number of seconds, or a string: 30, 90s, 5m, 1h)",
+		AnyOf: []*jsonschema.Schema{{Type: "number"}, {Type: "string"}}}
 }
 
 // permissionSchema is a pending permission request: the fields of its
@@ -93,6 +97,7 @@ func schemaOf[T any](fix map[string]*jsonschema.Schema) *jsonschema.Schema {
 	if err != nil {
 		panic(err)
 	}
+	notNull(s)
 	for name, p := range fix {
 		if _, ok := s.Properties[name]; !ok {
 			panic(fmt.Sprintf("schema of %T: no property %q to replace", *new(T), name))
@@ -106,6 +111,24 @@ func schemaOf[T any](fix map[string]*jsonschema.Schema) *jsonschema.Schema {
 		panic(fmt.Sprintf("schema of %T: %v", *new(T), err))
 	}
 	return s
+}
+
+// notNull gives every inferred ["null", X] (a slice or pointer field) the
+// single type X: no argument is ever null, and every result leaves an
+// empty list or pointer out (omitempty) or sends []; a type array is less
+// portable than one type.
+func notNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		notNull(p)
+	}
+	notNull(s.Items)
+	notNull(s.AdditionalProperties)
 }
 
 // statusOutSchema is avenor_status' result: one run (runStatus, in its full
@@ -146,8 +169,20 @@ func checkNode(path string, v any) error {
 	if !ok {
 		return fmt.Errorf("%s: schema %v is not an object schema", orRoot(path), v)
 	}
-	if _, ok := m["type"]; !ok {
+	if branches, ok := m["anyOf"].([]any); ok {
+		for i, b := range branches {
+			if err := checkNode(fmt.Sprintf("%s/anyOf/%d", path, i), b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch t := m["type"].(type) {
+	case string:
+	case nil:
 		return fmt.Errorf("%s: schema names no type", orRoot(path))
+	default:
+		return fmt.Errorf("%s: type %v is not a single type (use anyOf)", orRoot(path), t)
 	}
 	if props, ok := m["properties"].(map[string]any); ok {
 		for _, k := range slices.Sorted(maps.Keys(props)) {

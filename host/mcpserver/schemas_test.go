@@ -114,9 +114,19 @@ func TestToolEnums(t *testing.T) {
 				t.Errorf("%s.%s enum %q, want %q", tl.Name, prop, got, values)
 			}
 		}
-		if p, ok := sch.Properties["timeout"]; ok {
-			if ts, _ := json.Marshal(p.Type); string(ts) != `["number","string"]` {
-				t.Errorf("%s.timeout type %s: want a number or a string", tl.Name, ts)
+		if _, ok := sch.Properties["timeout"]; ok {
+			var tm struct {
+				Properties struct {
+					Timeout struct {
+						AnyOf []struct {
+							Type string `json:"type"`
+						} `json:"anyOf"`
+					} `json:"timeout"`
+				} `json:"properties"`
+			}
+			_ = json.Unmarshal(b, &tm)
+			if a := tm.Properties.Timeout.AnyOf; len(a) != 2 || a[0].Type != "number" || a[1].Type != "string" {
+				t.Errorf("%s.timeout: want anyOf a number or a string, got %+v", tl.Name, a)
 			}
 		}
 	}
