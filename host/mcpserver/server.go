@@ -154,7 +154,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	ws := s.watchers
-	s.watchers = map[string]*watcher{}
+	s.watchers = nil // closed: a wait still going polls
 	s.mu.Unlock()
 	for _, w := range ws {
 		w.close()
@@ -167,6 +167,11 @@ func (s *Server) Close() error {
 func (s *Server) watcher(socket string) *watcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.watchers == nil { // after Close
+		w := newWatcher(socket)
+		w.closed = true
+		return w
+	}
 	w := s.watchers[socket]
 	if w == nil {
 		w = newWatcher(socket)

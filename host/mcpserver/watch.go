@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/avenor-go/avenor/client"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
@@ -27,6 +28,7 @@ type watcher struct {
 	c       *client.Client // nil: not subscribed
 	waiters map[string]map[chan struct{}]struct{}
 	n       int            // waits registered
+	retryAt time.Time      // after a failed dial, none before this
 	closing sync.WaitGroup // fan-outs running, connections being closed
 	closed  bool
 }
@@ -78,18 +80,22 @@ func (w *watcher) add(ctx context.Context, runtimeID string) (wake chan struct{}
 func (w *watcher) ensure(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.c != nil || w.n == 0 || w.closed {
+	if w.c != nil || w.n == 0 || w.closed || time.Now().Before(w.retryAt) {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	c, err := client.Dial(dctx, w.socket)
 	if err != nil {
-		return // the waits poll; the next one tries again
+		// The waits poll; one of them tries again after a WaitPoll (not
+		// every wait at every tick).
+		w.retryAt = time.Now().Add(WaitPoll)
+		return
 	}
 	sub, err := c.Subscribe(dctx, client.SubscribeOptions{})
 	if err != nil {
 		w.closeConnLocked(c)
+		w.retryAt = time.Now().Add(WaitPoll)
 		return
 	}
 	w.c = c
