@@ -14,10 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// reaperPollInterval is how often a reaper without pidfds (Linux < 5.3)
-// checks that its parent lives.
-const reaperPollInterval = 100 * time.Millisecond
-
 func init() {
 	if v := os.Getenv(ReaperEnv); v != "" {
 		os.Exit(reaperMain(v))
@@ -96,7 +92,7 @@ func waitParentDeath(ppid int) {
 	}
 	// No pidfds (or poll failed): watch the parent pid.
 	for os.Getppid() == ppid {
-		time.Sleep(reaperPollInterval)
+		time.Sleep(ReaperPollInterval)
 	}
 }
 
