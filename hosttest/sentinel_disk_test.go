@@ -65,22 +65,26 @@ func TestSentinelOnFullDisk(t *testing.T) {
 
 // fullTmpfs mounts a one-page tmpfs under w, fills it until a write fails
 // with ENOSPC and returns its path; the test's cleanup unmounts it. Mounting
-// needs root: without it the test skips, unless AVENOR_REQUIRE_ROOT=1 (CI),
-// where it fails.
+// needs root (with the right to mount): without it the test skips, unless
+// AVENOR_REQUIRE_ROOT=1 (CI), where it fails.
 func fullTmpfs(t *testing.T, w *world) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
+	cannot := func(format string, args ...any) {
+		t.Helper()
 		if os.Getenv("AVENOR_REQUIRE_ROOT") == "1" {
-			t.Fatal("AVENOR_REQUIRE_ROOT=1 but the test does not run as root (mounting a full tmpfs needs it)")
+			t.Fatalf("AVENOR_REQUIRE_ROOT=1, but "+format, args...)
 		}
-		t.Skip("mounting a full tmpfs needs root (AVENOR_REQUIRE_ROOT=1 makes this a failure)")
+		t.Skipf(format+" (AVENOR_REQUIRE_ROOT=1 makes this a failure)", args...)
+	}
+	if os.Geteuid() != 0 {
+		cannot("mounting a full tmpfs needs root")
 	}
 	mnt := w.path("full")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4k,mode=0755", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount a 4k tmpfs on %s: %v %s", mnt, err, out)
+		cannot("mount a 4k tmpfs on %s: %v %s", mnt, err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
