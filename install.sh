@@ -8,8 +8,10 @@
 # The binaries go to PREFIX/bin (default /usr/local/bin), side by side: avenor
 # finds its plugins next to itself. Nothing is extracted, let alone
 # installed, unless the archive's SHA-256 is the one SHA256SUMS lists for its
-# file name. POSIX sh; needs sha256sum, shasum or openssl, gzip and tar, and
-# curl or wget to download.
+# file name. The archive is read once, into a private copy that is hashed and
+# extracted, so a file swapped after the check is never installed; an archive
+# holding links, absolute paths or .. is refused. POSIX sh; needs sha256sum,
+# shasum or openssl, gzip and tar, and curl or wget to download.
 set -eu
 
 prog=install.sh
@@ -105,16 +107,46 @@ if [ -z "$sums" ]; then
 fi
 [ -f "$sums" ] || die "checksum file $sums does not exist"
 
-# The line for this file name: "<hex>  <name>" (or "<hex> *<name>").
-want=$(awk -v f="$name" '$2 == f || $2 == "*" f { print $1; exit }' "$sums")
+# The line for this file name: "<hex>  <name>" (or "<hex> *<name>"). A
+# SHA256SUMS saved with CRLF line ends (a Windows download) reads the same.
+want=$(awk -v f="$name" '{ sub(/\r$/, "") } $2 == f || $2 == "*" f { print $1; exit }' "$sums")
 [ -n "$want" ] || die "$sums lists no checksum for $name; is it the SHA256SUMS of the same release?"
-got=$(sha256 "$archive")
+
+# One read of the archive: into a private copy (the temporary directory is
+# ours alone), which is hashed and then extracted. Reading $archive twice
+# would let whoever can write its directory swap it between the check and
+# the extraction.
+copy=$tmp/archive.tar.gz
+cp "$archive" "$copy" 2>/dev/null || die "cannot read $archive"
+got=$(sha256 "$copy")
 if [ "$got" != "$want" ]; then
 	die "checksum mismatch for $archive: $sums says $want, the file is $got; the archive is damaged or was tampered with, nothing was installed; download it again"
 fi
 
+# A release archive holds directories and regular files only, under relative
+# names. A symbolic or hard link would install whatever it points at (a
+# private file, as an executable); an absolute or .. name would land outside
+# the extraction directory with some tars.
+gzip -dc "$copy" >"$tmp/archive.tar" || die "cannot extract $archive: it is not a gzip file"
+tar -tf "$tmp/archive.tar" >"$tmp/names" || die "cannot extract $archive: tar cannot list it"
+tar -tvf "$tmp/archive.tar" >"$tmp/listing" || die "cannot extract $archive: tar cannot list it"
+while IFS= read -r member; do
+	case $member in
+	/* | .. | ../* | */../* | */..) die "$archive holds a member outside its directory ($member); a release archive never does, nothing was installed" ;;
+	esac
+done <"$tmp/names"
+while IFS= read -r line; do
+	case $line in
+	*" link to "* | *" -> "*) die "$archive holds a link ($line); a release archive never does, nothing was installed" ;;
+	-* | d*) ;;
+	*) die "$archive holds a member that is not a file or a directory ($line); a release archive never does, nothing was installed" ;;
+	esac
+done <"$tmp/listing"
 mkdir "$tmp/x"
-gzip -dc "$archive" | (cd "$tmp/x" && tar -xf -) || die "cannot extract $archive"
+(cd "$tmp/x" && tar -xf "$tmp/archive.tar") || die "cannot extract $archive"
+# And what tar made of it: nothing but files and directories.
+odd=$(find "$tmp/x" ! -type f ! -type d)
+[ -z "$odd" ] || die "$archive holds a member that is not a file or a directory ($odd); nothing was installed"
 
 # The archive holds one directory (avenor_<version>_<os>_<arch>/) or the files
 # themselves.

@@ -262,12 +262,16 @@ func TestSentinelValuesOneLine(t *testing.T) {
 }
 
 // TestSentinelDirMissing: a sentinel whose directory does not exist is not
-// written; stderr says why (§3).
+// written; stderr says why (§3), and the run that ended well exits 1: a
+// harness waiting for the sentinel would never see it end.
 func TestSentinelDirMissing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	sentPath := w.path("missing/run.done")
 	res := w.run("--backend", "scripted", "--prompt", "say hi", "--sentinel-file", sentPath)
+	if res.code != 1 {
+		t.Errorf("exit %d, want 1 (the sentinel was not written): %v", res.code, res)
+	}
 	if !strings.Contains(res.stderr, "avenor: writing sentinel") || !strings.Contains(res.stderr, sentPath) {
 		t.Errorf("stderr does not report the unwritable sentinel %s: %v", sentPath, res)
 	}

@@ -50,7 +50,8 @@ Exit codes: 0 end_turn, 1 error, 2 refusal (or a command line avenor cannot pars
 A run refused before it starts (conflicting flags, unknown backend, unreadable prompt
 file) exits 1 with a FAILED sentinel saying STOP_REASON=exit_1; a command line avenor
 cannot parse exits 2 with STOP_REASON=refusal; a loop or team config that does not load
-says STOP_REASON=error.
+says STOP_REASON=error. A run whose sentinel cannot be written (a full disk, a missing
+directory) says so on stderr and never exits 0: a run that ended well exits 1.
 
 On a terminal, stderr shows a live view of the run: the agent's text as it streams, tool
 calls, permission requests with the commands that answer them, retries, a status line
@@ -218,9 +219,23 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	if err != nil {
 		return failSetup(env, f, err)
 	}
-	view.Finish(liveview.Summary{StopReason: res.StopReason, ExitCode: res.ExitCode, SessionID: res.SessionID,
+	code := exitWithSentinel(res, env.Stderr)
+	view.Finish(liveview.Summary{StopReason: res.StopReason, ExitCode: code, SessionID: res.SessionID,
 		EventLog: f.onEvent, Sentinel: f.sentinelFile})
-	return res.ExitCode
+	return code
+}
+
+// exitWithSentinel is the run's exit code once its sentinel was (or was not)
+// written. A harness that waits for the sentinel never sees a run end whose
+// sentinel could not be written (a full disk, a missing directory), so such
+// a run never exits 0: a clean end becomes exit 1, said on stderr; any other
+// code already says the run failed and is kept.
+func exitWithSentinel(res hostrun.Result, stderr io.Writer) int {
+	if res.SentinelErr == nil || res.ExitCode != exitOK {
+		return res.ExitCode
+	}
+	fmt.Fprintf(stderr, "avenor: the run ended well but its sentinel was not written; exit %d\n", exitFail)
+	return exitFail
 }
 
 func failSetup(env Env, f *runFlags, err error) int {

@@ -83,6 +83,9 @@ type Result struct {
 	Reason string
 	// ExitReason is the end event's exit_reason.
 	ExitReason string
+	// SentinelErr is why the run's one sentinel could not be written,
+	// already told on stderr; nil when it was written or none was asked for.
+	SentinelErr error
 }
 
 // RunLoop runs a loop config to its end and writes the run's one sentinel
@@ -104,7 +107,7 @@ func runTop(ctx context.Context, o Options, body func(context.Context, *runner) 
 	ctx, stop := r.clock(ctx)
 	defer stop()
 	res := r.incompleteLog(body(ctx, r))
-	r.writeSentinel(res)
+	res.SentinelErr = r.writeSentinel(res)
 	return res
 }
 
@@ -174,17 +177,21 @@ func (r *runner) say(msg string) {
 	r.stderrMu.Unlock()
 }
 
-func (r *runner) writeSentinel(res Result) {
+// writeSentinel writes the run's one sentinel, if it has one, and returns
+// (after telling stderr) why it could not.
+func (r *runner) writeSentinel(res Result) error {
 	if r.o.SentinelPath == "" {
-		return
+		return nil
 	}
 	rec := sentinel.Record{ExitCode: res.ExitCode, SessionID: res.SessionID, StopReason: res.StopReason, RunID: r.o.RunID}
 	if res.ExitCode == sentinel.ExitBlocked {
 		rec.Reason = res.Reason
 	}
-	if err := sentinel.Write(r.o.SentinelPath, rec); err != nil {
+	err := sentinel.Write(r.o.SentinelPath, rec)
+	if err != nil {
 		r.say(fmt.Sprintf("writing sentinel: %v", err))
 	}
+	return err
 }
 
 // chain is what the next phase of a section may build on: the previous

@@ -45,6 +45,9 @@ type Result struct {
 	ExitCode   int
 	StopReason string
 	SessionID  string
+	// SentinelErr is why the sentinel could not be written, already told
+	// on stderr; nil when it was written or none was asked for.
+	SentinelErr error
 }
 
 // SetupError is a run that could not start (its control socket or HTTP
@@ -98,7 +101,7 @@ func Start(ctx context.Context, spec Spec) (Result, error) {
 		target, writer = rts, w
 		run = func(ctx context.Context) Result {
 			res := wf.Run(ctx, lopts)
-			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID}
+			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
 		}
 	} else {
 		// The broker cancels the run on a "cancelled" answer and names the
@@ -111,7 +114,7 @@ func Start(ctx context.Context, spec Spec) (Result, error) {
 		target, writer = runner, runner.Events()
 		run = func(ctx context.Context) Result {
 			res := runner.Run(ctx)
-			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID}
+			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
 		}
 	}
 	// One control method table serves the socket and the HTTP adapter.

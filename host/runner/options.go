@@ -141,6 +141,11 @@ type Result struct {
 	// Held is the session kept open (Options.KeepSession), nil when none;
 	// the caller must pass it to a later run or Close it.
 	Held *HeldSession
+	// SentinelErr is why the sentinel could not be written (a full disk, a
+	// missing directory), already told on stderr; nil when it was written
+	// or none was asked for. A harness waiting for the sentinel never sees
+	// this run end, so `avenor run` must not exit 0 over it.
+	SentinelErr error
 }
 
 func (o *Options) defaults() {

@@ -156,7 +156,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	if res.refused {
 		rec.StopReason = sentinel.DefaultStopReason(result.ExitCode)
 	}
-	r.writeSentinel(rec)
+	result.SentinelErr = r.writeSentinel(rec)
 	return result
 }
 
@@ -222,13 +222,17 @@ func CleanFiles(sentinelPath, permBase string, warn func(string, ...any)) {
 	}
 }
 
-func (r *Runner) writeSentinel(rec sentinel.Record) {
+// writeSentinel writes the run's sentinel, if it has one, and returns (after
+// telling stderr) why it could not.
+func (r *Runner) writeSentinel(rec sentinel.Record) error {
 	if r.opts.SentinelPath == "" {
-		return
+		return nil
 	}
-	if err := sentinel.Write(r.opts.SentinelPath, rec); err != nil {
+	err := sentinel.Write(r.opts.SentinelPath, rec)
+	if err != nil {
 		fmt.Fprintf(r.opts.Stderr, "avenor: writing sentinel: %v\n", err)
 	}
+	return err
 }
 
 // emit writes an event, preceded by the agent.status events it triggers.

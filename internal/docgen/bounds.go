@@ -126,6 +126,7 @@ var Bounds = []Bound{
 	{"sdk/agentproc", "DefaultStderrTailBytes", "plugins (runtime stderr)", "end of stderr kept for crash reports"},
 	{"sdk/agentproc", "DefaultCancelGrace", "plugins", "grace between asking an agent CLI to stop and killing it"},
 	{"sdk/agentproc", "CgroupRemoveWait", "plugins (runtime cgroup)", "wait for a runtime's killed tree to leave its cgroup before the cgroup is removed"},
+	{"sdk/agentproc", "ReaperPollInterval", "plugins (runtime reaper)", "how often a runtime's reaper checks that its plugin lives, on kernels without pidfds (with them it learns at once); it then kills the runtime's tree"},
 	{"sdk/agentproc", "ExitReportLines", "plugins (errors)", "last stderr lines quoted when a runtime exits"},
 	{"sdk/agentproc", "ExitReportBytes", "plugins (errors)", "bytes of stderr quoted when a runtime exits (cut at a rune boundary)"},
 	{"sdk/turn", "DefaultGrace", "plugins", "time a cancelled turn may take to end before its runtime is stopped"},

@@ -4,7 +4,11 @@
 //   - install.sh (repository root) installs from an archive whose SHA-256
 //     SHA256SUMS lists, refuses a tampered or unlisted one and installs
 //     nothing then (TestInstallScript, run by make test on an archive made
-//     from the built binaries);
+//     from the built binaries); it reads the archive once, so a swap after
+//     the check installs nothing new (TestInstallScriptReadsArchiveOnce),
+//     refuses links, absolute and .. members
+//     (TestInstallScriptArchiveMembers) and reads a CRLF SHA256SUMS
+//     (TestInstallScriptCRLFSums), on small archives built by the tests;
 //   - make install copies the shipped binaries only, not the scripted test
 //     plugin (TestMakeInstallShipsOnly);
 //   - the archives `make release` writes to dist/ (goreleaser,

@@ -263,7 +263,7 @@ func TestInstallScript(t *testing.T) {
 		// script needs and a shasum that is sha256sum underneath (perl's
 		// shasum is not everywhere either).
 		tools := t.TempDir()
-		for _, tool := range []string{"sh", "awk", "cut", "sed", "gzip", "tar", "mktemp", "rm", "mkdir", "cp", "chmod", "mv", "basename", "dirname", "cat"} {
+		for _, tool := range []string{"sh", "awk", "cut", "sed", "gzip", "tar", "mktemp", "rm", "mkdir", "cp", "chmod", "mv", "basename", "dirname", "cat", "find"} {
 			p, err := exec.LookPath(tool)
 			if err != nil {
 				t.Fatalf("%s: %v", tool, err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,8 +199,10 @@ func runTranscript(t *testing.T, tc transcriptCase) {
 	}
 	defer sess.Close(context.Background())
 	h.record(map[string]any{"event": "(opened)", "session_id": sess.ID(), "start_fields": sess.StartFields()})
-	if p := sess.Process(); p.PID <= 0 || p.PGID != p.PID {
-		t.Errorf("Process() = %+v; want the agent's pid as its group", p)
+	if p := sess.Process(); p.PID <= 0 || p.PGID <= 1 {
+		t.Errorf("Process() = %+v; want the agent's pid and its group", p)
+	} else if g, err := syscall.Getpgid(p.PID); err != nil || g != p.PGID {
+		t.Errorf("Process() = %+v; the agent is in group %d (%v)", p, g, err)
 	}
 	if tc.cancelOn != "" {
 		var once sync.Once

@@ -33,6 +33,12 @@ const (
 	// CgroupRemoveWait bounds how long a runtime's cgroup is waited for to
 	// empty after its tree was killed, before it is removed.
 	CgroupRemoveWait = 2 * time.Second
+
+	// ReaperPollInterval is how often a runtime's reaper checks that its
+	// plugin lives where the kernel has no pidfds (Linux before 5.3; with
+	// them it learns at once): the longest a tool may outlive a plugin
+	// killed with its host, before the reaper kills it.
+	ReaperPollInterval = 100 * time.Millisecond
 )
 
 // CgroupsEnv set to "off" makes NewCgroup fail, so runtimes are owned through

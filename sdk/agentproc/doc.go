@@ -12,6 +12,9 @@
 //   - its lifetime: Pdeathsig kills the CLI if the plugin dies, ctx cancellation
 //     stops it, and Stop escalates stdin close → SIGTERM → SIGKILL and always
 //     reaps;
+//   - its cleanup when nobody else is left: the CLI's process group is led by
+//     a reaper (reaper.go), this binary run again, which outlives the plugin
+//     and kills the CLI's tree when the plugin dies with its host;
 //   - its pipes: stdout is framed into lines with a hard bound per line, so a
 //     runaway CLI cannot make the plugin buffer gigabytes; stderr is logged and
 //     its tail kept for crash reports;

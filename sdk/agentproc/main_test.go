@@ -12,5 +12,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(watchParentHelperEnv); dir != "" {
 		os.Exit(watchParentHelper(dir))
 	}
+	// The reaper tests re-execute it as a plugin.
+	if dir := os.Getenv(pluginHelperEnv); dir != "" {
+		os.Exit(pluginHelper(dir))
+	}
 	goleak.VerifyTestMain(m)
 }

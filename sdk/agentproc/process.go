@@ -87,9 +87,13 @@ type Process struct {
 	log  hclog.Logger
 
 	// The tree: every process the CLI starts carries token in TreeEnv and,
-	// when cgroups are usable, lives in cg (nil otherwise).
-	token string
-	cg    *Cgroup
+	// when cgroups are usable, lives in cg (nil otherwise). The CLI's
+	// process group pgid is led by reaper (reaper.go), or by the CLI itself
+	// where no reaper could start (reaper nil, pgid == pid).
+	token  string
+	cg     *Cgroup
+	pgid   int
+	reaper *exec.Cmd
 
 	stdin  *os.File
 	stdout *drainReader
@@ -176,7 +180,20 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if cgErr != nil {
 		log.Debug("runtime CLI without a cgroup of its own; its tree is owned through its process group and "+TreeEnv, "reason", cgErr)
 	}
-	newCmd := func(cg *Cgroup) *exec.Cmd {
+	// The reaper cleans the tree up if the plugin dies with the host,
+	// which leaves nobody else to; it leads the group the CLI joins.
+	var cgDir string
+	if cg != nil {
+		cgDir = cg.Path()
+	}
+	reaper, reaperErr := startReaper(token, cgDir)
+	pgid := 0
+	if reaperErr != nil {
+		log.Debug("runtime CLI without a reaper; it leads its own process group", "reason", reaperErr)
+	} else {
+		pgid = reaper.Process.Pid
+	}
+	newCmd := func(cg *Cgroup, pgid int) *exec.Cmd {
 		return &exec.Cmd{
 			Path:        path,
 			Args:        append([]string{spec.Path}, spec.Args...),
@@ -185,15 +202,17 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 			Stdin:       stdinR,
 			Stdout:      stdoutW,
 			Stderr:      stderrW,
-			SysProcAttr: sysProcAttr(cg),
+			SysProcAttr: sysProcAttr(cg, pgid),
 		}
 	}
-	cmd := newCmd(cg)
+	cmd := newCmd(cg, pgid)
 	p := &Process{
 		name:       spec.Path,
 		cmd:        cmd,
 		token:      token,
 		cg:         cg,
+		pgid:       pgid,
+		reaper:     reaper,
 		stdin:      stdinW,
 		stdout:     &drainReader{f: stdoutR},
 		stderr:     &drainReader{f: stderrR},
@@ -216,7 +235,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		closeFiles(parent)
 		return nil, fmt.Errorf("agentproc: starting %s (%s): %w", spec.Path, path, err)
 	}
-	cmd = p.cmd // run may have restarted it without the cgroup
+	cmd = p.cmd // run may have restarted it without the cgroup or the reaper
 	p.pid = cmd.Process.Pid
 	p.log = log.With("pid", p.pid)
 	p.log.Debug("started runtime CLI", "path", path, "args", spec.Args)
@@ -250,9 +269,10 @@ func lookPathError(spec Spec, err error) error {
 // PID is the CLI's process id.
 func (p *Process) PID() int { return p.pid }
 
-// PGID is the CLI's process group id, which is its PID: Start makes the CLI
-// the leader of a new group.
-func (p *Process) PGID() int { return p.pid }
+// PGID is the CLI's process group id. Its leader is the CLI's reaper, which
+// Start starts first and which ends with the group; where no reaper could
+// start, the CLI leads a new group and PGID is its PID.
+func (p *Process) PGID() int { return p.pgid }
 
 // Stdin is the CLI's standard input. Closing it asks an agent CLI in
 // streaming mode to finish; Stop closes it too.
@@ -305,13 +325,13 @@ func (p *Process) stop(grace time.Duration) error {
 	_ = p.stdin.Close()
 	var err error
 	if !p.waitExited(grace) {
-		if serr := signalGroup(p.pid, syscall.SIGTERM); serr != nil {
+		if serr := signalGroup(p.pgid, syscall.SIGTERM); serr != nil {
 			p.log.Warn("stopping runtime CLI", "error", serr)
 		}
 		err = fmt.Errorf("agentproc: %s (pid %d) did not exit within %s of stdin closing; sent SIGTERM to its process group: %w",
 			p.name, p.pid, grace, ErrTerminated)
 		if !p.waitExited(grace) {
-			if kerr := KillGroup(p.pid); kerr != nil {
+			if kerr := KillGroup(p.pgid); kerr != nil {
 				p.log.Warn("stopping runtime CLI", "error", kerr)
 			}
 			err = fmt.Errorf("agentproc: %s (pid %d) ignored SIGTERM for %s; sent SIGKILL to its process group: %w",
@@ -319,12 +339,9 @@ func (p *Process) stop(grace time.Duration) error {
 			<-p.exited
 		}
 	}
-	// Whatever the CLI left in its group has no owner now. The group id
-	// cannot have been reused while any member lives, and an empty group
-	// answers ESRCH.
-	if kerr := KillGroup(p.pid); kerr != nil {
-		p.log.Warn("killing what the runtime CLI left behind", "error", kerr)
-	}
+	// Whatever the CLI left in its group was killed once it was reaped
+	// (killTree, before exited closed), while the group's leader was still
+	// held, so that its id could not have been reused.
 	close(p.abandon)
 	// Closing the read ends unblocks reads in flight at once, rather than
 	// after OutputDrainIdle.
@@ -345,18 +362,31 @@ func (p *Process) killTree() {
 			p.log.Warn("killing what the runtime CLI left behind", "error", err)
 		}
 	}
-	if err := KillGroup(p.pid); err != nil {
+	// The reaper, the group's leader, dies with it: its work is the
+	// plugin's now.
+	if err := KillGroup(p.pgid); err != nil {
 		p.log.Warn("killing what the runtime CLI left behind", "error", err)
 	}
 	if n := KillMarked(p.token); n > 0 {
 		p.log.Debug("killed processes the runtime CLI left outside its group", "count", n)
 	}
 	ReapKilled(killed)
+	p.dropReaper()
 	if p.cg != nil {
 		if err := p.cg.Remove(CgroupRemoveWait); err != nil {
 			p.log.Warn("removing the runtime CLI's cgroup", "error", err)
 		}
 	}
+}
+
+// dropReaper kills and reaps the reaper, if there is one.
+func (p *Process) dropReaper() {
+	if p.reaper == nil {
+		return
+	}
+	_ = p.reaper.Process.Kill()
+	_ = p.reaper.Wait()
+	p.reaper = nil
 }
 
 // waitExited reports whether the CLI is reaped within d.
@@ -382,8 +412,9 @@ func (p *Process) waitExited(d time.Duration) bool {
 // the CLI is killed only when the plugin really dies.
 //
 // A CLI that cannot be started into its cgroup (no clone3, a seccomp filter,
-// no right to move a process there) is started again without one.
-func (p *Process) run(started chan<- error, ready <-chan struct{}, newCmd func(*Cgroup) *exec.Cmd) {
+// no right to move a process there) is started again without one; one that
+// cannot join its reaper's group (the reaper died), in a group of its own.
+func (p *Process) run(started chan<- error, ready <-chan struct{}, newCmd func(*Cgroup, int) *exec.Cmd) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -391,12 +422,21 @@ func (p *Process) run(started chan<- error, ready <-chan struct{}, newCmd func(*
 	if err != nil && p.cg != nil {
 		_ = p.cg.Remove(0)
 		p.cg = nil
-		p.cmd = newCmd(nil)
+		p.cmd = newCmd(nil, p.pgid)
+		err = p.cmd.Start()
+	}
+	if err != nil && p.reaper != nil {
+		p.dropReaper()
+		p.cmd = newCmd(nil, 0)
 		err = p.cmd.Start()
 	}
 	if err != nil {
+		p.dropReaper()
 		started <- err
 		return
+	}
+	if p.reaper == nil {
+		p.pgid = p.cmd.Process.Pid
 	}
 	started <- nil
 	<-ready

@@ -150,11 +150,11 @@ func PrivateDir(dir string) error {
 	}
 	switch {
 	case st.Mode&syscall.S_IFMT == syscall.S_IFLNK:
-		return fmt.Errorf("%s %w (owned by uid %d), not a directory avenor made: another user may have planted it; remove it or set TMPDIR to a directory you own", dir, ErrSymlink, st.Uid)
+		return fmt.Errorf("%s %w (owned by uid %d), not a directory avenor made: another user may have planted it; %s", dir, ErrSymlink, st.Uid, relocateHint(dir))
 	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
 		return fmt.Errorf("%s: %w; remove it", dir, ErrNotDir)
 	case st.Uid != uint32(os.Geteuid()):
-		return fmt.Errorf("directory %s is %w (uid %d), not this user (uid %d): another user made it at a name avenor uses; remove it, or set TMPDIR to a directory you own", dir, ErrNotOwned, st.Uid, os.Geteuid())
+		return fmt.Errorf("directory %s is %w (uid %d), not this user (uid %d): another user made it at a name avenor uses; %s", dir, ErrNotOwned, st.Uid, os.Geteuid(), relocateHint(dir))
 	}
 	if st.Mode&0o7777 != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
