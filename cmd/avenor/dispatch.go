@@ -30,6 +30,15 @@ type Env struct {
 	// log is the global --log-level and --log-file (logging.go); newRoot
 	// sets it when nil.
 	log *logFlags
+	// stderrTerminal remembers that Stderr was a terminal before the live
+	// view put its own writer in front of it (newView).
+	stderrTerminal bool
+}
+
+// stderrIsTerminal says whether the process's stderr is a terminal, also
+// when the live view's writer stands in front of it.
+func (e Env) stderrIsTerminal() bool {
+	return e.stderrTerminal || isTerminal(e.Stderr)
 }
 
 // resolveEnv is what host/run reads of this process.
