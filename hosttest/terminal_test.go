@@ -1,8 +1,11 @@
 package hosttest
 
 import (
+	"os"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestHTTPDebugTokenOnTerminal: with --http-debug and stderr a terminal the
@@ -23,4 +26,93 @@ func TestHTTPDebugTokenOnTerminal(t *testing.T) {
 	if !regexp.MustCompile(`■ end_turn · exit 0`).MatchString(screen) {
 		t.Errorf("no live view:\n%s", screen)
 	}
+}
+
+// TestInlinePermissionAnswer: stdin and stderr a terminal and nothing else
+// set up to answer — the live view asks the request inline, a line that
+// names no option asks again, and the person's "o" answers it through the
+// broker (permission.response source "tty").
+func TestInlinePermissionAnswer(t *testing.T) {
+	w := newWorld(t)
+	log := w.path("ev.ndjson")
+	script := "say \"Hello\\n\"\npermission tool=bash question=\"Run make?\"\nsay \"made it\\n\""
+	r := w.startPTYWith(true, []string{"NO_COLOR=1"}, "--backend", "scripted", "--prompt", script, "--on-event", log)
+	r.waitFor("Allow once / Reject [o/r] ", 20*time.Second)
+	r.typeLine("maybe")
+	r.waitFor("answer o, r (or an option id)", 10*time.Second)
+	r.typeLine("o")
+	if code := r.wait(); code != 0 {
+		t.Fatalf("exit %d; terminal:\n%s", code, r.text())
+	}
+	screen := r.text()
+	t.Logf("terminal:\n%s", screen)
+	for _, want := range []string{
+		"? permission ",
+		"Run make?",
+		"options: allow: Allow once, deny: Reject",
+		"✓ allowed: allow by tty",
+		"made it",
+		"■ end_turn · exit 0",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "nothing is set up to answer") {
+		t.Errorf("the note for an unanswerable request was printed although the terminal answers:\n%s", screen)
+	}
+	resp := firstEvent(t, readEvents(t, log), "permission.response")
+	if resp.str("source") != "tty" || resp.str("option_id") != "allow" {
+		t.Errorf("permission.response = %v, want option allow from source tty", resp)
+	}
+}
+
+// TestInlinePermissionOnlyWhenNothingElseAnswers: with anything else set up
+// to answer (here --on-permission deny, and the file handler of
+// --sentinel-file) the terminal does not ask, and no "tty" source appears.
+func TestInlinePermissionOnlyWhenNothingElseAnswers(t *testing.T) {
+	w := newWorld(t)
+	script := "permission tool=bash question=\"Run make?\"\nsay done"
+	log := w.path("deny.ndjson")
+	r := w.startPTYWith(true, []string{"NO_COLOR=1"}, "--backend", "scripted", "--prompt", script, "--on-event", log, "--on-permission", "deny")
+	if code := r.wait(); code != 0 {
+		t.Fatalf("--on-permission deny: exit %d; terminal:\n%s", code, r.text())
+	}
+	if strings.Contains(r.text(), "[o/r]") {
+		t.Errorf("--on-permission deny: the terminal asked:\n%s", r.text())
+	}
+	if resp := firstEvent(t, readEvents(t, log), "permission.response"); resp.str("source") != "avenor" {
+		t.Errorf("--on-permission deny: permission.response = %v", resp)
+	}
+
+	log = w.path("file.ndjson")
+	r = w.startPTYWith(true, []string{"NO_COLOR=1"}, "--backend", "scripted", "--prompt", script, "--on-event", log, "--sentinel-file", w.path("run.done"))
+	r.waitFor("avenor answer --option allow", 20*time.Second)
+	if strings.Contains(r.text(), "[o/r]") {
+		t.Errorf("--sentinel-file: the terminal asked:\n%s", r.text())
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(w.path("run.perm.req")); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if res := w.run("answer", "--option", "deny", w.path("run.perm")); res.code != 0 {
+		t.Fatalf("avenor answer: %v", res)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("--sentinel-file: exit %d; terminal:\n%s", code, r.text())
+	}
+	if resp := firstEvent(t, readEvents(t, log), "permission.response"); resp.str("source") != "file" {
+		t.Errorf("--sentinel-file: permission.response = %v", resp)
+	}
+}
+
+// firstEvent is the first event named name; the test fails without one.
+func firstEvent(t *testing.T, evs []event, name string) event {
+	t.Helper()
+	got := only(evs, name)
+	if len(got) == 0 {
+		t.Fatalf("no %s event in %v", name, names(evs))
+	}
+	return got[0]
 }

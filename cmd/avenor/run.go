@@ -188,7 +188,15 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	defer stop()
 
 	view.SetAnswerPaths(spec.Permissions.FileBase, f.controlSocket)
+	inline := answersInline(f, spec.Permissions, env, view)
+	if inline {
+		view.AnswerInline()
+		spec.Permissions.Ask = askAtTerminal(view, env.Stdin, env.Stderr)
+	}
 	spec.Permissions.OnUnanswered = func(req sdk.PermissionRequest) {
+		if inline && len(req.Options) > 0 {
+			return // the live view asks it
+		}
 		fmt.Fprint(env.Stderr, permission.UnansweredNote(req, f.controlSocket))
 	}
 	spec.ControlSocket, spec.Attach = f.controlSocket, view.Attach

@@ -153,7 +153,7 @@ func (v *View) setStatus(phase, label string) {
 
 // redraw puts the status line back when the cursor is at a line start.
 func (v *View) redraw() {
-	if v.o.Mode == TTY && !v.midLine {
+	if v.o.Mode == TTY && !v.midLine && !v.asking {
 		v.drawStatus()
 	}
 }
@@ -208,6 +208,14 @@ func (v *View) permissionRequest(ev event.Event) {
 		lines = append(lines, v.paint(styleDim, "  held by a control client"))
 		if v.o.ControlSocket != "" && len(opts) > 0 {
 			lines = append(lines, "  answer: "+ControlAnswerCommand(v.o.ControlSocket, id, opts[0].id))
+		}
+	case "none":
+		if v.inline && id != "" && len(opts) > 0 {
+			v.clearStatus()
+			v.endLine()
+			v.writeRaw(strings.Join(lines, "\n") + "\n" + v.paint(styleBold, v.askLine(opts)))
+			v.midLine = true
+			return
 		}
 	}
 	v.line(strings.Join(lines, "\n"))
@@ -279,14 +287,14 @@ func options(ev event.Event) []option {
 	return out
 }
 
+// describeOptions names each option once, in words: "once: Allow once".
 func describeOptions(opts []option) []string {
 	out := make([]string, len(opts))
 	for i, o := range opts {
-		d := o.id + " (" + o.kind
-		if o.name != "" && o.name != o.id {
-			d += ", " + sanitizeLine(o.name, 40)
+		out[i] = sanitizeLine(o.id, 40)
+		if l := o.label(); l != out[i] {
+			out[i] += ": " + l
 		}
-		out[i] = d + ")"
 	}
 	return out
 }

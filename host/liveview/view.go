@@ -128,6 +128,8 @@ type View struct {
 	stop      string
 	tools     map[string]string // tool id → title
 	toolOrder []string
+	inline    bool // AnswerInline: requests nobody answers are asked here
+	asking    bool // a question waits for the person's line
 }
 
 // New returns a view that renders nothing until Attach; its Writer works
@@ -296,3 +298,6 @@ func (v *View) Notice(text string) {
 
 // Elapsed is the time since Start.
 func (v *View) elapsed() time.Duration { return v.o.Now().Sub(v.start) }
+
+// Mode is how the view renders.
+func (v *View) Mode() Mode { return v.o.Mode }
