@@ -78,7 +78,9 @@ func TestAskComesAfterEveryOtherResolver(t *testing.T) {
 // refused and the request still waits.
 func TestAskGivesUp(t *testing.T) {
 	for _, ask := range []func(context.Context, sdk.PermissionRequest) (permission.Answer, error){
-		func(context.Context, sdk.PermissionRequest) (permission.Answer, error) { return permission.Answer{}, errors.New("eof") },
+		func(context.Context, sdk.PermissionRequest) (permission.Answer, error) {
+			return permission.Answer{}, errors.New("eof")
+		},
 		func(context.Context, sdk.PermissionRequest) (permission.Answer, error) {
 			return permission.Answer{Outcome: sdk.OutcomeSelected, OptionID: "nope"}, nil
 		},

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -85,7 +86,7 @@ func UnansweredNote(req sdk.PermissionRequest, controlSocket string) string {
 	if len(req.Options) > 0 {
 		opts := make([]string, len(req.Options))
 		for i, o := range req.Options {
-			opts[i] = o.ID + " (" + o.Kind + ")"
+			opts[i] = o.ID + ": " + strings.ReplaceAll(cmp.Or(o.Name, o.Kind), "\n", " ")
 		}
 		fmt.Fprintf(&b, "  options: %s\n", strings.Join(opts, ", "))
 	}
