@@ -116,3 +116,38 @@ func firstEvent(t *testing.T, evs []event, name string) event {
 	}
 	return got[0]
 }
+
+// TestDidYouMean: a mistyped command, flag or backend is answered with the
+// nearest one that exists; a lone word close to a command is a mistake, not
+// a prompt, and a one-word prompt still works with --prompt.
+func TestDidYouMean(t *testing.T) {
+	w := newWorld(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"backend"}, 2, []string{`unknown command "backend"; did you mean backends?`, `--prompt "backend"`}},
+		{[]string{"contrl", "status"}, 2, []string{"did you mean control?"}},
+		{[]string{"--backend", "echo", "--promt", "hi"}, 2, []string{"unknown flag: --promt; did you mean --prompt?"}},
+		{[]string{"watch", "--folow", "x"}, 2, []string{"did you mean --follow?"}},
+		{[]string{"--backend", "ecoh", "--prompt", "hi"}, 1, []string{"avenor: unknown backend \"ecoh\"\ndid you mean echo? installed: ", "scripted", "looked in:"}},
+		{[]string{"--backend", "zzzzzz", "--prompt", "hi"}, 1, []string{"avenor: unknown backend \"zzzzzz\"\ninstalled: "}},
+	} {
+		res := w.run(c.args...)
+		if res.code != c.code {
+			t.Errorf("%q: %v; want exit %d", c.args, res, c.code)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(res.stderr, want) {
+				t.Errorf("%q: stderr lacks %q:\n%s", c.args, want, res.stderr)
+			}
+		}
+	}
+	if res := w.run("--backend", "zzzzzz", "--prompt", "hi"); strings.Contains(res.stderr, "did you mean") {
+		t.Errorf("a name near nothing got a suggestion: %s", res.stderr)
+	}
+	if res := w.run("--backend", "echo", "--prompt", "backend"); res.code != 0 {
+		t.Errorf("a one-word prompt with --prompt: %v", res)
+	}
+}

@@ -150,7 +150,7 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.SetVersionTemplate("avenor v{{.Version}}\n")
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{flagHint(cmd, err)} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
 	addLogFlags(root, env)
 	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))

@@ -64,9 +64,12 @@ Examples:
   avenor --backend echo --resume <session-id> --prompt "and then?"
   avenor --backend gemini-acp --prompt-file task.md --progress=plain 2>run.log
   git diff | avenor --backend claude --prompt-file - --on-event - | jq -c 'select(.event=="tool.call")'`,
-		Args: noArgs(func(arg string) error {
-			return usageError{fmt.Errorf("unexpected argument %q (flags take a value: --prompt %q)", arg, arg)}
-		}),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return refuseRunArg(cmd, args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{runMain(cmd, f, env)}
 		},
@@ -160,7 +163,7 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 		prep, err = hostrun.Prepare(env.resolveEnv(env.newLogger()), runRequest(cmd, f, env))
 	}
 	if err != nil {
-		return failSetup(env, f, err)
+		return failSetup(env, f, backendHint(cmd.Context(), env, err))
 	}
 	spec := prep.Spec
 	opts := spec.Options
