@@ -1,11 +1,17 @@
 package hosttest
 
 import (
+	"bytes"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // TestHTTPDebugTokenOnTerminal: with --http-debug and stderr a terminal the
@@ -149,5 +155,70 @@ func TestDidYouMean(t *testing.T) {
 	}
 	if res := w.run("--backend", "echo", "--prompt", "backend"); res.code != 0 {
 		t.Errorf("a one-word prompt with --prompt: %v", res)
+	}
+}
+
+// onTerminalStdout runs avenor with stdout a pseudo-terminal and returns
+// what the terminal showed, its "\r\n" turned back into "\n".
+func (w *world) onTerminalStdout(args ...string) string {
+	w.t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		w.t.Fatalf("opening a pty: %v", err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(bins.avenor, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout = w.work, w.env, tty
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	read := make(chan []byte)
+	go func() {
+		data, _ := io.ReadAll(ptmx) // ends with EIO once the child's side is closed
+		read <- data
+	}()
+	if err := cmd.Run(); err != nil {
+		w.t.Fatalf("avenor %q: %v\n%s", args, err, stderr.String())
+	}
+	tty.Close()
+	select {
+	case data := <-read:
+		return strings.ReplaceAll(string(data), "\r\n", "\n")
+	case <-time.After(10 * time.Second):
+		w.t.Fatal("the terminal was not read out")
+	}
+	return ""
+}
+
+// TestWatchTranscriptOnTerminal: on a terminal `avenor watch <log>` retells
+// the run (--format transcript); off a terminal the default stays the
+// contract's plain digest, byte for byte; a flag a script gives keeps the
+// digest on a terminal too. Both outputs are pinned by host/watch's golden
+// files of the same log.
+func TestWatchTranscriptOnTerminal(t *testing.T) {
+	w := newWorld(t)
+	testdata := filepath.Join("..", "host", "watch", "testdata")
+	log, err := filepath.Abs(filepath.Join(testdata, "session.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(testdata, "session."+name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	if got := w.onTerminalStdout("watch", log); got != golden("transcript") {
+		t.Errorf("on a terminal:\n%s\nwant the transcript:\n%s", got, golden("transcript"))
+	}
+	if got := w.onTerminalStdout("watch", "--format", "transcript", log); got != golden("transcript") {
+		t.Errorf("--format transcript:\n%s", got)
+	}
+	res := w.run("watch", log)
+	if res.stdout != golden("plain") {
+		t.Errorf("off a terminal:\n%s\nwant the plain digest:\n%s", res.stdout, golden("plain"))
+	}
+	if got := w.onTerminalStdout("watch", "--classify", "--no-color", log); got != golden("plain_classify") {
+		t.Errorf("--classify on a terminal:\n%s\nwant the classified digest", got)
 	}
 }
