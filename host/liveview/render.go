@@ -34,6 +34,13 @@ func (v *View) render(ev event.Event) {
 	if u, ok := ev["usage"].(map[string]any); ok {
 		v.tokens = u
 	}
+	v.lastEvent = v.o.Now()
+	switch ev.Type() {
+	case sdk.EventMessageChunk, sdk.EventThoughtChunk, sdk.EventToolCall, sdk.EventToolCallUpdate, sdk.EventPermissionRequest:
+		v.replied = true
+	case sdk.EventTurnStart:
+		v.turnStart, v.replied = v.lastEvent, false
+	}
 	switch ev.Type() {
 	case sdk.EventMessageChunk:
 		v.text(chunkText(ev))
@@ -61,6 +68,7 @@ func (v *View) render(ev event.Event) {
 	case sdk.EventWarning:
 		v.line(v.paint(styleYellow, "! ") + firstNonEmpty(str(ev, "message"), str(ev, "warning")))
 	case sdk.EventSessionStart:
+		v.backend = str(ev, "backend")
 		parts := []string{str(ev, "backend")}
 		if m := str(ev, "model"); m != "" {
 			parts = append(parts, m)
@@ -160,7 +168,9 @@ func (v *View) redraw() {
 
 func (v *View) drawStatus() {
 	parts := []string{}
-	if v.phase != "" {
+	if w := v.waitingFor(); w != "" {
+		parts = append(parts, w)
+	} else if v.phase != "" {
 		p := v.phase
 		if v.label != "" {
 			p += ": " + sanitizeLine(v.label, 60)
@@ -233,6 +243,43 @@ func (v *View) permissionResponse(ev event.Event) {
 	}
 }
 
+// waitingFor says what a quiet turn waits for, once it has been quiet for
+// StallAfter: the runtime's first reply, or its next event.
+func (v *View) waitingFor() string {
+	now := v.o.Now()
+	who := "the runtime"
+	if v.backend != "" {
+		who = v.backend
+	}
+	switch {
+	case v.stop != "":
+		return ""
+	case !v.replied && now.Sub(v.turnStart) >= StallAfter:
+		if v.backend == "" {
+			return "waiting for the runtime to start"
+		}
+		return "waiting for " + who + "'s first reply (its model endpoint)"
+	case v.replied && now.Sub(v.lastEvent) >= 3*StallAfter:
+		return "waiting for " + who + ": nothing for " + formatDuration(now.Sub(v.lastEvent).Truncate(time.Second))
+	}
+	return ""
+}
+
+// stallHint is the likely cause and the fix of a run that ran out of time
+// (or failed) before the runtime said anything.
+func (v *View) stallHint(stop string) string {
+	if v.replied || (stop != string(sdk.StopTimeout) && stop != string(sdk.StopProgressTimeout)) {
+		return ""
+	}
+	who := "the runtime"
+	if v.backend != "" {
+		who = v.backend
+	}
+	return "  " + who + " never replied: its model endpoint is likely unreachable or not set up (network, proxy,\n" +
+		"  API key, provider or model settings). Check `avenor backends` (READY) and run the runtime once by itself;\n" +
+		"  --progress-timeout 2m ends a stalled turn sooner.\n"
+}
+
 // summary prints the end of the run; called with mu held, after the reader
 // stopped.
 func (v *View) summary(s Summary) {
@@ -248,6 +295,9 @@ func (v *View) summary(s Summary) {
 		head = append(head, t)
 	}
 	out := v.paint(style, "■ "+strings.Join(head, " · ")) + "\n"
+	if hint := v.stallHint(stop); hint != "" {
+		out += v.paint(styleYellow, hint)
+	}
 	var where []string
 	if s.SessionID != "" {
 		where = append(where, "session "+s.SessionID)

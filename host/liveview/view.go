@@ -70,6 +70,9 @@ const (
 	StatusTick = time.Second
 	// maxTools bounds the tool titles remembered for their updates.
 	maxTools = 256
+	// StallAfter is how long a turn may go without a word from the runtime
+	// before the status line says what it is waiting for.
+	StallAfter = 10 * time.Second
 )
 
 // Options configures a view. Out is required; the rest have defaults.
@@ -128,6 +131,10 @@ type View struct {
 	stop      string
 	tools     map[string]string // tool id → title
 	toolOrder []string
+	backend   string    // from session.start, to say who is being waited for
+	turnStart time.Time // the turn in flight began (or the view started)
+	lastEvent time.Time
+	replied   bool // the runtime said something (text, thought, tool, permission) this turn
 	inline    bool // AnswerInline: requests nobody answers are asked here
 	asking    bool // a question waits for the person's line
 }
@@ -144,7 +151,8 @@ func New(o Options) *View {
 	if o.Tick <= 0 {
 		o.Tick = StatusTick
 	}
-	return &View{o: o, start: o.Now(), progress: make(chan struct{}, 1), done: make(chan struct{}),
+	now := o.Now()
+	return &View{o: o, start: now, turnStart: now, lastEvent: now, progress: make(chan struct{}, 1), done: make(chan struct{}),
 		stopTick: make(chan struct{}), tickDone: make(chan struct{}), tools: map[string]string{}}
 }
 
