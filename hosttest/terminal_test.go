@@ -222,3 +222,46 @@ func TestWatchTranscriptOnTerminal(t *testing.T) {
 		t.Errorf("--classify on a terminal:\n%s\nwant the classified digest", got)
 	}
 }
+
+// TestBackendsFitsATerminal: the default `avenor backends` table fits 100
+// columns, every column has a header, and a legend explains the cells;
+// -o wide has a header over every column too.
+func TestBackendsFitsATerminal(t *testing.T) {
+	w := newWorld(t)
+	res := w.run("backends")
+	if res.code != 0 {
+		t.Fatalf("%v", res)
+	}
+	lines := strings.Split(strings.TrimRight(res.stdout, "\n"), "\n")
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 100 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	head := strings.Fields(lines[0])
+	if len(head) != 7 || head[0] != "BACKEND" || head[len(head)-1] != "READY" {
+		t.Errorf("header %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "scripted" || f[0] == "echo") && len(f) != len(head)+1 { // PLUGIN is "name version"
+			t.Errorf("row %q has %d cells under %d headers", l, len(f), len(head))
+		}
+	}
+	for _, want := range []string{"exp: experimental", "?: declared, unverified", "-o wide", "--json"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the legend lacks %q:\n%s", want, res.stdout)
+		}
+	}
+
+	wide := w.run("backends", "-o", "wide")
+	wl := strings.Split(wide.stdout, "\n")
+	wideHead := strings.Fields(wl[0])
+	for _, l := range wl[1:] {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "scripted" && len(f) != len(wideHead)+1 {
+			t.Errorf("-o wide: row %q has %d cells under %d headers %q", l, len(f), len(wideHead), wl[0])
+		}
+	}
+	if res := w.run("backends", "-o", "yaml"); res.code != 2 {
+		t.Errorf("-o yaml: %v", res)
+	}
+}
