@@ -37,7 +37,7 @@ func newControlCmd(env Env) *cobra.Command {
 
 Commands:
   status [runtime-id]                                  indented JSON snapshot
-  list                                                 indented JSON array (stable)
+  list                                                 a table on a terminal, else an indented JSON array (stable)
   tail                                                 one event JSON per line, until the server goes away
   spawn [flags]                                        indented JSON result (stable)
   cancel [runtime-id]                                  prints "cancelled"

@@ -83,6 +83,10 @@ func (v *View) render(ev event.Event) {
 		}
 	case sdk.EventSessionEnd:
 		v.stop = str(ev, "stop_reason")
+		if u, ok := ev["usage"].(map[string]any); ok {
+			v.spent = addUsage(v.spent, u)
+		}
+		v.ends++
 		v.setStatus("done", "")
 		v.endLine()
 	case sdk.EventPhaseStart:
@@ -291,7 +295,16 @@ func (v *View) summary(s Summary) {
 		style = styleRed
 	}
 	head := []string{stop, "exit " + strconv.Itoa(s.ExitCode), formatDuration(v.elapsed())}
-	if t := tokenText(v.tokens); t != "" {
+	tokens := v.tokens
+	if v.spent != nil {
+		// A loop, a team or a retried run ends several sessions: the
+		// summary counts them all, not the last one's.
+		tokens = v.spent
+	}
+	if t := tokenText(tokens); t != "" {
+		if v.ends > 1 {
+			t += " across " + strconv.Itoa(v.ends) + " turns"
+		}
 		head = append(head, t)
 	}
 	out := v.paint(style, "■ "+strings.Join(head, " · ")) + "\n"
@@ -485,6 +498,36 @@ func plusOne(ev event.Event, key string) string {
 		return strconv.FormatFloat(n+1, 'f', -1, 64)
 	}
 	return "?"
+}
+
+// addUsage adds u's token counts to sum (a new map when sum is nil).
+func addUsage(sum, u map[string]any) map[string]any {
+	if sum == nil {
+		sum = map[string]any{}
+	}
+	for _, k := range []string{"input_tokens", "output_tokens", "total_tokens", "cached_read_tokens"} {
+		n, ok := number(u[k])
+		if !ok {
+			continue
+		}
+		prev, _ := number(sum[k])
+		sum[k] = prev + n
+	}
+	return sum
+}
+
+// number is a usage count as a float64 (events carry int64 in process,
+// float64 once decoded).
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
 }
 
 func anyNum(v any) string {

@@ -76,3 +76,26 @@ func TestViewSaysWhatAStalledTurnWaitsFor(t *testing.T) {
 		t.Errorf("a hint after a turn that replied:\n%s", out2.String())
 	}
 }
+
+// TestSummaryCountsEveryTurnsTokens: a loop (or a retried run) ends several
+// sessions; the summary adds up their usage instead of showing the last.
+func TestSummaryCountsEveryTurnsTokens(t *testing.T) {
+	w := event.NewWriter(nil, event.Stamp{RunID: "r"}, event.Options{})
+	defer w.Close()
+	var out syncBuffer
+	v := Start(w, Options{Out: &out, Mode: Plain})
+	for _, ev := range []event.Event{
+		{"event": "avenor.phase.start", "phase": "code", "iteration": 1},
+		{"event": "session.end", "stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 10, "output_tokens": 20}},
+		{"event": "avenor.phase.start", "phase": "code", "iteration": 2},
+		{"event": "session.end", "stop_reason": "end_turn", "usage": map[string]any{"input_tokens": int64(5), "output_tokens": 6.0}},
+	} {
+		if _, err := w.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.Finish(Summary{StopReason: "end_turn"})
+	if got := out.String(); !strings.Contains(got, "15 in / 26 out tokens across 2 turns") {
+		t.Errorf("the summary does not add up the iterations:\n%s", got)
+	}
+}

@@ -131,8 +131,10 @@ type View struct {
 	stop      string
 	tools     map[string]string // tool id → title
 	toolOrder []string
-	backend   string    // from session.start, to say who is being waited for
-	turnStart time.Time // the turn in flight began (or the view started)
+	spent     map[string]any // the session.end usages summed: every attempt's, phase's and iteration's
+	ends      int            // session.end events seen
+	backend   string         // from session.start, to say who is being waited for
+	turnStart time.Time      // the turn in flight began (or the view started)
 	lastEvent time.Time
 	replied   bool // the runtime said something (text, thought, tool, permission) this turn
 	inline    bool // AnswerInline: requests nobody answers are asked here
