@@ -265,3 +265,23 @@ func TestBackendsFitsATerminal(t *testing.T) {
 		t.Errorf("-o yaml: %v", res)
 	}
 }
+
+// TestPermissionOptionsShownOnce: on a terminal whose stdin is not one (the
+// terminal cannot answer), the live view shows the request and its options
+// once, in words, and the note under it says only how to answer.
+func TestPermissionOptionsShownOnce(t *testing.T) {
+	w := newWorld(t)
+	r := w.startPTY([]string{"NO_COLOR=1"}, "--backend", "scripted", "--prompt", geminiLike, "--timeout", "2s")
+	if code := r.wait(); code != 124 {
+		t.Fatalf("exit %d, want 124 (the request waits until --timeout); terminal:\n%s", code, r.text())
+	}
+	screen := r.text()
+	if n := strings.Count(screen, "proceed_once"); n != 1 {
+		t.Errorf("the option proceed_once is shown %d times, want once:\n%s", n, screen)
+	}
+	for _, want := range []string{"options: proceed_always: Always allow, proceed_once: Allow once, cancel: Reject", "nothing is set up to answer it"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, screen)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/avenor-go/avenor/host/liveview"
@@ -38,13 +39,29 @@ func askAtTerminal(view *liveview.View, stdin io.Reader, stderr io.Writer) func(
 		}
 		id, err := view.Ask(ctx, req, lines())
 		if errors.Is(err, io.EOF) {
-			fmt.Fprint(stderr, permission.UnansweredNote(req, ""))
+			fmt.Fprint(stderr, unansweredNote(req, "", true))
 		}
 		if err != nil {
 			return permission.Answer{}, err
 		}
 		return permission.Answer{Outcome: sdk.OutcomeSelected, OptionID: id}, nil
 	}
+}
+
+// unansweredNote is permission.UnansweredNote; under a live view, which
+// shows the request and its options just above, without repeating them.
+func unansweredNote(req sdk.PermissionRequest, controlSocket string, viewShown bool) string {
+	note := permission.UnansweredNote(req, controlSocket)
+	if !viewShown {
+		return note
+	}
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(note, "\n") {
+		if !strings.HasPrefix(l, "  asks: ") && !strings.HasPrefix(l, "  options: ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }
 
 // maxInlineLines bounds the lines read ahead of the question that takes

@@ -200,7 +200,7 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 		if inline && len(req.Options) > 0 {
 			return // the live view asks it
 		}
-		fmt.Fprint(env.Stderr, permission.UnansweredNote(req, f.controlSocket))
+		fmt.Fprint(env.Stderr, unansweredNote(req, f.controlSocket, view.Active()))
 	}
 	spec.ControlSocket, spec.Attach = f.controlSocket, view.Attach
 	if f.httpDebug != "" {
