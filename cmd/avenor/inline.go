@@ -64,9 +64,9 @@ func unansweredNote(req sdk.PermissionRequest, controlSocket string, viewShown b
 	return b.String()
 }
 
-// maxInlineLines bounds the lines read ahead of the question that takes
+// MaxInlineLines bounds the lines read ahead of the question that takes
 // them; the reader waits (it never drops what the person typed).
-const maxInlineLines = 16
+const MaxInlineLines = 16
 
 // stdinLines returns the channel of stdin's lines, started on first use:
 // one reader for the whole run, since a read of a terminal cannot be
@@ -74,7 +74,7 @@ const maxInlineLines = 16
 // process.
 func stdinLines(r io.Reader) func() <-chan string {
 	var once sync.Once
-	ch := make(chan string, maxInlineLines)
+	ch := make(chan string, MaxInlineLines)
 	return func() <-chan string {
 		once.Do(func() {
 			go func() {

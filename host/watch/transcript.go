@@ -17,8 +17,8 @@ type transcript struct {
 	tools   map[string]string // toolCallId → title, for the updates
 }
 
-// maxTranscriptTools bounds the tool titles remembered for their updates.
-const maxTranscriptTools = 1024
+// MaxTranscriptTools bounds the tool titles remembered for their updates.
+const MaxTranscriptTools = 1024
 
 // TranscriptLineRunes bounds one transcript line other than the agent's
 // own text (a title, a question, an error).
@@ -124,7 +124,7 @@ func (t *transcript) remember(ev Event) string {
 		if t.tools == nil {
 			t.tools = map[string]string{}
 		}
-		if len(t.tools) >= maxTranscriptTools {
+		if len(t.tools) >= MaxTranscriptTools {
 			clear(t.tools) // older tools' updates fall back to their own title
 		}
 		t.tools[id] = title
