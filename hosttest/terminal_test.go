@@ -135,6 +135,7 @@ func TestDidYouMean(t *testing.T) {
 	}{
 		{[]string{"backend"}, 2, []string{`unknown command "backend"; did you mean backends?`, `--prompt "backend"`}},
 		{[]string{"contrl", "status"}, 2, []string{"did you mean control?"}},
+		{[]string{"control", "--socket", "/nonexistent.sock", "statsu"}, 2, []string{`unknown command "statsu"; did you mean status?`}},
 		{[]string{"--backend", "echo", "--promt", "hi"}, 2, []string{"unknown flag: --promt; did you mean --prompt?"}},
 		{[]string{"watch", "--folow", "x"}, 2, []string{"did you mean --follow?"}},
 		{[]string{"--backend", "ecoh", "--prompt", "hi"}, 1, []string{"avenor: unknown backend \"ecoh\"\ndid you mean echo? installed: ", "scripted", "looked in:"}},
