@@ -42,6 +42,12 @@ func (v *View) render(ev event.Event) {
 		v.turnStart, v.replied = v.lastEvent, false
 	}
 	switch ev.Type() {
+	case sdk.EventPermissionRequest:
+		v.awaiting = true
+	case sdk.EventPermissionResponse, sdk.EventSessionEnd:
+		v.awaiting = false
+	}
+	switch ev.Type() {
 	case sdk.EventMessageChunk:
 		v.text(chunkText(ev))
 	case sdk.EventThoughtChunk:
@@ -256,7 +262,7 @@ func (v *View) waitingFor() string {
 		who = v.backend
 	}
 	switch {
-	case v.stop != "":
+	case v.stop != "", v.awaiting: // a pending permission says who answers it above
 		return ""
 	case !v.replied && now.Sub(v.turnStart) >= StallAfter:
 		if v.backend == "" {
@@ -270,7 +276,7 @@ func (v *View) waitingFor() string {
 }
 
 // stallHint is the likely cause and the fix of a run that ran out of time
-// (or failed) before the runtime said anything.
+// before the runtime said anything.
 func (v *View) stallHint(stop string) string {
 	if v.replied || (stop != string(sdk.StopTimeout) && stop != string(sdk.StopProgressTimeout)) {
 		return ""

@@ -99,3 +99,29 @@ func TestSummaryCountsEveryTurnsTokens(t *testing.T) {
 		t.Errorf("the summary does not add up the iterations:\n%s", got)
 	}
 }
+
+// TestViewQuietWhileAPermissionWaits: a turn waiting on a permission answer
+// is not called stalled: the request above says who answers it.
+func TestViewQuietWhileAPermissionWaits(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	w := event.NewWriter(nil, event.Stamp{RunID: "r"}, event.Options{})
+	defer w.Close()
+	var out syncBuffer
+	v := Start(w, Options{Out: &out, Mode: TTY, Now: clock.Now, Tick: 5 * time.Millisecond})
+	for _, ev := range []event.Event{
+		{"event": "session.start", "backend": "pi"},
+		{"event": "avenor.turn.start", "turn": 1},
+		{"event": "permission.request", "request_id": "1", "question": "Run make?", "resolver": "none"},
+	} {
+		if _, err := w.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(30 * time.Millisecond)
+	clock.add(5 * StallAfter)
+	time.Sleep(50 * time.Millisecond)
+	v.Finish(Summary{StopReason: "timeout", ExitCode: 124})
+	if got := out.String(); strings.Contains(got, "waiting for pi") || strings.Contains(got, "never replied") {
+		t.Errorf("a turn waiting on a permission was called stalled:\n%s", got)
+	}
+}

@@ -137,6 +137,7 @@ type View struct {
 	turnStart time.Time      // the turn in flight began (or the view started)
 	lastEvent time.Time
 	replied   bool // the runtime said something (text, thought, tool, permission) this turn
+	awaiting  bool // a permission request waits for its answer (the view says who answers it)
 	inline    bool // AnswerInline: requests nobody answers are asked here
 	asking    bool // a question waits for the person's line
 }
