@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -73,7 +74,14 @@ func (t *transcript) appendEvent(dst []byte, ev Event) []byte {
 		}
 		return t.line(dst, "  ✗ rejected: "+ev.str("option_id")+by)
 	case sdk.EventRetry:
-		return t.line(dst, "↻ "+oneLine(rawExcerpt(ev)))
+		line := "↻ retrying"
+		if a := ev.str("attempt"); a != "" {
+			line += ": attempt " + a
+			if n, err := strconv.Atoi(ev.str("max_retries")); err == nil {
+				line += " of " + strconv.Itoa(n+1)
+			}
+		}
+		return t.line(dst, line)
 	case sdk.EventError:
 		return t.line(dst, "✗ error: "+oneLine(rawExcerpt(ev)))
 	case sdk.EventWarning:
