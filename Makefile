@@ -71,12 +71,16 @@ release:
 		$(GO) test -count=1 -timeout 10m -run '^TestRelease' ./internal/release/
 
 # The main job on the bundled example backend: a real prompt through avenor and
-# the echo plugin, printing the event stream and the sentinel.
+# the echo plugin, then the sentinel. On a terminal avenor's live view shows the
+# run (stderr) and the event log is named, not dumped; off a terminal (CI, a
+# pipe) the raw NDJSON events are printed as well.
 run: build
 	@out=$$(mktemp -d); \
 	$(BIN)/avenor --backend echo --dir "$$out" --prompt "hello from make run" \
 		--on-event "$$out/events.ndjson" --sentinel-file "$$out/run.done"; code=$$?; \
-	echo "--- events ($$out/events.ndjson)"; cat "$$out/events.ndjson"; \
+	if [ -t 1 ] && [ -t 2 ]; then \
+		echo "--- events: $$out/events.ndjson ($$(wc -l <"$$out/events.ndjson") NDJSON lines; retold: bin/avenor watch $$out/events.ndjson)"; \
+	else echo "--- events ($$out/events.ndjson)"; cat "$$out/events.ndjson"; fi; \
 	echo "--- sentinel ($$out/run.done)"; cat "$$out/run.done"; \
 	echo "--- exit code $$code"; exit $$code
 

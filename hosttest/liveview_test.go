@@ -19,6 +19,7 @@ import (
 type ptyRun struct {
 	t      *testing.T
 	cmd    *exec.Cmd
+	ptmx   *os.File // the person's side: type writes to the child's stdin when it is the terminal
 	stdout bytes.Buffer
 	mu     sync.Mutex
 	screen bytes.Buffer // everything written to the terminal
@@ -26,6 +27,13 @@ type ptyRun struct {
 }
 
 func (w *world) startPTY(extraEnv []string, args ...string) *ptyRun {
+	w.t.Helper()
+	return w.startPTYWith(false, extraEnv, args...)
+}
+
+// startPTYWith is startPTY; with stdin the child's stdin is the terminal
+// too, and type sends it lines.
+func (w *world) startPTYWith(stdin bool, extraEnv []string, args ...string) *ptyRun {
 	w.t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -35,11 +43,14 @@ func (w *world) startPTY(extraEnv []string, args ...string) *ptyRun {
 		w.t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), runGuard)
-	r := &ptyRun{t: w.t, read: make(chan struct{})}
+	r := &ptyRun{t: w.t, read: make(chan struct{}), ptmx: ptmx}
 	r.cmd = exec.CommandContext(ctx, bins.avenor, args...)
 	r.cmd.Dir = w.work
 	r.cmd.Env = append(append([]string{}, w.env...), extraEnv...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, tty
+	if stdin {
+		r.cmd.Stdin = tty
+	}
 	r.cmd.WaitDelay = 5 * time.Second
 	if err := r.cmd.Start(); err != nil {
 		cancel()
@@ -66,6 +77,14 @@ func (w *world) startPTY(extraEnv []string, args ...string) *ptyRun {
 		<-r.read
 	})
 	return r
+}
+
+// typeLine types s and Enter at the terminal.
+func (r *ptyRun) typeLine(s string) {
+	r.t.Helper()
+	if _, err := r.ptmx.Write([]byte(s + "\r")); err != nil {
+		r.t.Fatalf("typing %q: %v", s, err)
+	}
 }
 
 // waitFor waits until the terminal shows want.
@@ -136,7 +155,7 @@ func TestLiveViewOnTerminal(t *testing.T) {
 		"✓ ls -la",
 		"? permission ",
 		"Run make?",
-		"options: allow (allow_once), deny (reject)",
+		"options: allow: Allow once, deny: Reject",
 		answer,
 		"✓ allowed: allow by file",
 		"made it",

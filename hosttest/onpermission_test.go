@@ -99,7 +99,7 @@ func TestPermissionNoneSaysSo(t *testing.T) {
 	for _, want := range []string{
 		"avenor: permission request ", "is waiting and nothing is set up to answer it",
 		"asks: Run make? (tool bash)",
-		"options: proceed_always (allow_always), proceed_once (allow_once), cancel (reject_once)",
+		"options: proceed_always: allow_always, proceed_once: allow_once, cancel: reject_once",
 		"avenor control --socket " + sock + " answer-permission ",
 	} {
 		if !strings.Contains(res.stderr, want) {
@@ -111,5 +111,60 @@ func TestPermissionNoneSaysSo(t *testing.T) {
 	}
 	if res.stdout != "" {
 		t.Errorf("stdout = %q", res.stdout)
+	}
+}
+
+// TestOnPermissionWinsOverTheSentinelsFileHandler: --on-permission deny or
+// fail, given by the user, wins over the file handler that --sentinel-file
+// only implies: deny answers at once (source avenor), fail ends the run at
+// once with its sentinel. An explicit --permission-handler file:<base>
+// keeps the file handler first.
+func TestOnPermissionWinsOverTheSentinelsFileHandler(t *testing.T) {
+	w := newWorld(t)
+	log, sentinel := w.path("deny.ndjson"), w.path("deny.done")
+	res := w.run("--backend", "scripted", "--prompt", geminiLike, "--on-permission", "deny", "--on-event", log, "--sentinel-file", sentinel, "--timeout", "20s")
+	if res.code != 0 || res.elapsed > 10*time.Second {
+		t.Fatalf("deny with a sentinel: %v (in %v); want exit 0 at once", res, res.elapsed)
+	}
+	resp := only(readEvents(t, log), "permission.response")
+	if len(resp) != 1 || resp[0].str("option_id") != "cancel" || resp[0].str("source") != "avenor" {
+		t.Errorf("deny with a sentinel: permission.response = %v; want cancel from avenor", resp)
+	}
+	if data, _ := os.ReadFile(sentinel); !strings.HasPrefix(string(data), "DONE") {
+		t.Errorf("deny with a sentinel: sentinel %q", data)
+	}
+
+	log, sentinel = w.path("fail.ndjson"), w.path("fail.done")
+	res = w.run("--backend", "scripted", "--prompt", geminiLike, "--on-permission", "fail", "--on-event", log, "--sentinel-file", sentinel, "--timeout", "20s")
+	if res.code != 1 || res.elapsed > 10*time.Second || !strings.Contains(res.stderr, "--on-permission fail") {
+		t.Fatalf("fail with a sentinel: %v (in %v); want exit 1 at once naming --on-permission fail", res, res.elapsed)
+	}
+	if data, _ := os.ReadFile(sentinel); !strings.HasPrefix(string(data), "FAILED") || !strings.Contains(string(data), "EXIT_CODE=1") {
+		t.Errorf("fail with a sentinel: sentinel %q", data)
+	}
+	if _, err := os.Stat(w.path("fail.perm.req")); err == nil {
+		t.Errorf("fail with a sentinel: a .req was written")
+	}
+
+	// An explicit file handler stays first: the .req appears and its answer decides.
+	log, sentinel = w.path("file.ndjson"), w.path("file.done")
+	base := w.path("answers")
+	p := w.start(nil, "--backend", "scripted", "--prompt", geminiLike, "--on-permission", "fail", "--on-event", log,
+		"--sentinel-file", sentinel, "--permission-handler", "file:"+base, "--timeout", "20s")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(base + ".req"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no %s.req with an explicit --permission-handler", base)
+		}
+	}
+	if res := w.run("answer", "--option", "proceed_once", base); res.code != 0 {
+		t.Fatalf("avenor answer: %v", res)
+	}
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("explicit handler: %v", res)
+	}
+	if resp := only(readEvents(t, log), "permission.response"); len(resp) != 1 || resp[0].str("source") != "file" {
+		t.Errorf("explicit handler: permission.response = %v; want source file", resp)
 	}
 }

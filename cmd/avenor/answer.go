@@ -24,10 +24,15 @@ the sentinel path with ".done" replaced by ".perm" (run.done → run.perm).
 Exit codes: 0 written; 2 invalid (no --option, a bad --outcome, a missing or invalid .req, an
 option not offered, a response already written); 1 an I/O error.
 
+The option ids are the backend's: the .req lists them (jq -r '.options[].optionId' <base>.req).
+opencode offers once, always and reject; gemini proceed_once, proceed_always and cancel;
+claude allow and reject.
+
 Examples:
-  avenor answer --option allow /tmp/job/run.perm
-  avenor answer --option deny --message "not in this repo" /tmp/job/run.perm
-  avenor answer --option allow --outcome cancelled --force /tmp/job/run.perm`,
+  avenor answer --option once /tmp/job/run.perm
+  avenor answer --option reject --message "not in this repo" /tmp/job/run.perm
+  avenor answer --option proceed_once /tmp/job/run.perm
+  avenor answer --option reject --outcome cancelled --force /tmp/job/run.perm`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return exitError{runAnswer(args, a, force, env.Stderr)}

@@ -132,7 +132,7 @@ func TestAnswerUsage(t *testing.T) {
 		{name: "two perm bases", args: []string{"answer", "--option", "allow", "a", "b"}, code: 2,
 			stderr: "avenor answer: expected one <perm-base> argument, got 2\n"},
 		{name: "unknown flag", args: []string{"answer", "--opt", "allow", "a"}, code: 2,
-			stderr: "avenor: unknown flag: --opt\nRun 'avenor --help' for usage.\n"},
+			stderr: "avenor: unknown flag: --opt; did you mean --option?\nRun 'avenor --help' for usage.\n"},
 		{name: "help", args: []string{"answer", "--help"}, code: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func newControlCmd(env Env) *cobra.Command {
 
 Commands:
   status [runtime-id]                                  indented JSON snapshot
-  list                                                 indented JSON array (stable)
+  list                                                 a table on a terminal, else an indented JSON array (stable)
   tail                                                 one event JSON per line, until the server goes away
   spawn [flags]                                        indented JSON result (stable)
   cancel [runtime-id]                                  prints "cancelled"
@@ -55,7 +55,11 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 			if len(args) == 0 {
 				return controlUsage(env, "a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)")
 			}
-			return controlUsage(env, fmt.Sprintf("unknown command %q", args[0]))
+			msg := fmt.Sprintf("unknown command %q", args[0])
+			if near, ok := nearest(args[0], commandNames(c)); ok {
+				msg += "; did you mean " + near + "?"
+			}
+			return controlUsage(env, msg)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&socket, "socket", "", "the control socket (required)")

@@ -30,6 +30,15 @@ type Env struct {
 	// log is the global --log-level and --log-file (logging.go); newRoot
 	// sets it when nil.
 	log *logFlags
+	// stderrTerminal remembers that Stderr was a terminal before the live
+	// view put its own writer in front of it (newView).
+	stderrTerminal bool
+}
+
+// stderrIsTerminal says whether the process's stderr is a terminal, also
+// when the live view's writer stands in front of it.
+func (e Env) stderrIsTerminal() bool {
+	return e.stderrTerminal || isTerminal(e.Stderr)
 }
 
 // resolveEnv is what host/run reads of this process.
@@ -141,7 +150,7 @@ Without a sub-command, the arguments are those of 'avenor run':
 	root.SetVersionTemplate("avenor v{{.Version}}\n")
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{flagHint(cmd, err)} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
 	addLogFlags(root, env)
 	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))

@@ -16,7 +16,9 @@ func startHTTPDebug(addr, tokenFile string, cfg httpdebug.Config, env Env, logge
 	cfg.Addr = addr
 	cfg.TokenFile = tokenFile
 	cfg.Stderr = env.Stderr
-	cfg.ShowToken = isTerminal(env.Stderr)
+	// Through the live view's writer the token line lands above the view
+	// (contract §5.8: shown whenever stderr is a terminal).
+	cfg.ShowToken = env.stderrIsTerminal()
 	cfg.Logger = logger.Named("httpdebug")
 	srv, err := httpdebug.Start(context.Background(), cfg)
 	if err != nil {

@@ -13,11 +13,12 @@ import (
 // before.
 func newView(f *runFlags, env Env) (*liveview.View, Env, error) {
 	file, _ := env.Stderr.(*os.File)
-	mode, err := liveview.Choose(f.progress, f.quiet, liveview.IsTerminal(file))
+	terminal := liveview.IsTerminal(file)
+	mode, err := liveview.Choose(f.progress, f.quiet, terminal)
 	if err != nil {
 		return nil, env, err
 	}
 	v := liveview.New(liveview.Options{Out: env.Stderr, Mode: mode, Color: mode == liveview.TTY && !noColorEnv(env)})
-	env.Stderr = v.Writer()
+	env.Stderr, env.stderrTerminal = v.Writer(), env.stderrTerminal || terminal
 	return v, env, nil
 }

@@ -65,9 +65,12 @@ Examples:
   avenor --backend echo --resume <session-id> --prompt "and then?"
   avenor --backend gemini-acp --prompt-file task.md --progress=plain 2>run.log
   git diff | avenor --backend claude --prompt-file - --on-event - | jq -c 'select(.event=="tool.call")'`,
-		Args: noArgs(func(arg string) error {
-			return usageError{fmt.Errorf("unexpected argument %q (flags take a value: --prompt %q)", arg, arg)}
-		}),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return refuseRunArg(cmd, args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{runMain(cmd, f, env)}
 		},
@@ -161,7 +164,7 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 		prep, err = hostrun.Prepare(env.resolveEnv(env.newLogger()), runRequest(cmd, f, env))
 	}
 	if err != nil {
-		return failSetup(env, f, err)
+		return failSetup(env, f, backendHint(cmd.Context(), env, err))
 	}
 	spec := prep.Spec
 	opts := spec.Options
@@ -189,8 +192,16 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	defer stop()
 
 	view.SetAnswerPaths(spec.Permissions.FileBase, f.controlSocket)
+	inline := answersInline(f, spec.Permissions, env, view)
+	if inline {
+		view.AnswerInline()
+		spec.Permissions.Ask = askAtTerminal(view, env.Stdin, env.Stderr)
+	}
 	spec.Permissions.OnUnanswered = func(req sdk.PermissionRequest) {
-		fmt.Fprint(env.Stderr, permission.UnansweredNote(req, f.controlSocket))
+		if inline && len(req.Options) > 0 {
+			return // the live view asks it
+		}
+		fmt.Fprint(env.Stderr, unansweredNote(req, f.controlSocket, view.Active()))
 	}
 	spec.ControlSocket, spec.Attach = f.controlSocket, view.Attach
 	if f.httpDebug != "" {

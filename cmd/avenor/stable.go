@@ -46,7 +46,7 @@ through the control socket (avenor control --socket <path> spawn|list|status|pro
 
 Each runtime writes its events and sentinel to the paths its spawn gives, by default
 $TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
-whose run ended stays parked for follow-up prompts until --parked-timeout. A spawn with
+whose turn ended well stays idle, ready for a follow-up prompt, until --parked-timeout. A spawn with
 loop_file or team_file runs the whole loop or team as one runtime (session_id ""). With
 --warm BACKEND=N the supervisor keeps N runtimes of BACKEND started, initialised and with a
 fresh session open in the given dir (default its working dir); a spawn of the same backend,
@@ -72,10 +72,10 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 	fl.StringVar(&f.controlSocket, "control-socket", "", "Unix socket for the control plane (required); the tombstone is <socket>.dead")
 	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
 	fl.StringVar(&f.httpDebugTokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
-	fl.IntVar(&f.maxRuntimes, "max-runtimes", stable.DefaultMaxRuntimes, "runtimes executing at once; parked runtimes do not count")
+	fl.IntVar(&f.maxRuntimes, "max-runtimes", stable.DefaultMaxRuntimes, "runtimes executing at once; idle runtimes do not count")
 	fl.IntVar(&f.maxTreeBudget, "max-tree-budget", stable.DefaultMaxTreeBudget, "executing runtimes of the whole tree of nested supervisors")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "exit after this long with no executing runtime and no control connection (0: never)")
-	fl.DurationVar(&f.parkedTimeout, "parked-timeout", stable.DefaultParkedTimeout, "how long a finished runtime stays parked for follow-ups (0: until shutdown)")
+	fl.DurationVar(&f.parkedTimeout, "parked-timeout", stable.DefaultParkedTimeout, "how long a runtime whose turn ended stays idle for follow-ups (0: until shutdown)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", stable.DefaultShutdownTimeout, "how long a graceful shutdown waits for cancelled runtimes")
 	fl.DurationVar(&f.claimTimout, "permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
 	fl.StringArrayVar(&f.warm, "warm", nil, "keep N runtimes of BACKEND started with a fresh session open, for spawns that match: BACKEND=N[,dir=D][,model=M][,agent=A][,thinking=T] (repeatable)")

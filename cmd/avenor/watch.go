@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/avenor-go/avenor/host/liveview"
 	"github.com/avenor-go/avenor/host/watch"
 )
 
@@ -37,6 +38,11 @@ agent.status: phase | label; session.end: stop_reason=…; avenor.retry: attempt
 chunks: their text). Lines without an "event" field print nothing; lines that are not
 JSON are skipped and counted on stderr at the end. A pipe is read until it closes.
 
+On a terminal, without --format, --classify, --follow or --since-cursor, the default is
+--format transcript instead: the run retold for a person (the agent's messages joined, tool
+calls with their status, permissions and their answers, retries, errors, the end). Off a
+terminal the default stays the digest above, byte for byte.
+
 --classify prefixes each line with MILESTONE, FINDING or ACTIVITY (--format json adds a
 top-level "classify" field instead). --format json prints the event lines unchanged.
 Colours are used when stdout is a terminal, never with --no-color, NO_COLOR or json.
@@ -52,6 +58,7 @@ and every 10 events while following.
 
 Examples:
   avenor watch events.ndjson
+  avenor watch --format transcript events.ndjson | less
   avenor watch --follow --classify events.ndjson
   avenor watch --follow --sentinel-file run.done events.ndjson
   avenor watch --since-cursor events.cursor --format json events.ndjson
@@ -63,12 +70,16 @@ Examples:
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			if !fl.Changed("format") && !fl.Changed("classify") && !fl.Changed("follow") && !fl.Changed("since-cursor") && stdoutIsTerminal(env) {
+				f.format = string(watch.Transcript)
+			}
 			return runWatch(cmd.Context(), env, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.follow, "follow", false, "poll and tail the log; exit 0 when the run is over or on SIGINT/SIGTERM")
-	fl.StringVar(&f.format, "format", string(watch.Plain), "plain digest lines or json pass-through")
+	fl.StringVar(&f.format, "format", string(watch.Plain), "plain digest lines, json pass-through, or transcript for a person (the default on a terminal)")
 	fl.BoolVar(&f.classify, "classify", false, `prefix MILESTONE/FINDING/ACTIVITY (json: add a top-level "classify")`)
 	fl.DurationVar(&f.pollInterval, "poll-interval", watch.DefaultPollInterval, "follow-mode sleep between polls")
 	fl.StringVar(&f.sinceCursor, "since-cursor", "", "cursor file: start at its byte offset, save the new one on exit")
@@ -117,6 +128,13 @@ func runWatch(ctx context.Context, env Env, f *watchFlags, log string) error {
 		return exitError{exitFail}
 	}
 	return nil
+}
+
+// stdoutIsTerminal says whether stdout is a terminal (not /dev/null, which
+// is a character device too).
+func stdoutIsTerminal(env Env) bool {
+	f, _ := env.Stdout.(*os.File)
+	return liveview.IsTerminal(f)
 }
 
 // noColorEnv honours https://no-color.org: NO_COLOR set to anything.

@@ -98,7 +98,7 @@ func TestWatchUsageErrors(t *testing.T) {
 		{"two logs", []string{"watch", "a", "b"}, "watch takes one log file (or - for standard input), got 2 arguments"},
 		{"sentinel without follow", []string{"watch", "--sentinel-file", "s", "x"}, "--sentinel-file says when a follow ends; add --follow or drop it"},
 		{"cursor on stdin", []string{"watch", "--since-cursor", "c", "-"}, "--since-cursor needs a log file, and - is standard input"},
-		{"bad format", []string{"watch", "--format", "yaml", "x"}, `--format must be plain or json, not "yaml"`},
+		{"bad format", []string{"watch", "--format", "yaml", "x"}, `--format must be plain, json or transcript, not "yaml"`},
 		{"bad poll interval", []string{"watch", "--poll-interval", "0s", "x"}, "--poll-interval must be positive, not 0s"},
 		{"unknown flag", []string{"watch", "--tail", "x"}, "unknown flag: --tail"},
 	}

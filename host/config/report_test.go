@@ -45,3 +45,13 @@ func TestShow(t *testing.T) {
 		t.Errorf("settings missing: %v", want)
 	}
 }
+
+// TestExplainHasEveryValue: every key the report lists has a value (config
+// show printed <nil> for a key Explain forgot).
+func TestExplainHasEveryValue(t *testing.T) {
+	for _, e := range Explain(Defaults(), Provenance{}, Sources{}) {
+		if e.Value == nil {
+			t.Errorf("%s has no value", e.Key)
+		}
+	}
+}

@@ -105,7 +105,7 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypePermissionResponse,
-		Doc:      "A permission request was decided; source is avenor (auto-approve), control, board (answered on avenor board) or file. outcome is set (cancelled) when the answer cancelled the run.",
+		Doc:      "A permission request was decided; source is avenor (auto-approve, --on-permission deny or fail), control, board (answered on avenor board), file, or tty (answered at the run's terminal). outcome is set (cancelled) when the answer cancelled the run.",
 		Fields:   []string{"request_id", "option_id", "kind", "source"},
 		Optional: []string{"outcome"},
 	},

@@ -34,6 +34,19 @@ func (v *View) render(ev event.Event) {
 	if u, ok := ev["usage"].(map[string]any); ok {
 		v.tokens = u
 	}
+	v.lastEvent = v.o.Now()
+	switch ev.Type() {
+	case sdk.EventMessageChunk, sdk.EventThoughtChunk, sdk.EventToolCall, sdk.EventToolCallUpdate, sdk.EventPermissionRequest:
+		v.replied = true
+	case sdk.EventTurnStart:
+		v.turnStart, v.replied = v.lastEvent, false
+	}
+	switch ev.Type() {
+	case sdk.EventPermissionRequest:
+		v.awaiting = true
+	case sdk.EventPermissionResponse, sdk.EventSessionEnd:
+		v.awaiting = false
+	}
 	switch ev.Type() {
 	case sdk.EventMessageChunk:
 		v.text(chunkText(ev))
@@ -61,6 +74,7 @@ func (v *View) render(ev event.Event) {
 	case sdk.EventWarning:
 		v.line(v.paint(styleYellow, "! ") + firstNonEmpty(str(ev, "message"), str(ev, "warning")))
 	case sdk.EventSessionStart:
+		v.backend = str(ev, "backend")
 		parts := []string{str(ev, "backend")}
 		if m := str(ev, "model"); m != "" {
 			parts = append(parts, m)
@@ -75,6 +89,10 @@ func (v *View) render(ev event.Event) {
 		}
 	case sdk.EventSessionEnd:
 		v.stop = str(ev, "stop_reason")
+		if u, ok := ev["usage"].(map[string]any); ok {
+			v.spent = addUsage(v.spent, u)
+		}
+		v.ends++
 		v.setStatus("done", "")
 		v.endLine()
 	case sdk.EventPhaseStart:
@@ -153,14 +171,16 @@ func (v *View) setStatus(phase, label string) {
 
 // redraw puts the status line back when the cursor is at a line start.
 func (v *View) redraw() {
-	if v.o.Mode == TTY && !v.midLine {
+	if v.o.Mode == TTY && !v.midLine && !v.asking {
 		v.drawStatus()
 	}
 }
 
 func (v *View) drawStatus() {
 	parts := []string{}
-	if v.phase != "" {
+	if w := v.waitingFor(); w != "" {
+		parts = append(parts, w)
+	} else if v.phase != "" {
 		p := v.phase
 		if v.label != "" {
 			p += ": " + sanitizeLine(v.label, 60)
@@ -209,6 +229,14 @@ func (v *View) permissionRequest(ev event.Event) {
 		if v.o.ControlSocket != "" && len(opts) > 0 {
 			lines = append(lines, "  answer: "+ControlAnswerCommand(v.o.ControlSocket, id, opts[0].id))
 		}
+	case "none":
+		if v.inline && id != "" && len(opts) > 0 {
+			v.clearStatus()
+			v.endLine()
+			v.writeRaw(strings.Join(lines, "\n") + "\n" + v.paint(styleBold, v.askLine(opts)))
+			v.midLine = true
+			return
+		}
 	}
 	v.line(strings.Join(lines, "\n"))
 }
@@ -225,6 +253,43 @@ func (v *View) permissionResponse(ev event.Event) {
 	}
 }
 
+// waitingFor says what a quiet turn waits for, once it has been quiet for
+// StallAfter: the runtime's first reply, or its next event.
+func (v *View) waitingFor() string {
+	now := v.o.Now()
+	who := "the runtime"
+	if v.backend != "" {
+		who = v.backend
+	}
+	switch {
+	case v.stop != "", v.awaiting: // a pending permission says who answers it above
+		return ""
+	case !v.replied && now.Sub(v.turnStart) >= StallAfter:
+		if v.backend == "" {
+			return "waiting for the runtime to start"
+		}
+		return "waiting for " + who + "'s first reply (its model endpoint)"
+	case v.replied && now.Sub(v.lastEvent) >= 3*StallAfter:
+		return "waiting for " + who + ": nothing for " + formatDuration(now.Sub(v.lastEvent).Truncate(time.Second))
+	}
+	return ""
+}
+
+// stallHint is the likely cause and the fix of a run that ran out of time
+// before the runtime said anything.
+func (v *View) stallHint(stop string) string {
+	if v.replied || (stop != string(sdk.StopTimeout) && stop != string(sdk.StopProgressTimeout)) {
+		return ""
+	}
+	who := "the runtime"
+	if v.backend != "" {
+		who = v.backend
+	}
+	return "  " + who + " never replied: its model endpoint is likely unreachable or not set up (network, proxy,\n" +
+		"  API key, provider or model settings). Check `avenor backends` (READY) and run the runtime once by itself;\n" +
+		"  --progress-timeout 2m ends a stalled turn sooner.\n"
+}
+
 // summary prints the end of the run; called with mu held, after the reader
 // stopped.
 func (v *View) summary(s Summary) {
@@ -236,10 +301,22 @@ func (v *View) summary(s Summary) {
 		style = styleRed
 	}
 	head := []string{stop, "exit " + strconv.Itoa(s.ExitCode), formatDuration(v.elapsed())}
-	if t := tokenText(v.tokens); t != "" {
+	tokens := v.tokens
+	if v.spent != nil {
+		// A loop, a team or a retried run ends several sessions: the
+		// summary counts them all, not the last one's.
+		tokens = v.spent
+	}
+	if t := tokenText(tokens); t != "" {
+		if v.ends > 1 {
+			t += " across " + strconv.Itoa(v.ends) + " turns"
+		}
 		head = append(head, t)
 	}
 	out := v.paint(style, "■ "+strings.Join(head, " · ")) + "\n"
+	if hint := v.stallHint(stop); hint != "" {
+		out += v.paint(styleYellow, hint)
+	}
 	var where []string
 	if s.SessionID != "" {
 		where = append(where, "session "+s.SessionID)
@@ -279,14 +356,14 @@ func options(ev event.Event) []option {
 	return out
 }
 
+// describeOptions names each option once, in words: "once: Allow once".
 func describeOptions(opts []option) []string {
 	out := make([]string, len(opts))
 	for i, o := range opts {
-		d := o.id + " (" + o.kind
-		if o.name != "" && o.name != o.id {
-			d += ", " + sanitizeLine(o.name, 40)
+		out[i] = sanitizeLine(o.id, 40)
+		if l := o.label(); l != out[i] {
+			out[i] += ": " + l
 		}
-		out[i] = d + ")"
 	}
 	return out
 }
@@ -427,6 +504,36 @@ func plusOne(ev event.Event, key string) string {
 		return strconv.FormatFloat(n+1, 'f', -1, 64)
 	}
 	return "?"
+}
+
+// addUsage adds u's token counts to sum (a new map when sum is nil).
+func addUsage(sum, u map[string]any) map[string]any {
+	if sum == nil {
+		sum = map[string]any{}
+	}
+	for _, k := range []string{"input_tokens", "output_tokens", "total_tokens", "cached_read_tokens"} {
+		n, ok := number(u[k])
+		if !ok {
+			continue
+		}
+		prev, _ := number(sum[k])
+		sum[k] = prev + n
+	}
+	return sum
+}
+
+// number is a usage count as a float64 (events carry int64 in process,
+// float64 once decoded).
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
 }
 
 func anyNum(v any) string {

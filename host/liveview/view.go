@@ -70,6 +70,9 @@ const (
 	StatusTick = time.Second
 	// maxTools bounds the tool titles remembered for their updates.
 	maxTools = 256
+	// StallAfter is how long a turn may go without a word from the runtime
+	// before the status line says what it is waiting for.
+	StallAfter = 10 * time.Second
 )
 
 // Options configures a view. Out is required; the rest have defaults.
@@ -128,6 +131,15 @@ type View struct {
 	stop      string
 	tools     map[string]string // tool id → title
 	toolOrder []string
+	spent     map[string]any // the session.end usages summed: every attempt's, phase's and iteration's
+	ends      int            // session.end events seen
+	backend   string         // from session.start, to say who is being waited for
+	turnStart time.Time      // the turn in flight began (or the view started)
+	lastEvent time.Time
+	replied   bool // the runtime said something (text, thought, tool, permission) this turn
+	awaiting  bool // a permission request waits for its answer (the view says who answers it)
+	inline    bool // AnswerInline: requests nobody answers are asked here
+	asking    bool // a question waits for the person's line
 }
 
 // New returns a view that renders nothing until Attach; its Writer works
@@ -142,7 +154,8 @@ func New(o Options) *View {
 	if o.Tick <= 0 {
 		o.Tick = StatusTick
 	}
-	return &View{o: o, start: o.Now(), progress: make(chan struct{}, 1), done: make(chan struct{}),
+	now := o.Now()
+	return &View{o: o, start: now, turnStart: now, lastEvent: now, progress: make(chan struct{}, 1), done: make(chan struct{}),
 		stopTick: make(chan struct{}), tickDone: make(chan struct{}), tools: map[string]string{}}
 }
 
@@ -296,3 +309,6 @@ func (v *View) Notice(text string) {
 
 // Elapsed is the time since Start.
 func (v *View) elapsed() time.Duration { return v.o.Now().Sub(v.start) }
+
+// Mode is how the view renders.
+func (v *View) Mode() Mode { return v.o.Mode }

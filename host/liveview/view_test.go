@@ -65,7 +65,7 @@ func TestViewPlain(t *testing.T) {
 		"▸ ls -la [execute]\n",
 		"  ✓ ls -la\n",
 		"? permission 7: Run rm?\n",
-		"  options: allow (allow_once), deny (reject)\n",
+		"  options: allow: Allow once, deny: Reject\n",
 		"  answer: avenor answer --option allow /tmp/run.perm\n",
 		"  ✗ rejected: deny by file\n",
 		"agent: done\n",

@@ -48,11 +48,18 @@ type Options struct {
 	// with nobody to answer it (Unanswered wait), so the user can be told
 	// (UnansweredNote). It must return quickly. Default nil.
 	OnUnanswered func(sdk.PermissionRequest)
+	// Ask, when set, is the last resolver: a person at the run's terminal.
+	// A request that reaches "none" under UnansweredWait is given to Ask
+	// while a late control answer may still arrive; the answer Ask returns
+	// is the decision, with source "tty". Ask must return once ctx is done;
+	// an error leaves the request waiting as without Ask. Default nil.
+	Ask func(ctx context.Context, req sdk.PermissionRequest) (Answer, error)
 }
 
 // Broker resolves the permission requests of one runtime's sessions in the
 // precedence of contract §4.2: auto-approve → the control plane (when it
-// takes the request) → the file handler → none. It is safe for concurrent
+// takes the request) → the file handler → none (where Options.Ask, a
+// person at the terminal, may answer). It is safe for concurrent
 // use.
 type Broker struct {
 	opts Options

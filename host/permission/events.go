@@ -22,6 +22,10 @@ const (
 	// SourceBoard: a person answered on `avenor board`, which relays the
 	// answer over the control socket with the source hint "board".
 	SourceBoard = "board"
+	// SourceTTY: a person answered at the run's terminal (Options.Ask),
+	// the last resolver in the precedence. Not an answer source hint: a
+	// control client cannot claim it.
+	SourceTTY = "tty"
 )
 
 // AnswerSources are the source hints a control client may put on

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -61,12 +62,7 @@ func (s *Session) unanswered(ctx context.Context, p *pending, announced bool, em
 		if b.opts.OnUnanswered != nil {
 			b.opts.OnUnanswered(req)
 		}
-		select {
-		case a := <-p.answers:
-			return s.decideAnswered(p, a, SourceControl, emit), nil
-		case <-ctx.Done():
-			return cancelled(), ctx.Err()
-		}
+		return s.wait(ctx, p, emit)
 	}
 	if !announced {
 		emit(RequestEvent(req, ResolverNone))
@@ -90,7 +86,7 @@ func UnansweredNote(req sdk.PermissionRequest, controlSocket string) string {
 	if len(req.Options) > 0 {
 		opts := make([]string, len(req.Options))
 		for i, o := range req.Options {
-			opts[i] = o.ID + " (" + o.Kind + ")"
+			opts[i] = o.ID + ": " + strings.ReplaceAll(cmp.Or(o.Name, o.Kind), "\n", " ")
 		}
 		fmt.Fprintf(&b, "  options: %s\n", strings.Join(opts, ", "))
 	}
@@ -105,6 +101,51 @@ func UnansweredNote(req sdk.PermissionRequest, controlSocket string) string {
 		b.WriteString("  --sentinel-file (then: avenor answer --option <id> <base>.perm) or --control-socket\n")
 	}
 	return b.String()
+}
+
+type askResult struct {
+	a   Answer
+	err error
+}
+
+// wait waits for a late control answer and, with Options.Ask, for the
+// person at the terminal, whichever answers first.
+func (s *Session) wait(ctx context.Context, p *pending, emit func(event.Event)) (sdk.PermissionDecision, error) {
+	b := s.b
+	var asked chan askResult
+	if b.opts.Ask != nil {
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel() // Ask returns once the request is decided another way
+		asked = make(chan askResult, 1)
+		go func() {
+			a, err := b.opts.Ask(actx, p.req)
+			asked <- askResult{a, err}
+		}()
+	}
+	for {
+		select {
+		case a := <-p.answers:
+			return s.decideAnswered(p, a, SourceControl, emit), nil
+		case <-ctx.Done():
+			return cancelled(), ctx.Err()
+		case r := <-asked:
+			asked = nil // the terminal asks once; the request may still be answered otherwise
+			if r.err != nil {
+				continue
+			}
+			r.a.Source = ""
+			a, err := ValidateAnswer(r.a, p.req.Options)
+			if err != nil {
+				emit(warningEvent("the answer at the terminal was refused: " + err.Error()))
+				continue
+			}
+			if !b.take(p) {
+				// A control answer was accepted meanwhile: it decides.
+				return s.decideAnswered(p, <-p.answers, SourceControl, emit), nil
+			}
+			return s.decide(p.req, a, SourceTTY, emit), nil
+		}
+	}
 }
 
 func describe(req sdk.PermissionRequest) string {

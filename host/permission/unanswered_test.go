@@ -132,7 +132,7 @@ func TestUnansweredAfterControlFallsThrough(t *testing.T) {
 func TestUnansweredNote(t *testing.T) {
 	req := sdk.PermissionRequest{ID: "7", Tool: "bash", Question: "Run make?", Options: geminiOptions}
 	note := permission.UnansweredNote(req, "/tmp/s.sock")
-	for _, want := range []string{"permission request 7 is waiting", "Run make? (tool bash)", "proceed_once (allow_once)",
+	for _, want := range []string{"permission request 7 is waiting", "Run make? (tool bash)", "proceed_once: Allow once",
 		"avenor control --socket /tmp/s.sock answer-permission 7 <option>, e.g. proceed_once"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note lacks %q:\n%s", want, note)

@@ -101,7 +101,7 @@ func capMark(level string) string {
 var capHeaders = map[string]string{
 	sdk.CapNewSessions: "NEW", sdk.CapResume: "RESUME", sdk.CapPrompt: "PROMPT", sdk.CapCancel: "CANCEL",
 	sdk.CapEventStreaming: "EVENTS", sdk.CapPermissionRelay: "PERMS", sdk.CapModelSelection: "MODEL",
-	sdk.CapExternalServerURL: "URL", sdk.CapSubprocessDiscovery: "PROCS",
+	sdk.CapExternalServerURL: "URL", sdk.CapSubprocessDiscovery: "PROCS", sdk.CapPrewarm: "WARM",
 }
 
 // WriteBackendsTable writes rows as `avenor backends` shows them on a

@@ -223,7 +223,8 @@ func readPromptStdin(stdin io.Reader) ([]byte, error) {
 // permissions is the permission broker of the run: auto-approve, the
 // effective file handler (an explicit --permission-handler file:<path>
 // wins; else, with --sentinel-file and without auto-approve, the base
-// derived from the sentinel), the claim timeout and --on-permission.
+// derived from the sentinel unless --on-permission deny|fail), the claim
+// timeout and --on-permission.
 func (req Request) permissions(s config.Settings, getenv func(string) string) (permission.Options, error) {
 	base, err := permission.FileBase(req.PermissionHandler, req.SentinelFile, s.AutoApprove)
 	if err != nil {
@@ -235,6 +236,13 @@ func (req Request) permissions(s config.Settings, getenv func(string) string) (p
 	}
 	if err := permission.ValidUnanswered(unanswered); err != nil {
 		return permission.Options{}, err
+	}
+	if req.PermissionHandler == "" && unanswered != permission.UnansweredWait {
+		// --on-permission deny or fail, which the user gave, wins over the
+		// file handler that --sentinel-file only implies (otherwise the
+		// handler took every request and the policy never applied); an
+		// explicit --permission-handler file:<base> keeps the handler first.
+		base = ""
 	}
 	o := permission.Options{AutoApprove: s.AutoApprove, FileBase: base, ClaimTimeout: s.PermissionClaimTimeout, Unanswered: unanswered}
 	if getenv == nil {

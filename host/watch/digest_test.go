@@ -135,7 +135,7 @@ func TestParseFormat(t *testing.T) {
 			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ParseFormat("yaml"); err == nil || err.Error() != `--format must be plain or json, not "yaml"` {
+	if _, err := ParseFormat("yaml"); err == nil || err.Error() != `--format must be plain, json or transcript, not "yaml"` {
 		t.Errorf("ParseFormat(yaml) = %v", err)
 	}
 }

@@ -62,6 +62,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	c.Printer = NewPrinter(c.Printer)
 	if c.PollInterval <= 0 {
 		c.PollInterval = DefaultPollInterval
 	}
@@ -169,6 +170,11 @@ func Run(ctx context.Context, path string, out io.Writer, cfg Config) (Result, e
 	err = w.loop(ctx)
 	if errors.Is(err, errStopped) {
 		err = nil
+	}
+	if rest := w.cfg.Printer.Finish(nil); len(rest) > 0 {
+		if _, werr := w.out.Write(rest); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	if ferr := w.flush(); ferr != nil && err == nil {
 		err = ferr

@@ -17,6 +17,10 @@ const (
 	Plain Format = "plain"
 	// JSON passes each event line through unchanged.
 	JSON Format = "json"
+	// Transcript retells the run for a person: messages joined, tool calls
+	// with their status, permissions and their answers, the end. Ours, not
+	// the original's; the default of `avenor watch` on a terminal.
+	Transcript Format = "transcript"
 )
 
 // ParseFormat validates a --format value; "" is [Plain].
@@ -26,8 +30,10 @@ func ParseFormat(s string) (Format, error) {
 		return Plain, nil
 	case JSON:
 		return JSON, nil
+	case Transcript:
+		return Transcript, nil
 	}
-	return "", fmt.Errorf("--format must be plain or json, not %q", s)
+	return "", fmt.Errorf("--format must be plain, json or transcript, not %q", s)
 }
 
 // Digest is what a plain line says about one event.
@@ -80,6 +86,29 @@ type Printer struct {
 	Classify bool
 	// Color adds ANSI colours to plain lines; JSON is never coloured.
 	Color bool
+
+	// t is the transcript's state across events (Transcript); NewPrinter
+	// makes it. Without it each event is retold on its own.
+	t *transcript
+}
+
+// NewPrinter is a printer for one stream of events: a transcript keeps
+// what it needs from one event to the next (the agent's text mid-line,
+// tool titles).
+func NewPrinter(p Printer) Printer {
+	if p.Format == Transcript && p.t == nil {
+		p.t = &transcript{}
+	}
+	return p
+}
+
+// Finish appends what the last event left open (the transcript's
+// unfinished line); call it once after the last Append.
+func (p Printer) Finish(dst []byte) []byte {
+	if p.t == nil {
+		return dst
+	}
+	return p.t.finish(dst)
 }
 
 // Append appends the output for one event, newline included, to dst. raw is
@@ -88,6 +117,13 @@ type Printer struct {
 // line may have had) and is re-encoded the way the log writer encodes
 // (sorted keys, HTML-escaped); without Classify, raw is copied unchanged.
 func (p Printer) Append(dst, raw []byte, ev Event) ([]byte, error) {
+	if p.Format == Transcript {
+		if p.t == nil { // one event on its own: its line ends here
+			t := &transcript{}
+			return t.finish(t.appendEvent(dst, ev)), nil
+		}
+		return p.t.appendEvent(dst, ev), nil
+	}
 	if p.Format == JSON {
 		if !p.Classify {
 			return append(append(dst, raw...), '\n'), nil

@@ -22,6 +22,7 @@ var outputs = []struct {
 	{"json", Printer{Format: JSON}},
 	{"plain_classify", Printer{Classify: true}},
 	{"json_classify", Printer{Format: JSON, Classify: true}},
+	{"transcript", Printer{Format: Transcript}},
 }
 
 func TestGolden(t *testing.T) {

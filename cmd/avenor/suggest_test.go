@@ -1,0 +1,28 @@
+package main
+
+import "testing"
+
+func TestNearest(t *testing.T) {
+	cmds := []string{"answer", "await", "backends", "control", "run", "stable", "watch"}
+	for _, c := range []struct {
+		typed, want string
+	}{
+		{"backend", "backends"},
+		{"contrl", "control"},
+		{"wacth", "watch"},
+		{"stabel", "stable"},
+		{"rn", "run"},
+		{"hello", ""},
+		{"run", ""}, // the name itself is no typo
+		{"x", ""},
+		{"back", "backends"}, // a prefix
+	} {
+		got, ok := nearest(c.typed, cmds)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("nearest(%q) = %q, %v; want %q", c.typed, got, ok, c.want)
+		}
+	}
+	if d := editDistance("ecoh", "echo"); d != 1 {
+		t.Errorf("a transposition is %d edits, want 1", d)
+	}
+}
