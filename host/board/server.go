@@ -190,9 +190,6 @@ func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(),
 	return c, func() { c.Close() }, nil
 }
 
-// Auth header scheme.
-const bearer = "Bearer "
-
 // authorized says whether r carries the token: Authorization: Bearer, or
 // ?token= where allowQuery (the SSE stream).
 func (s *Server) authorized(r *http.Request, allowQuery bool) bool {
@@ -200,10 +197,22 @@ func (s *Server) authorized(r *http.Request, allowQuery bool) bool {
 		return true
 	}
 	got := ""
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, bearer) {
-		got = strings.TrimPrefix(h, bearer)
+	if t, ok := bearerToken(r.Header.Get("Authorization")); ok {
+		got = t
 	} else if allowQuery {
 		got = r.URL.Query().Get("token")
 	}
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+}
+
+// bearerToken reads an Authorization header of the Bearer scheme. The
+// scheme is case-insensitive (RFC 9110 §11.1): "bearer t" is as good as
+// "Bearer t".
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
 }
