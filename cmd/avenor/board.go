@@ -37,8 +37,9 @@ age, tokens and cost, and a "waiting for you" marker for pending permissions and
 each runtime's live transcript, its plan and its permission card. With --allow-mutations the page
 answers permissions, cancels and sends follow-up prompts.
 
-Without --token a random token is made; on a terminal the URL to open, token included, is printed
-once. The API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
+Without --token a random token is made. At start-up the URL to open, token included
+(…/board/?token=<t>), is printed as one line on stdout, whether or not stdout is a terminal. The
+API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{boardMain(cmd.Context(), f, env)}
@@ -77,18 +78,12 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 		fmt.Fprintf(env.Stderr, "avenor board: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.URL())
-	switch {
-	case f.noAuth:
+	// One line on stdout, token included, whatever stdout is (contract
+	// decision 18): stdout belongs to whoever started the board, and a
+	// script opens the page from it. The token never goes to a log.
+	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.TokenURL())
+	if f.noAuth {
 		fmt.Fprintln(env.Stderr, "avenor board: --no-auth: anyone who can reach this address can read every runtime's events")
-	case f.token != "":
-		fmt.Fprintln(env.Stderr, "avenor board: open it with ?token=<your --token>")
-	case isTerminal(env.Stderr):
-		// Once, on the terminal of the person who started it, and never in
-		// a log: the token is the key to every runtime behind the sockets.
-		fmt.Fprintf(env.Stderr, "avenor board: open %s\n", srv.TokenURL())
-	default:
-		fmt.Fprintln(env.Stderr, "avenor board: the token is not shown because stderr is not a terminal; pass --token to choose one")
 	}
 	if !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != "") {
 		openBrowser(srv.TokenURL(), logger)
