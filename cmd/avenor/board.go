@@ -12,7 +12,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/board"
+	"github.com/avenor-go/avenor/host/config"
 )
 
 type boardFlags struct {
@@ -32,7 +34,8 @@ func newBoardCmd(env Env) *cobra.Command {
 		Use:   "board [flags]",
 		Short: "Serve a web page showing every runtime behind the control sockets",
 		Long: `Serve a page (http://127.0.0.1:<port>/board/) listing the runtimes behind every control socket
-in ~/.avenor/sockets (one-shot runs and stable supervisors): status, phase, backend and model,
+in ~/.avenor/sockets, the socket of $AVENOR_SOCKET and every running avenor stable's recorded
+socket (one-shot runs and stable supervisors): status, phase, backend and model,
 age, tokens and cost, and a "waiting for you" marker for pending permissions and stalled runtimes;
 each runtime's live transcript, its plan and its permission card. With --allow-mutations the page
 answers permissions, cancels and sends follow-up prompts.
@@ -65,12 +68,23 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger(env)
-	var scan []string
+	var (
+		scan, named []string
+		stateDir    string
+	)
 	if f.socket == "" {
 		scan = strings.Split(f.scan, ",")
+		// Contract decision 21: the socket of AVENOR_SOCKET, and every
+		// running supervisor's record, wherever its socket is.
+		if p := env.Getenv(client.SocketEnv); p != "" {
+			named = append(named, p)
+		}
+		if dirs, err := config.DefaultDirs(env.Getenv); err == nil {
+			stateDir = dirs.State
+		}
 	}
 	srv, err := board.Start(ctx, board.Config{
-		Addr: f.addr, Scan: scan, Socket: f.socket, Token: f.token, NoAuth: f.noAuth,
+		Addr: f.addr, Scan: scan, Socket: f.socket, Sockets: named, StateDir: stateDir, Token: f.token, NoAuth: f.noAuth,
 		AllowMutations: f.allowMutations, StallAfter: f.stallAfter, Home: env.Getenv("HOME"),
 		Logger: logger.Named("board"),
 	})

@@ -41,8 +41,16 @@ type Config struct {
 	// Default: ~/.avenor/sockets (Home must then be set). Ignored when
 	// Socket is set.
 	Scan []string
-	// Socket, when set, is the only socket shown; it overrides Scan.
+	// Socket, when set, is the only socket shown; it overrides Scan,
+	// Sockets and StateDir.
 	Socket string
+	// Sockets are shown besides those of Scan (the AVENOR_SOCKET of whoever
+	// started the board). Default none.
+	Sockets []string
+	// StateDir is avenor's state directory: the supervisors recorded
+	// there (host/suprecord) are shown besides those of Scan, wherever
+	// their sockets are. Default "": none.
+	StateDir string
 	// Token is the API token. Empty: a random 16-byte hex token (read it
 	// from Server.Token). Conflicts with NoAuth.
 	Token string

@@ -39,6 +39,9 @@ type Server struct {
 	served chan struct{}
 
 	streams chan struct{} // MaxStreams slots
+
+	leftoverMu sync.Mutex
+	leftoverAt time.Time // the last cleanLeftovers
 	// ctx ends every open stream when the board stops.
 	ctx    context.Context
 	cancel context.CancelFunc

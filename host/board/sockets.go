@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/suprecord"
 )
 
 // Socket types in /api/sockets.
@@ -38,13 +40,14 @@ type SocketEntry struct {
 var errUnknownSocket = errors.New("socket is not one this board watches")
 
 // sockets finds the socket paths: --socket, or the *.sock files of the
-// scan directories, sorted; the second result counts those cut by
-// MaxSockets.
+// scan directories, Config.Sockets and the recorded supervisors' sockets,
+// sorted; the second result counts those cut by MaxSockets.
 func (s *Server) sockets() ([]string, int) {
 	if s.cfg.Socket != "" {
 		return []string{s.cfg.Socket}, 0
 	}
-	var out []string
+	s.cleanLeftovers()
+	out := s.named()
 	for _, dir := range s.scan {
 		found, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
 		for _, p := range found {
@@ -54,15 +57,34 @@ func (s *Server) sockets() ([]string, int) {
 		}
 	}
 	sort.Strings(out)
+	out = slices.Compact(out)
 	if len(out) > MaxSockets {
 		return out[:MaxSockets], len(out) - MaxSockets
 	}
 	return out, 0
 }
 
+// named is the sockets shown by name rather than found by a scan:
+// Config.Sockets and the sockets of the supervisors recorded in
+// Config.StateDir (a record whose process died is dropped there), cleaned.
+func (s *Server) named() []string {
+	var out []string
+	for _, p := range s.cfg.Sockets {
+		if p != "" {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	for _, r := range suprecord.List(s.cfg.StateDir) {
+		if fi, err := os.Stat(r.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			out = append(out, filepath.Clean(r.Socket))
+		}
+	}
+	return out
+}
+
 // checkSocket validates a socket param: empty names the only socket of
-// --socket; anything else must be --socket or a *.sock directly in a scan
-// directory.
+// --socket; anything else must be --socket, a *.sock directly in a scan
+// directory, or one of named.
 func (s *Server) checkSocket(p string) (string, error) {
 	if p == "" {
 		if s.cfg.Socket != "" {
@@ -76,6 +98,9 @@ func (s *Server) checkSocket(p string) (string, error) {
 			return s.cfg.Socket, nil
 		}
 		return "", fmt.Errorf("%w: %q (the board was started with --socket %s)", errUnknownSocket, p, s.cfg.Socket)
+	}
+	if slices.Contains(s.named(), clean) {
+		return clean, nil
 	}
 	if strings.HasSuffix(clean, ".sock") {
 		for _, dir := range s.scan {

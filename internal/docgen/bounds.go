@@ -59,6 +59,8 @@ var Bounds = []Bound{
 	{"host/board", "MaxSockets", "`avenor board`", "sockets /api/sockets reports, in name order (the header X-Avenor-Sockets-Left-Out counts the rest)"},
 	{"host/board", "StreamKeepAlive", "`avenor board`", "an idle event stream sends a comment this often"},
 	{"host/board", "DefaultStallAfter", "`avenor board --stall-after`", "a running runtime without a new event for this long is marked waiting for you"},
+	{"host/board", "LeftoverAge", "`avenor board`", "an ended supervisor's `.control.lock`, `.start.lock` and `.dead` in a scanned directory are removed once this old (the socket gone or refusing)"},
+	{"host/suprecord", "MaxRecords", "supervisor records (`$XDG_STATE_HOME/avenor/supervisors`)", "records of running supervisors the board lists"},
 	{"host/event", "DefaultHistory", "event history per runtime", "events kept in memory for `history` and replay (the NDJSON file keeps all)"},
 	{"host/event", "DefaultQueue", "each subscription", "queued events before the oldest is dropped and `subscriber.lagged` sent"},
 	{"host/event", "MaxQueuedLogBytes", "event log (`--on-event`, `on_event`)", "bytes of events queued for the log; a Write waits for room (never holding up control) rather than growing memory"},
