@@ -538,3 +538,33 @@ func (w *world) startGuarded(guard time.Duration, extraEnv []string, args ...str
 	w.t.Cleanup(func() { cancel(); p.wait() })
 	return p
 }
+
+// TestBoardAnswerKeepsHarnessIn: after a person answers a permission on
+// the board, the harness may still mutate: `avenor control shutdown` is
+// accepted, not refused because the board's connection owns the runtimes.
+func TestBoardAnswerKeepsHarnessIn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.startBoardFleet("owner", "permission tool=bash question=\"Run?\"\nsay after-answer")
+	b := w.startBoardProc("tok-owner", "--allow-mutations")
+	var rt client.Runtime
+	if !waitFor(15*time.Second, func() bool {
+		code, _ := b.call("GET", "/api/status?socket="+f.sock+"&runtime_id="+f.ids[0], nil, &rt)
+		return code == 200 && rt.PendingPermission
+	}) {
+		t.Fatalf("no pending permission: %+v", rt)
+	}
+	var perm struct {
+		RequestID string `json:"request_id"`
+	}
+	_ = json.Unmarshal(rt.Permission, &perm)
+	if code, body := b.call("POST", "/api/answer", map[string]string{"socket": f.sock, "runtime_id": f.ids[0], "request_id": perm.RequestID, "option_id": "allow"}, nil); code != 200 {
+		t.Fatalf("answer on the board: %d %s", code, body)
+	}
+	waitEvent(t, f.events[0], 15*time.Second, "the turn's end", func(ev event) bool { return ev.name() == "session.end" })
+	r := w.run("control", "--socket", f.sock, "shutdown")
+	if r.code != 0 || !strings.Contains(r.stdout, "shutting down") {
+		t.Fatalf("harness shutdown after a board answer: %v", r)
+	}
+	f.sup.wait()
+}

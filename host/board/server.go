@@ -35,7 +35,6 @@ type Server struct {
 	log    hclog.Logger
 	ln     net.Listener
 	http   *http.Server
-	pool   pool
 	served chan struct{}
 
 	streams chan struct{} // MaxStreams slots
@@ -162,28 +161,25 @@ func (s *Server) TokenURL() string {
 // Done is closed when the server stopped serving.
 func (s *Server) Done() <-chan struct{} { return s.served }
 
-// Shutdown ends the event streams, stops serving (waiting for requests in
-// flight until ctx ends) and closes the control connections.
+// Shutdown ends the event streams and stops serving (waiting for requests
+// in flight until ctx ends).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
 	err := s.http.Shutdown(ctx)
 	s.wg.Wait()
-	s.pool.close()
 	<-s.served
 	return err
 }
 
-// conn is the control connection for a call on path and the function to
-// call when done with it. With AllowMutations it is the pooled connection
-// that owns the socket's runtimes once it mutated. Read-only, it is a
-// fresh one closed after the call: a board that can answer nothing must
-// not stay connected, because a run holds its permission requests for a
-// connected control client (contract §4.2) instead of its file handler.
+// conn is a fresh control connection for one call on path and the
+// function that closes it. Never a kept one, for two reasons: a mutation
+// makes its connection the runtime's owner until it closes (contract §5.3),
+// so a kept connection would lock the harness out of its own runtimes
+// after one click on the board; and a run holds its permission requests
+// for a connected control client (contract §4.2) instead of its file
+// handler. Close waits until the server has let go of the connection, so
+// ownership is free again when the route answers.
 func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(), error) {
-	if s.cfg.AllowMutations {
-		c, err := s.pool.get(ctx, path)
-		return c, func() {}, err
-	}
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	c, err := client.Dial(dctx, path)

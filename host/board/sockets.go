@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/suprecord"
@@ -110,67 +109,6 @@ func (s *Server) checkSocket(p string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %q is not a *.sock file in %s", errUnknownSocket, p, strings.Join(s.scan, ", "))
-}
-
-// pool keeps one control connection per socket for the board's calls. The
-// first mutating call makes it the owner (contract §5.3), and it stays the
-// owner while the board runs, so a person's cancel and their next answer
-// go through the same connection. A connection the server closed is
-// dialled again on the next call.
-type pool struct {
-	mu    sync.Mutex
-	conns map[string]*client.Client
-	done  bool
-}
-
-// get returns the socket's connection, dialling it when there is none.
-func (p *pool) get(ctx context.Context, path string) (*client.Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done {
-		return nil, client.ErrClosed
-	}
-	if c := p.conns[path]; c != nil {
-		select {
-		case <-c.Done():
-			c.Close()
-			delete(p.conns, path)
-		default:
-			return c, nil
-		}
-	}
-	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
-	defer cancel()
-	c, err := client.Dial(dctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if p.conns == nil {
-		p.conns = map[string]*client.Client{}
-	}
-	p.conns[path] = c
-	return c, nil
-}
-
-// drop forgets (and closes) path's connection after a transport failure.
-func (p *pool) drop(path string, c *client.Client) {
-	p.mu.Lock()
-	if p.conns[path] == c {
-		delete(p.conns, path)
-	}
-	p.mu.Unlock()
-	c.Close()
-}
-
-// close closes every connection; later gets fail.
-func (p *pool) close() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns, p.done = nil, true
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
 }
 
 // probe describes one socket for /api/sockets; ok is false for a stale
