@@ -25,6 +25,19 @@ const (
 	// StreamKeepAlive is how often an idle SSE stream sends a comment, so
 	// proxies and the browser keep it open and a gone client is noticed.
 	StreamKeepAlive = 15 * time.Second
+	// MaxConnections bounds the HTTP connections open at once, counted
+	// before any request is read (host/connlimit): one more is answered
+	// 503 and closed. MaxConnectionsPerPeer bounds those of one other
+	// local user (loopback, where the kernel tells the uid), and the last
+	// ReservedConnections are kept for the user who started the board,
+	// so a flood without the token never locks its owner out.
+	MaxConnections        = 128
+	MaxConnectionsPerPeer = 32
+	ReservedConnections   = 16
+	// ReadHeaderTimeout bounds a request's headers; IdleTimeout closes a
+	// keep-alive connection without a new request.
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 30 * time.Second
 	// DefaultStallAfter is when a running runtime without a new event
 	// counts as stalled ("waiting for you") on the page.
 	DefaultStallAfter = 5 * time.Minute

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/connlimit"
 )
 
 // Errors of Start.
@@ -80,14 +81,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
 		// net/http's own complaints (a bad TLS hello, a broken pipe) name no
 		// URL, so they cannot carry the token.
 		ErrorLog: log.New(s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), "", 0),
 	}
 	go func() {
 		defer close(s.served)
-		_ = s.http.Serve(s.ln)
+		_ = s.http.Serve(connlimit.Wrap(s.ln, connlimit.Config{
+			Max: MaxConnections, MaxPerPeer: MaxConnectionsPerPeer, Reserve: ReservedConnections,
+			What: "board", Limit: "board.MaxConnections", PeerLimit: "board.MaxConnectionsPerPeer", Log: s.log,
+		}))
 	}()
 	return s, nil
 }
