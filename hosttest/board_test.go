@@ -41,16 +41,16 @@ func (l *lockedBuffer) String() string {
 
 // boardProc is a running `avenor board`.
 type boardProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	url    string // http://127.0.0.1:<port>/board/
-	base   string // http://127.0.0.1:<port>
-	token  string
+	t     *testing.T
+	cmd   *exec.Cmd
+	url   string // http://127.0.0.1:<port>/board/
+	base  string // http://127.0.0.1:<port>
+	token string
 	// printed is the start-up line's URL: url?token=<token>, or url
 	// with --no-auth.
 	printed string
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout  *lockedBuffer
+	stderr  *lockedBuffer
 }
 
 // startBoardProc starts `avenor board --no-open --token <token> args…` and

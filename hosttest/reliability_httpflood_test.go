@@ -254,4 +254,3 @@ func pidListening(t *testing.T, addr string) int {
 	t.Fatalf("no process holds the listener of %s", addr)
 	return 0
 }
-
