@@ -568,3 +568,46 @@ func TestBoardAnswerKeepsHarnessIn(t *testing.T) {
 	}
 	f.sup.wait()
 }
+
+// TestBoardViewerNeverClaims: a read-only board with a runtime view open
+// (its event stream holds a control connection) must not keep a run's
+// permission request from the run's file handler: the .req is written and
+// a response file answers it, as if no board were watching.
+func TestBoardViewerNeverClaims(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.startBoardFleet("viewer")
+	b := w.startBoardProc("tok-viewer")
+	base := w.path("viewer-perm")
+	ev := w.path("viewer-events.ndjson")
+	c, err := client.Dial(ctxT(t, 10*time.Second), f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, OnEvent: ev, PermissionHandler: "file:" + base,
+		Prompt: "sleep 1500ms\npermission tool=bash question=\"Run?\"\nsay after-file-answer"})
+	c.Close() // the spawner goes: only the board's view stays connected
+
+	// The person opens the runtime's view on the read-only board.
+	req, _ := http.NewRequest("GET", b.base+"/api/events?socket="+f.sock+"&runtime_id="+sp.RuntimeID+"&replay=1&token="+b.token, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("event stream: %d", resp.StatusCode)
+	}
+	go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+
+	if !waitFor(15*time.Second, func() bool { _, err := os.Stat(base + ".req"); return err == nil }) {
+		t.Fatalf("the file handler never got the request while a read-only board watched; events:\n%v", readEventsQuiet(ev))
+	}
+	pr := waitEvent(t, ev, 5*time.Second, "permission.request", func(e event) bool { return e.name() == "permission.request" })
+	if err := os.WriteFile(base+".req.response", []byte(`{"request_id":"`+pr.str("request_id")+`","option_id":"allow"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ev, 15*time.Second, "the turn's end after the file answer", func(e event) bool {
+		return e.name() == "session.end" && e.str("stop_reason") == "end_turn" && strings.Contains(e.str("final_output"), "after-file-answer")
+	})
+}

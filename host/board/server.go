@@ -191,6 +191,14 @@ func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(),
 	if err != nil {
 		return nil, nil, err
 	}
+	if !s.cfg.AllowMutations {
+		// Even for the length of one call, a board that cannot answer
+		// must not hold a run's permission request.
+		if err := c.Observe(dctx); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+	}
 	return c, func() { c.Close() }, nil
 }
 
