@@ -280,7 +280,7 @@ func TestBrowserBoardOutcomes(t *testing.T) {
 	t.Run("cancel only on a running runtime", func(t *testing.T) {
 		click(t, page, rowSel(f.ids[0]))
 		waitJS(t, page, 20*time.Second, "the ended runtime's view without Cancel",
-			fmt.Sprintf(`document.getElementById("view-title").textContent === "agent-01" && document.getElementById("cancel").hidden`))
+			`document.getElementById("view-title").textContent === "agent-01" && document.getElementById("cancel").hidden`)
 		screenshot(t, page, "cancel-hidden-ended")
 		click(t, page, rowSel(f.ids[2]))
 		waitJS(t, page, 20*time.Second, "the running runtime's view with Cancel",
