@@ -1,9 +1,12 @@
 package client
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +67,33 @@ func TestPrepareSocketDir(t *testing.T) {
 		if err := PrepareSocketDir(other); !errors.Is(err, ErrSocketDirNotOwned) {
 			t.Fatalf("another user's dir: %v; want ErrSocketDirNotOwned", err)
 		}
+	}
+}
+
+// Dial with no path dials AVENOR_SOCKET.
+func TestDialEmptyUsesAvenorSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{})
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+		close(accepted)
+	}()
+	t.Setenv(SocketEnv, sock)
+	c, err := Dial(context.Background(), "")
+	if err != nil {
+		t.Fatalf("Dial(\"\") with %s=%s: %v", SocketEnv, sock, err)
+	}
+	<-accepted
+	c.Close()
+	t.Setenv(SocketEnv, filepath.Join(t.TempDir(), "none.sock"))
+	if _, err := Dial(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "default control socket") {
+		t.Fatalf("Dial(\"\") to a missing socket: %v", err)
 	}
 }
