@@ -194,7 +194,7 @@ func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(),
 	if !s.cfg.AllowMutations {
 		// Even for the length of one call, a board that cannot answer
 		// must not hold a run's permission request.
-		if err := c.Observe(dctx); err != nil {
+		if err := observe(dctx, c); err != nil {
 			c.Close()
 			return nil, nil, err
 		}
@@ -227,4 +227,15 @@ func bearerToken(h string) (string, bool) {
 	}
 	tok = strings.TrimLeft(tok, " ")
 	return tok, tok != ""
+}
+
+// observe tells the server c only watches (client.Observe). A server
+// older than the method cannot be told; it is watched all the same.
+func observe(ctx context.Context, c *client.Client) error {
+	err := c.Observe(ctx)
+	var re *client.RPCError
+	if errors.As(err, &re) && re.Code == client.CodeMethodNotFound {
+		return nil
+	}
+	return err
 }

@@ -62,7 +62,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.AllowMutations {
 		// A viewer that cannot answer never keeps a run's permission
 		// requests from its file handler.
-		if err := c.Observe(r.Context()); err != nil {
+		if err := observe(r.Context(), c); err != nil {
 			code, msg := rpcStatus(err)
 			writeError(w, code, msg)
 			return
