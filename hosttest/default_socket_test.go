@@ -134,3 +134,36 @@ func TestDefaultSocketDirRefused(t *testing.T) {
 		t.Errorf("a socket was made in the shared directory: %v", err)
 	}
 }
+
+// TestBoardDropsKilledSupervisor: a supervisor killed with SIGKILL cannot
+// remove its record; the board never lists it as live, and the record goes.
+func TestBoardDropsKilledSupervisor(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sock := w.path("elsewhere/killed.sock")
+	sup := w.startGuarded(2*time.Minute, nil, "stable", "--control-socket", sock)
+	if !waitFor(15*time.Second, func() bool {
+		c, err := client.Dial(context.Background(), sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("avenor stable on %s: %s", sock, sup.stderr.String())
+	}
+	b := w.startBoardProc("tok-killed")
+	var socks []struct {
+		Path string `json:"path"`
+	}
+	if code, body := b.call("GET", "/api/sockets", nil, &socks); code != 200 || len(socks) != 1 || socks[0].Path != sock {
+		t.Fatalf("board sockets: %d %s; want the recorded %s", code, body, sock)
+	}
+	sup.cmd.Process.Signal(syscall.SIGKILL)
+	sup.wait()
+	if code, body := b.call("GET", "/api/sockets", nil, &socks); code != 200 || len(socks) != 0 {
+		t.Errorf("board sockets after SIGKILL: %d %s; want none", code, body)
+	}
+	if recs, _ := filepath.Glob(filepath.Join(w.state, "avenor", "supervisors", "*.json")); len(recs) != 0 {
+		t.Errorf("the killed supervisor's record stayed: %v", recs)
+	}
+}
