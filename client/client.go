@@ -84,8 +84,13 @@ type reply struct {
 	err    error
 }
 
-// Dial connects to the control socket at path.
+// Dial connects to the control socket at path. An empty path is the
+// default socket (DialDefault: AVENOR_SOCKET, else
+// ~/.avenor/sockets/default.sock).
 func Dial(ctx context.Context, path string) (*Client, error) {
+	if path == "" {
+		return DialDefault(ctx)
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", path)
 	if err != nil {

@@ -111,6 +111,15 @@ func screenshot(t testing.TB, ctx context.Context, name string) string {
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// AVENOR_BOARD_SHOTS keeps a copy of every screenshot, for a person.
+	if dir := os.Getenv("AVENOR_BOARD_SHOTS"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return p
 }
 
@@ -225,5 +234,113 @@ func TestBrowserBoard(t *testing.T) {
 			}
 		}
 		screenshot(t, rpage, "read-only")
+	})
+}
+
+// TestBrowserBoardOutcomes: what a person reads off the page after runs
+// ended — a failed run is marked apart from one that ended well, a
+// follow-up counts as the runtime's next turn and adds its tokens to the
+// total, Cancel shows only on a running runtime, tokens and cost stay in
+// sight beside the runtime view, a page without the token says "token
+// required" — and a person's answer on the board leaves the harness in
+// control: `avenor control shutdown` still works.
+func TestBrowserBoardOutcomes(t *testing.T) {
+	w := newWorld(t)
+	f := w.startBoardFleet("outcomes",
+		"say all went well\nusage in=2000 out=503",
+		"say trying\nfail the model endpoint broke",
+		"say a long job\nsleep 120s",
+		"permission tool=bash question=\"Run make?\"\nsay answered",
+	)
+	b := w.startBoardProc("tok-outcomes", "--allow-mutations")
+	browser := newBrowser(t)
+	page := tab(t, browser, b.url+"?token="+b.token)
+	waitJS(t, page, 20*time.Second, "4 runtime rows", `document.querySelectorAll("tr.rt").length === 4`)
+	waitEvent(t, f.events[1], 20*time.Second, "the failed turn's end", func(ev event) bool { return ev.name() == "session.end" })
+	waitEvent(t, f.events[0], 20*time.Second, "the good turn's end", func(ev event) bool { return ev.name() == "session.end" })
+	statusOf := func(i int) string {
+		return fmt.Sprintf(`document.querySelector('tr.rt[data-runtime=%q]').children[1]`, f.ids[i])
+	}
+
+	t.Run("a failed run is marked apart from a good one", func(t *testing.T) {
+		waitJS(t, page, 20*time.Second, "the failed row marked",
+			fmt.Sprintf(`document.querySelector('tr.rt[data-runtime=%q]').classList.contains("failed") && %s.textContent.startsWith("\u2717")`, f.ids[1], statusOf(1)))
+		waitJS(t, page, 20*time.Second, "the good row marked ok",
+			fmt.Sprintf(`!document.querySelector('tr.rt[data-runtime=%q]').classList.contains("failed") && %s.textContent.startsWith("\u2713")`, f.ids[0], statusOf(0)))
+		colours, err := chromedp.Run(page, chromedp.Evaluate[[]string](fmt.Sprintf(`[getComputedStyle(%s).color, getComputedStyle(%s).color]`, statusOf(0), statusOf(1))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if colours[0] == colours[1] {
+			t.Fatalf("a failed and a good run are the same colour: %v", colours)
+		}
+		screenshot(t, page, "outcome-failed-vs-ok")
+	})
+
+	t.Run("cancel only on a running runtime", func(t *testing.T) {
+		click(t, page, rowSel(f.ids[0]))
+		waitJS(t, page, 20*time.Second, "the ended runtime's view without Cancel",
+			`document.getElementById("view-title").textContent === "agent-01" && document.getElementById("cancel").hidden`)
+		screenshot(t, page, "cancel-hidden-ended")
+		click(t, page, rowSel(f.ids[2]))
+		waitJS(t, page, 20*time.Second, "the running runtime's view with Cancel",
+			`document.getElementById("view-title").textContent === "agent-03" && !document.getElementById("cancel").hidden`)
+	})
+
+	t.Run("tokens and cost in sight beside the view", func(t *testing.T) {
+		click(t, page, rowSel(f.ids[0]))
+		waitJS(t, page, 20*time.Second, "the view open", `!document.getElementById("view-pane").hidden`)
+		js := fmt.Sprintf(`(() => {
+			const pane = document.getElementById("list-pane").getBoundingClientRect();
+			const row = document.querySelector('tr.rt[data-runtime=%q]');
+			return [row.children[5], row.children[6], document.querySelector("#runtimes th.num:last-child")].every(c => {
+				const r = c.getBoundingClientRect();
+				return r.width > 0 && r.right <= pane.right + 1 && r.left >= pane.left;
+			});
+		})()`, f.ids[0])
+		waitJS(t, page, 20*time.Second, "the tokens and cost cells inside the list pane", js)
+		screenshot(t, page, "columns-beside-view")
+	})
+
+	t.Run("a follow-up is the next turn and adds its tokens", func(t *testing.T) {
+		click(t, page, rowSel(f.ids[0]))
+		waitJS(t, page, 20*time.Second, "the first turn and its tokens",
+			`document.getElementById("transcript").textContent.includes("turn 1") && document.getElementById("summary").textContent.includes("2503 tokens")`)
+		if _, err := chromedp.Run(page, chromedp.Evaluate[bool](`(() => { document.getElementById("prompt").value = "say second turn\nusage in=100 out=51"; return true; })()`)); err != nil {
+			t.Fatal(err)
+		}
+		click(t, page, `#prompt-form button[type="submit"]`)
+		waitEvent(t, f.events[0], 20*time.Second, "the follow-up's end", func(ev event) bool {
+			return ev.name() == "session.end" && strings.Contains(ev.str("final_output"), "second turn")
+		})
+		waitJS(t, page, 20*time.Second, "turn 2 in the transcript", `document.getElementById("transcript").textContent.includes("turn 2")`)
+		waitJS(t, page, 30*time.Second, "the header total and the row with both turns' tokens",
+			fmt.Sprintf(`document.getElementById("summary").textContent.includes("2654 tokens") && document.querySelector('tr.rt[data-runtime=%q]').children[5].textContent === "2654"`, f.ids[0]))
+		screenshot(t, page, "follow-up-turn-2-tokens")
+	})
+
+	t.Run("no token says token required", func(t *testing.T) {
+		for name, u := range map[string]string{"token-required-none": b.url, "token-required-wrong": b.url + "?token=wrong"} {
+			p := tab(t, browser, u)
+			waitJS(t, p, 20*time.Second, "the token message", `document.getElementById("conn").textContent === "token required"`)
+			screenshot(t, p, name)
+		}
+	})
+
+	t.Run("harness shutdown still works after a board answer", func(t *testing.T) {
+		click(t, page, rowSel(f.ids[3]))
+		waitJS(t, page, 20*time.Second, "the permission card", `!document.getElementById("permission").hidden && document.getElementById("perm-question").textContent === "Run make?"`)
+		click(t, page, `#perm-options button[data-option="allow"]`)
+		resp := waitEvent(t, f.events[3], 20*time.Second, "permission.response", func(ev event) bool { return ev.name() == "permission.response" })
+		if resp.str("source") != "board" {
+			t.Fatalf("permission.response %v; want source board", resp)
+		}
+		waitJS(t, page, 20*time.Second, "the answer shown", `document.getElementById("transcript").textContent.includes("by board")`)
+		screenshot(t, page, "answered-then-harness-shutdown")
+		r := w.run("control", "--socket", f.sock, "shutdown")
+		if r.code != 0 || !strings.Contains(r.stdout, "shutting down") {
+			t.Fatalf("harness shutdown after a board answer: %v", r)
+		}
+		f.sup.wait()
 	})
 }

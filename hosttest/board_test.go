@@ -41,13 +41,16 @@ func (l *lockedBuffer) String() string {
 
 // boardProc is a running `avenor board`.
 type boardProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	url    string // http://127.0.0.1:<port>/board/
-	base   string // http://127.0.0.1:<port>
-	token  string
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	t     *testing.T
+	cmd   *exec.Cmd
+	url   string // http://127.0.0.1:<port>/board/
+	base  string // http://127.0.0.1:<port>
+	token string
+	// printed is the start-up line's URL: url?token=<token>, or url
+	// with --no-auth.
+	printed string
+	stdout  *lockedBuffer
+	stderr  *lockedBuffer
 }
 
 // startBoardProc starts `avenor board --no-open --token <token> args…` and
@@ -103,7 +106,8 @@ func (w *world) startBoardProc(token string, args ...string) *boardProc {
 		if !ok || !strings.HasPrefix(line, prefix) {
 			w.t.Fatalf("avenor board said %q; stderr: %s", line, b.stderr.String())
 		}
-		b.url = strings.TrimPrefix(line, prefix)
+		b.printed = strings.TrimPrefix(line, prefix)
+		b.url, _, _ = strings.Cut(b.printed, "?")
 		b.base = strings.TrimSuffix(b.url, "/board/")
 	case <-time.After(15 * time.Second):
 		w.t.Fatalf("avenor board did not say where it serves; stderr: %s", b.stderr.String())
@@ -365,8 +369,9 @@ func TestBoardAPI(t *testing.T) {
 	if code, body := b.call("GET", "/api/list?socket="+w.path("other.sock"), nil, nil); code != 400 {
 		t.Errorf("list of an unwatched socket: %d %s", code, body)
 	}
-	if strings.Contains(b.stdout.String()+b.stderr.String(), b.token) {
-		t.Errorf("the token is in the board's output:\n%s\n%s", b.stdout.String(), b.stderr.String())
+	// The token is on stdout's start-up line only, never in the log.
+	if strings.Contains(b.stderr.String(), b.token) {
+		t.Errorf("the token is in the board's log:\n%s", b.stderr.String())
 	}
 }
 
@@ -425,8 +430,8 @@ func TestBoardReadOnly(t *testing.T) {
 }
 
 // TestBoardAuth: the API refuses a missing or wrong token, a foreign Host
-// and a foreign Origin, on the real binary; the generated token is not
-// printed when stderr is not a terminal.
+// and a foreign Origin, on the real binary; the start-up line on stdout
+// is the URL with the token, a generated one too, on a pipe.
 func TestBoardAuth(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -463,19 +468,45 @@ func TestBoardAuth(t *testing.T) {
 		}
 	}
 
+	// A generated token is printed on stdout as the ready-to-open URL even
+	// on a pipe (contract decision 18), and it is enforced.
 	gen := w.startBoardProc("", "--scan", w.path("none"))
-	waitFor(5*time.Second, func() bool { return strings.Contains(gen.stderr.String(), "token") })
-	if !strings.Contains(gen.stderr.String(), "the token is not shown because stderr is not a terminal") || strings.Contains(gen.stderr.String(), "?token=") {
-		t.Errorf("generated token on a pipe: stderr %q", gen.stderr.String())
+	tok, ok := strings.CutPrefix(gen.printed, gen.url+"?token=")
+	if !ok || len(tok) != 32 || strings.Trim(tok, "0123456789abcdef") != "" {
+		t.Fatalf("start-up line on a pipe %q; want %s?token=<32 hex digits>", gen.printed, gen.url)
 	}
-	r, _ := http.NewRequest("GET", gen.base+"/api/sockets", nil)
-	resp, err := http.DefaultClient.Do(r)
+	if strings.Contains(gen.stderr.String(), tok) {
+		t.Errorf("the generated token is in the log: %q", gen.stderr.String())
+	}
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer " + tok, 200}} {
+		r, _ := http.NewRequest("GET", gen.base+"/api/sockets", nil)
+		if c.auth != "" {
+			r.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("generated-token board with %q: %d; want %d", c.auth, resp.StatusCode, c.want)
+		}
+	}
+	// The page opens from the printed URL as it is.
+	resp, err := http.Get(gen.printed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 401 {
-		t.Errorf("generated-token board without the token: %d; want 401", resp.StatusCode)
+	if resp.StatusCode != 200 {
+		t.Errorf("GET %s: %d", gen.printed, resp.StatusCode)
+	}
+	// With --token the same line shows that token.
+	if b.printed != b.url+"?token=tok-auth" {
+		t.Errorf("start-up line with --token: %q; want %s?token=tok-auth", b.printed, b.url)
 	}
 	res := w.run("board", "--addr", "192.0.2.1:0", "--no-open")
 	if res.code != 2 || !strings.Contains(res.stderr, "needs --token") {
@@ -506,4 +537,77 @@ func (w *world) startGuarded(guard time.Duration, extraEnv []string, args ...str
 	}
 	w.t.Cleanup(func() { cancel(); p.wait() })
 	return p
+}
+
+// TestBoardAnswerKeepsHarnessIn: after a person answers a permission on
+// the board, the harness may still mutate: `avenor control shutdown` is
+// accepted, not refused because the board's connection owns the runtimes.
+func TestBoardAnswerKeepsHarnessIn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.startBoardFleet("owner", "permission tool=bash question=\"Run?\"\nsay after-answer")
+	b := w.startBoardProc("tok-owner", "--allow-mutations")
+	var rt client.Runtime
+	if !waitFor(15*time.Second, func() bool {
+		code, _ := b.call("GET", "/api/status?socket="+f.sock+"&runtime_id="+f.ids[0], nil, &rt)
+		return code == 200 && rt.PendingPermission
+	}) {
+		t.Fatalf("no pending permission: %+v", rt)
+	}
+	var perm struct {
+		RequestID string `json:"request_id"`
+	}
+	_ = json.Unmarshal(rt.Permission, &perm)
+	if code, body := b.call("POST", "/api/answer", map[string]string{"socket": f.sock, "runtime_id": f.ids[0], "request_id": perm.RequestID, "option_id": "allow"}, nil); code != 200 {
+		t.Fatalf("answer on the board: %d %s", code, body)
+	}
+	waitEvent(t, f.events[0], 15*time.Second, "the turn's end", func(ev event) bool { return ev.name() == "session.end" })
+	r := w.run("control", "--socket", f.sock, "shutdown")
+	if r.code != 0 || !strings.Contains(r.stdout, "shutting down") {
+		t.Fatalf("harness shutdown after a board answer: %v", r)
+	}
+	f.sup.wait()
+}
+
+// TestBoardViewerNeverClaims: a read-only board with a runtime view open
+// (its event stream holds a control connection) must not keep a run's
+// permission request from the run's file handler: the .req is written and
+// a response file answers it, as if no board were watching.
+func TestBoardViewerNeverClaims(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.startBoardFleet("viewer")
+	b := w.startBoardProc("tok-viewer")
+	base := w.path("viewer-perm")
+	ev := w.path("viewer-events.ndjson")
+	c, err := client.Dial(ctxT(t, 10*time.Second), f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, OnEvent: ev, PermissionHandler: "file:" + base,
+		Prompt: "sleep 1500ms\npermission tool=bash question=\"Run?\"\nsay after-file-answer"})
+	c.Close() // the spawner goes: only the board's view stays connected
+
+	// The person opens the runtime's view on the read-only board.
+	req, _ := http.NewRequest("GET", b.base+"/api/events?socket="+f.sock+"&runtime_id="+sp.RuntimeID+"&replay=1&token="+b.token, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("event stream: %d", resp.StatusCode)
+	}
+	go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+
+	if !waitFor(15*time.Second, func() bool { _, err := os.Stat(base + ".req"); return err == nil }) {
+		t.Fatalf("the file handler never got the request while a read-only board watched; events:\n%v", readEventsQuiet(ev))
+	}
+	pr := waitEvent(t, ev, 5*time.Second, "permission.request", func(e event) bool { return e.name() == "permission.request" })
+	if err := os.WriteFile(base+".req.response", []byte(`{"request_id":"`+pr.str("request_id")+`","option_id":"allow"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, ev, 15*time.Second, "the turn's end after the file answer", func(e event) bool {
+		return e.name() == "session.end" && e.str("stop_reason") == "end_turn" && strings.Contains(e.str("final_output"), "after-file-answer")
+	})
 }

@@ -300,9 +300,9 @@ func TestStableTombstones(t *testing.T) {
 			t.Fatalf("tombstone %q", b)
 		}
 	})
-	t.Run("missing socket flag", func(t *testing.T) {
+	t.Run("empty socket flag", func(t *testing.T) {
 		w := newWorld(t)
-		r := w.run("stable")
+		r := w.run("stable", "--control-socket", "")
 		if r.code != 1 || r.stderr != "avenor stable: --control-socket is required\n" {
 			t.Fatalf("%v", r)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ const (
 
 type awaitFlags struct {
 	socket, until, format string
+	socketGiven           bool // --socket was on the command line, maybe empty
 	timeout               time.Duration
 	printOutput           bool
 }
@@ -41,7 +43,9 @@ func newAwaitCmd(env Env) *cobra.Command {
 (the newest runtime with that label), until it needs attention (--until attention: a pending
 permission request) or reaches a terminal state.
 
-Without --socket, every supervisor socket in ~/.avenor/sockets/*.sock is searched.
+Without --socket, the socket of $AVENOR_SOCKET is used; else every supervisor socket in
+~/.avenor/sockets/*.sock is searched, ~/.avenor/sockets/default.sock (where avenor stable listens
+by default) first.
 
 Output (plain / --format json), one line per event:
   ATTENTION permission <runtime_id> <summary>   {"event":"attention","kind":"permission",…}
@@ -57,6 +61,7 @@ Exit codes: 0 done, 10 failed, 11 timeout (the runtime's), 12 killed, 20 pending
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.socketGiven = cmd.Flags().Changed("socket")
 			switch {
 			case f.until != "attention" && f.until != "done":
 				return awaitUsage(env, fmt.Sprintf("--until %q: attention or done", f.until))
@@ -71,7 +76,7 @@ Exit codes: 0 done, 10 failed, 11 timeout (the runtime's), 12 killed, 20 pending
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return awaitUsage(env, err.Error()) })
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringVar(&f.socket, "socket", "", "the supervisor's control socket (default: search ~/.avenor/sockets/*.sock)")
+	fl.StringVar(&f.socket, "socket", "", "the supervisor's control socket (default: $AVENOR_SOCKET, else search ~/.avenor/sockets/*.sock, default.sock first)")
 	fl.StringVar(&f.until, "until", "attention", "attention (a permission gate or a terminal state) or done (terminal only)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after this long, exit 124 (0: wait forever)")
 	fl.BoolVar(&f.printOutput, "print-output", false, "after a terminal state print --- and the complete final_output")
@@ -121,7 +126,7 @@ func awaitRun(ctx context.Context, f *awaitFlags, name string, env Env) (int, er
 	warn := func(msg string) { fmt.Fprintf(env.Stderr, "avenor await: %s\n", msg) }
 	c, rt, err := client.FindRuntime(ctx, socks, name, warn)
 	var nr *client.NoRuntimeError
-	if errors.As(err, &nr) && f.socket != "" && nr.LastErr != nil {
+	if errors.As(err, &nr) && len(socks) == 1 && nr.LastErr != nil {
 		return 0, nr.LastErr
 	}
 	if err != nil {
@@ -176,8 +181,15 @@ func awaitRun(ctx context.Context, f *awaitFlags, name string, env Env) (int, er
 
 // awaitSockets is --socket, else every ~/.avenor/sockets/*.sock, sorted.
 func awaitSockets(f *awaitFlags, env Env) ([]string, error) {
-	if f.socket != "" {
+	if f.socketGiven {
+		if f.socket == "" {
+			return nil, errors.New("--socket is required")
+		}
 		return []string{f.socket}, nil
+	}
+	// Contract decision 21: AVENOR_SOCKET names the one socket.
+	if p := env.Getenv(client.SocketEnv); p != "" {
+		return []string{p}, nil
 	}
 	home := env.Getenv("HOME")
 	if home == "" {
@@ -187,6 +199,12 @@ func awaitSockets(f *awaitFlags, env Env) ([]string, error) {
 	if len(found) == 0 {
 		return nil, fmt.Errorf("no supervisor socket in %s; pass --socket", filepath.Join(home, ".avenor", "sockets"))
 	}
+	// The default socket first: `avenor stable` without --control-socket
+	// listens there.
 	sort.Strings(found)
+	def := client.DefaultSocketPath(home)
+	if i := slices.Index(found, def); i > 0 {
+		found = append(append([]string{def}, found[:i]...), found[i+1:]...)
+	}
 	return found, nil
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/board"
+	"github.com/avenor-go/avenor/host/config"
 )
 
 type boardFlags struct {
@@ -32,13 +34,15 @@ func newBoardCmd(env Env) *cobra.Command {
 		Use:   "board [flags]",
 		Short: "Serve a web page showing every runtime behind the control sockets",
 		Long: `Serve a page (http://127.0.0.1:<port>/board/) listing the runtimes behind every control socket
-in ~/.avenor/sockets (one-shot runs and stable supervisors): status, phase, backend and model,
+in ~/.avenor/sockets, the socket of $AVENOR_SOCKET and every running avenor stable's recorded
+socket (one-shot runs and stable supervisors): status, phase, backend and model,
 age, tokens and cost, and a "waiting for you" marker for pending permissions and stalled runtimes;
 each runtime's live transcript, its plan and its permission card. With --allow-mutations the page
 answers permissions, cancels and sends follow-up prompts.
 
-Without --token a random token is made; on a terminal the URL to open, token included, is printed
-once. The API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
+Without --token a random token is made. At start-up the URL to open, token included
+(…/board/?token=<t>), is printed as one line on stdout, whether or not stdout is a terminal. The
+API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{boardMain(cmd.Context(), f, env)}
@@ -64,12 +68,23 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger(env)
-	var scan []string
+	var (
+		scan, named []string
+		stateDir    string
+	)
 	if f.socket == "" {
 		scan = strings.Split(f.scan, ",")
+		// Contract decision 21: the socket of AVENOR_SOCKET, and every
+		// running supervisor's record, wherever its socket is.
+		if p := env.Getenv(client.SocketEnv); p != "" {
+			named = append(named, p)
+		}
+		if dirs, err := config.DefaultDirs(env.Getenv); err == nil {
+			stateDir = dirs.State
+		}
 	}
 	srv, err := board.Start(ctx, board.Config{
-		Addr: f.addr, Scan: scan, Socket: f.socket, Token: f.token, NoAuth: f.noAuth,
+		Addr: f.addr, Scan: scan, Socket: f.socket, Sockets: named, StateDir: stateDir, Token: f.token, NoAuth: f.noAuth,
 		AllowMutations: f.allowMutations, StallAfter: f.stallAfter, Home: env.Getenv("HOME"),
 		Logger: logger.Named("board"),
 	})
@@ -77,18 +92,12 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 		fmt.Fprintf(env.Stderr, "avenor board: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.URL())
-	switch {
-	case f.noAuth:
+	// One line on stdout, token included, whatever stdout is (contract
+	// decision 18): stdout belongs to whoever started the board, and a
+	// script opens the page from it. The token never goes to a log.
+	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.TokenURL())
+	if f.noAuth {
 		fmt.Fprintln(env.Stderr, "avenor board: --no-auth: anyone who can reach this address can read every runtime's events")
-	case f.token != "":
-		fmt.Fprintln(env.Stderr, "avenor board: open it with ?token=<your --token>")
-	case isTerminal(env.Stderr):
-		// Once, on the terminal of the person who started it, and never in
-		// a log: the token is the key to every runtime behind the sockets.
-		fmt.Fprintf(env.Stderr, "avenor board: open %s\n", srv.TokenURL())
-	default:
-		fmt.Fprintln(env.Stderr, "avenor board: the token is not shown because stderr is not a terminal; pass --token to choose one")
 	}
 	if !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != "") {
 		openBrowser(srv.TokenURL(), logger)

@@ -33,7 +33,8 @@ func newControlCmd(env Env) *cobra.Command {
 		Use:   "control --socket <path> <command> [args]",
 		Short: "Talk to a running avenor through its control socket",
 		Long: `Send one control-protocol request to an avenor started with --control-socket
-(avenor run) or an avenor stable supervisor, and print the answer.
+(avenor run) or an avenor stable supervisor, and print the answer. Without --socket it talks to
+$AVENOR_SOCKET, else ~/.avenor/sockets/default.sock (where avenor stable listens by default).
 
 Commands:
   status [runtime-id]                                  indented JSON snapshot
@@ -62,10 +63,18 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 			return controlUsage(env, msg)
 		},
 	}
-	cmd.PersistentFlags().StringVar(&socket, "socket", "", "the control socket (required)")
+	cmd.PersistentFlags().StringVar(&socket, "socket", "", "the control socket (default: $AVENOR_SOCKET, else ~/.avenor/sockets/default.sock)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return controlUsage(env, err.Error()) })
 
 	sock := func() (string, error) {
+		if !cmd.PersistentFlags().Lookup("socket").Changed {
+			// Contract decision 21: AVENOR_SOCKET, else the default socket.
+			p, err := client.ResolveSocket(env.Getenv)
+			if err != nil {
+				return "", controlUsage(env, err.Error())
+			}
+			return p, nil
+		}
 		if socket == "" {
 			return "", controlUsage(env, "--socket is required")
 		}

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
 	hostrt "github.com/avenor-go/avenor/host/runner"
@@ -95,7 +96,8 @@ func TestControlCommandsOutputs(t *testing.T) {
 		{"shutdown is stable-only", []string{"control", "--socket", sock, "shutdown"}, 1, "", "avenor control: shutdown: method not found (-32601)\n"},
 		{"tree_budget is stable-only", []string{"control", "--socket", sock, "tree_budget"}, 1, "", "avenor control: tree_budget: method not found (-32601)\n"},
 		{"spawn is stable-only", []string{"control", "--socket", sock, "spawn", "--prompt", "x", "--timeout", "90"}, 1, "", "avenor control: spawn: method not found (-32601)\n"},
-		{"no socket", []string{"control", "status"}, 2, "", "avenor control: --socket is required\n"},
+		{"empty socket", []string{"control", "--socket", "", "status"}, 2, "", "avenor control: --socket is required\n"},
+		{"no socket, no AVENOR_SOCKET, no HOME", []string{"control", "status"}, 2, "", "avenor control: " + client.ErrNoDefaultSocket.Error() + "\n"},
 		{"no command", []string{"control", "--socket", sock}, 2, "", "avenor control: a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)\n"},
 		{"unknown command", []string{"control", "--socket", sock, "frobnicate"}, 2, "", "avenor control: unknown command \"frobnicate\"\n"},
 		{"prompt without text", []string{"control", "--socket", sock, "prompt"}, 2, "", "avenor control: prompt: usage: avenor control --socket <path> prompt <text> [runtime-id]\n"},

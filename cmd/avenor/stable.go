@@ -11,12 +11,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/fleet"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/host/stable"
+	"github.com/avenor-go/avenor/host/suprecord"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -39,10 +41,15 @@ type stableFlags struct {
 func newStableCmd(env Env) *cobra.Command {
 	f := &stableFlags{}
 	cmd := &cobra.Command{
-		Use:   "stable --control-socket <path> [flags]",
+		Use:   "stable [--control-socket <path>] [flags]",
 		Short: "Run a long-lived supervisor of many runtimes, controlled through its socket",
 		Long: `Run a supervisor that spawns and controls many runtimes, each in its own plugin process,
 through the control socket (avenor control --socket <path> spawn|list|status|prompt|cancel|shutdown…).
+Without --control-socket it listens on ~/.avenor/sockets/default.sock (the directory is created
+0700 and refused if another user owns it or can write it), where avenor control, avenor await and
+avenor board look when they are given no socket. While it runs, the supervisor records its
+socket, pid and run id in $XDG_STATE_HOME/avenor/supervisors/, so the board lists it wherever
+its socket is.
 
 Each runtime writes its events and sentinel to the paths its spawn gives, by default
 $TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
@@ -69,7 +76,7 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringVar(&f.controlSocket, "control-socket", "", "Unix socket for the control plane (required); the tombstone is <socket>.dead")
+	fl.StringVar(&f.controlSocket, "control-socket", "", "Unix socket for the control plane (default ~/.avenor/sockets/default.sock); the tombstone is <socket>.dead")
 	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
 	fl.StringVar(&f.httpDebugTokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
 	fl.IntVar(&f.maxRuntimes, "max-runtimes", stable.DefaultMaxRuntimes, "runtimes executing at once; idle runtimes do not count")
@@ -89,6 +96,20 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 
 // stableMain wires and serves the supervisor; it returns the exit code.
 func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
+	if !cmd.Flags().Changed("control-socket") {
+		// Contract decision 21: the default socket, in a directory only
+		// this user can write.
+		home := env.Getenv("HOME")
+		if home == "" {
+			fmt.Fprintln(env.Stderr, "avenor stable: --control-socket is not given and $HOME is not set for ~/.avenor/sockets/default.sock; pass --control-socket")
+			return exitFail
+		}
+		if err := client.PrepareSocketDir(client.SocketDir(home)); err != nil {
+			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+			return exitFail
+		}
+		f.controlSocket = client.DefaultSocketPath(home)
+	}
 	if f.controlSocket == "" {
 		fmt.Fprintln(env.Stderr, "avenor stable: --control-socket is required")
 		return exitFail
@@ -242,6 +263,14 @@ func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 				stop2() // a node that cannot serve the fleet stops
 			}
 		}()
+	}
+	if dirs, derr := config.DefaultDirs(env.Getenv); derr == nil {
+		// The board finds this supervisor by its record, wherever its socket is.
+		if remove, rerr := suprecord.Register(dirs.State, suprecord.Record{Socket: f.controlSocket, RunID: sup.RunID()}); rerr == nil {
+			defer remove()
+		} else {
+			logger.Warn("the board will not list this supervisor unless it scans the socket's directory", "error", rerr)
+		}
 	}
 	reason, err := sup.Serve(ctx)
 	if err != nil {

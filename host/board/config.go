@@ -25,6 +25,19 @@ const (
 	// StreamKeepAlive is how often an idle SSE stream sends a comment, so
 	// proxies and the browser keep it open and a gone client is noticed.
 	StreamKeepAlive = 15 * time.Second
+	// MaxConnections bounds the HTTP connections open at once, counted
+	// before any request is read (host/connlimit): one more is answered
+	// 503 and closed. MaxConnectionsPerPeer bounds those of one other
+	// local user (loopback, where the kernel tells the uid), and the last
+	// ReservedConnections are kept for the user who started the board,
+	// so a flood without the token never locks its owner out.
+	MaxConnections        = 128
+	MaxConnectionsPerPeer = 32
+	ReservedConnections   = 16
+	// ReadHeaderTimeout bounds a request's headers; IdleTimeout closes a
+	// keep-alive connection without a new request.
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 30 * time.Second
 	// DefaultStallAfter is when a running runtime without a new event
 	// counts as stalled ("waiting for you") on the page.
 	DefaultStallAfter = 5 * time.Minute
@@ -41,8 +54,16 @@ type Config struct {
 	// Default: ~/.avenor/sockets (Home must then be set). Ignored when
 	// Socket is set.
 	Scan []string
-	// Socket, when set, is the only socket shown; it overrides Scan.
+	// Socket, when set, is the only socket shown; it overrides Scan,
+	// Sockets and StateDir.
 	Socket string
+	// Sockets are shown besides those of Scan (the AVENOR_SOCKET of whoever
+	// started the board). Default none.
+	Sockets []string
+	// StateDir is avenor's state directory: the supervisors recorded
+	// there (host/suprecord) are shown besides those of Scan, wherever
+	// their sockets are. Default "": none.
+	StateDir string
 	// Token is the API token. Empty: a random 16-byte hex token (read it
 	// from Server.Token). Conflicts with NoAuth.
 	Token string

@@ -83,6 +83,9 @@ func TestTokenOnEveryRoute(t *testing.T) {
 		{"Authorization": "Bearer " + s.Token() + "x"},
 		{"Authorization": "Basic " + s.Token()},
 		{"X-Avenor-Token": s.Token()},
+		{"Authorization": "Bearer"},
+		{"Authorization": "Bearer "},
+		{"Authorization": "Bearer" + s.Token()},
 	}
 	for _, r := range routes {
 		for i, h := range bad {
@@ -98,6 +101,12 @@ func TestTokenOnEveryRoute(t *testing.T) {
 		// With the token the route is reached: here it lacks a socket.
 		if got := do(t, s, r.method, r.path, "{}", bearerOf(s)); got.code == http.StatusUnauthorized || got.code == http.StatusForbidden {
 			t.Errorf("%s %s with the token: %d %s", r.method, r.path, got.code, got.body)
+		}
+	}
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	for _, scheme := range []string{"bearer", "BEARER", "bEaReR"} {
+		if got := do(t, s, "GET", "/api/sockets", "", map[string]string{"Authorization": scheme + " " + s.Token()}); got.code != 200 {
+			t.Errorf("scheme %q: %d %s; want 200", scheme, got.code, got.body)
 		}
 	}
 	if got := do(t, s, "GET", "/api/events?token="+s.Token(), "", nil); got.code != http.StatusBadRequest || !strings.Contains(got.body, "socket parameter is required") {

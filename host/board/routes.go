@@ -135,10 +135,6 @@ func (s *Server) withSocket(w http.ResponseWriter, r *http.Request, socket strin
 	defer cancel()
 	res, err := call(ctx, c)
 	if err != nil {
-		var re *client.RPCError
-		if !errors.As(err, &re) && s.cfg.AllowMutations {
-			s.pool.drop(path, c) // a transport failure: dial afresh next time
-		}
 		code, msg := rpcStatus(err)
 		writeError(w, code, msg)
 		return

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/connlimit"
 )
 
 // Errors of Start.
@@ -35,10 +36,12 @@ type Server struct {
 	log    hclog.Logger
 	ln     net.Listener
 	http   *http.Server
-	pool   pool
 	served chan struct{}
 
 	streams chan struct{} // MaxStreams slots
+
+	leftoverMu sync.Mutex
+	leftoverAt time.Time // the last cleanLeftovers
 	// ctx ends every open stream when the board stops.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -78,14 +81,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
 		// net/http's own complaints (a bad TLS hello, a broken pipe) name no
 		// URL, so they cannot carry the token.
 		ErrorLog: log.New(s.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), "", 0),
 	}
 	go func() {
 		defer close(s.served)
-		_ = s.http.Serve(s.ln)
+		_ = s.http.Serve(connlimit.Wrap(s.ln, connlimit.Config{
+			Max: MaxConnections, MaxPerPeer: MaxConnectionsPerPeer, Reserve: ReservedConnections,
+			What: "board", Limit: "board.MaxConnections", PeerLimit: "board.MaxConnectionsPerPeer", Log: s.log,
+		}))
 	}()
 	return s, nil
 }
@@ -159,39 +166,41 @@ func (s *Server) TokenURL() string {
 // Done is closed when the server stopped serving.
 func (s *Server) Done() <-chan struct{} { return s.served }
 
-// Shutdown ends the event streams, stops serving (waiting for requests in
-// flight until ctx ends) and closes the control connections.
+// Shutdown ends the event streams and stops serving (waiting for requests
+// in flight until ctx ends).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
 	err := s.http.Shutdown(ctx)
 	s.wg.Wait()
-	s.pool.close()
 	<-s.served
 	return err
 }
 
-// conn is the control connection for a call on path and the function to
-// call when done with it. With AllowMutations it is the pooled connection
-// that owns the socket's runtimes once it mutated. Read-only, it is a
-// fresh one closed after the call: a board that can answer nothing must
-// not stay connected, because a run holds its permission requests for a
-// connected control client (contract §4.2) instead of its file handler.
+// conn is a fresh control connection for one call on path and the
+// function that closes it. Never a kept one, for two reasons: a mutation
+// makes its connection the runtime's owner until it closes (contract §5.3),
+// so a kept connection would lock the harness out of its own runtimes
+// after one click on the board; and a run holds its permission requests
+// for a connected control client (contract §4.2) instead of its file
+// handler. Close waits until the server has let go of the connection, so
+// ownership is free again when the route answers.
 func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(), error) {
-	if s.cfg.AllowMutations {
-		c, err := s.pool.get(ctx, path)
-		return c, func() {}, err
-	}
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	c, err := client.Dial(dctx, path)
 	if err != nil {
 		return nil, nil, err
 	}
+	if !s.cfg.AllowMutations {
+		// Even for the length of one call, a board that cannot answer
+		// must not hold a run's permission request.
+		if err := observe(dctx, c); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+	}
 	return c, func() { c.Close() }, nil
 }
-
-// Auth header scheme.
-const bearer = "Bearer "
 
 // authorized says whether r carries the token: Authorization: Bearer, or
 // ?token= where allowQuery (the SSE stream).
@@ -200,10 +209,33 @@ func (s *Server) authorized(r *http.Request, allowQuery bool) bool {
 		return true
 	}
 	got := ""
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, bearer) {
-		got = strings.TrimPrefix(h, bearer)
+	if t, ok := bearerToken(r.Header.Get("Authorization")); ok {
+		got = t
 	} else if allowQuery {
 		got = r.URL.Query().Get("token")
 	}
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+}
+
+// bearerToken reads an Authorization header of the Bearer scheme. The
+// scheme is case-insensitive (RFC 9110 §11.1): "bearer t" is as good as
+// "Bearer t".
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
+}
+
+// observe tells the server c only watches (client.Observe). A server
+// older than the method cannot be told; it is watched all the same.
+func observe(ctx context.Context, c *client.Client) error {
+	err := c.Observe(ctx)
+	var re *client.RPCError
+	if errors.As(err, &re) && re.Code == client.CodeMethodNotFound {
+		return nil
+	}
+	return err
 }

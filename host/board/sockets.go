@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/suprecord"
 )
 
 // Socket types in /api/sockets.
@@ -38,13 +39,14 @@ type SocketEntry struct {
 var errUnknownSocket = errors.New("socket is not one this board watches")
 
 // sockets finds the socket paths: --socket, or the *.sock files of the
-// scan directories, sorted; the second result counts those cut by
-// MaxSockets.
+// scan directories, Config.Sockets and the recorded supervisors' sockets,
+// sorted; the second result counts those cut by MaxSockets.
 func (s *Server) sockets() ([]string, int) {
 	if s.cfg.Socket != "" {
 		return []string{s.cfg.Socket}, 0
 	}
-	var out []string
+	s.cleanLeftovers()
+	out := s.named()
 	for _, dir := range s.scan {
 		found, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
 		for _, p := range found {
@@ -54,15 +56,34 @@ func (s *Server) sockets() ([]string, int) {
 		}
 	}
 	sort.Strings(out)
+	out = slices.Compact(out)
 	if len(out) > MaxSockets {
 		return out[:MaxSockets], len(out) - MaxSockets
 	}
 	return out, 0
 }
 
+// named is the sockets shown by name rather than found by a scan:
+// Config.Sockets and the sockets of the supervisors recorded in
+// Config.StateDir (a record whose process died is dropped there), cleaned.
+func (s *Server) named() []string {
+	var out []string
+	for _, p := range s.cfg.Sockets {
+		if p != "" {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	for _, r := range suprecord.List(s.cfg.StateDir) {
+		if fi, err := os.Stat(r.Socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			out = append(out, filepath.Clean(r.Socket))
+		}
+	}
+	return out
+}
+
 // checkSocket validates a socket param: empty names the only socket of
-// --socket; anything else must be --socket or a *.sock directly in a scan
-// directory.
+// --socket; anything else must be --socket, a *.sock directly in a scan
+// directory, or one of named.
 func (s *Server) checkSocket(p string) (string, error) {
 	if p == "" {
 		if s.cfg.Socket != "" {
@@ -77,6 +98,9 @@ func (s *Server) checkSocket(p string) (string, error) {
 		}
 		return "", fmt.Errorf("%w: %q (the board was started with --socket %s)", errUnknownSocket, p, s.cfg.Socket)
 	}
+	if slices.Contains(s.named(), clean) {
+		return clean, nil
+	}
 	if strings.HasSuffix(clean, ".sock") {
 		for _, dir := range s.scan {
 			if filepath.Dir(clean) == filepath.Clean(dir) {
@@ -85,67 +109,6 @@ func (s *Server) checkSocket(p string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %q is not a *.sock file in %s", errUnknownSocket, p, strings.Join(s.scan, ", "))
-}
-
-// pool keeps one control connection per socket for the board's calls. The
-// first mutating call makes it the owner (contract §5.3), and it stays the
-// owner while the board runs, so a person's cancel and their next answer
-// go through the same connection. A connection the server closed is
-// dialled again on the next call.
-type pool struct {
-	mu    sync.Mutex
-	conns map[string]*client.Client
-	done  bool
-}
-
-// get returns the socket's connection, dialling it when there is none.
-func (p *pool) get(ctx context.Context, path string) (*client.Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done {
-		return nil, client.ErrClosed
-	}
-	if c := p.conns[path]; c != nil {
-		select {
-		case <-c.Done():
-			c.Close()
-			delete(p.conns, path)
-		default:
-			return c, nil
-		}
-	}
-	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
-	defer cancel()
-	c, err := client.Dial(dctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if p.conns == nil {
-		p.conns = map[string]*client.Client{}
-	}
-	p.conns[path] = c
-	return c, nil
-}
-
-// drop forgets (and closes) path's connection after a transport failure.
-func (p *pool) drop(path string, c *client.Client) {
-	p.mu.Lock()
-	if p.conns[path] == c {
-		delete(p.conns, path)
-	}
-	p.mu.Unlock()
-	c.Close()
-}
-
-// close closes every connection; later gets fail.
-func (p *pool) close() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns, p.done = nil, true
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
 }
 
 // probe describes one socket for /api/sockets; ok is false for a stale

@@ -59,6 +59,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.Close()
+	if !s.cfg.AllowMutations {
+		// A viewer that cannot answer never keeps a run's permission
+		// requests from its file handler.
+		if err := observe(r.Context(), c); err != nil {
+			code, msg := rpcStatus(err)
+			writeError(w, code, msg)
+			return
+		}
+	}
 	sub, err := c.Subscribe(r.Context(), opts)
 	if err != nil {
 		code, msg := rpcStatus(err)

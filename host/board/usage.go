@@ -11,7 +11,7 @@ import (
 )
 
 // UsageEntry is one runtime's line of /api/usage: the token counts of its
-// latest session.end (contract §2.3 usage) and, when the backend reports
+// session.ends summed over its turns (contract §2.3 usage) and, when the backend reports
 // one, its cost in US dollars (session.end's cost_usd, e.g. the claude
 // backends'). A runtime that reported neither has neither field.
 type UsageEntry struct {
@@ -99,7 +99,7 @@ func (s *Server) socketUsage(ctx context.Context, path string) []UsageEntry {
 		if st, err := c.Status(ctx); err == nil {
 			e.RuntimeID, e.Label = st.RunID, st.RunLabel
 		}
-		e.Usage, e.CostUSD = lastReported(ctx, c, "")
+		e.Usage, e.CostUSD = reportedUsage(ctx, c, "")
 		return []UsageEntry{e}
 	}
 	if err != nil {
@@ -108,42 +108,72 @@ func (s *Server) socketUsage(ctx context.Context, path string) []UsageEntry {
 	out := make([]UsageEntry, 0, len(list))
 	for _, rt := range list {
 		e := UsageEntry{Socket: path, RuntimeID: rt.RuntimeID, Label: rt.Label, Backend: rt.Backend, Model: rt.Model}
-		if len(rt.Usage) > 0 && string(rt.Usage) != "null" {
+		// Every turn's tokens, from the history; the entry's own usage is
+		// its latest turn's only, the fallback when the history has none.
+		e.Usage, e.CostUSD = reportedUsage(ctx, c, rt.RuntimeID)
+		if e.Usage == nil && len(rt.Usage) > 0 && string(rt.Usage) != "null" {
 			e.Usage = rt.Usage
 		}
-		u, cost := lastReported(ctx, c, rt.RuntimeID)
-		if e.Usage == nil {
-			e.Usage = u
-		}
-		e.CostUSD = cost
 		out = append(out, e)
 	}
 	return out
 }
 
-// lastReported finds the latest session.end in a runtime's buffered
-// history and returns its usage and cost_usd (nil when absent).
-func lastReported(ctx context.Context, c *client.Client, runtimeID string) (json.RawMessage, *float64) {
-	h, err := c.History(ctx, client.HistoryOptions{RuntimeID: runtimeID})
+// reportedUsage sums the usage and cost_usd of every session.end in a
+// runtime's buffered history (nil when none reported any): a parked
+// runtime's follow-up is a turn of its own, and its tokens add to those of
+// the turns before it rather than replacing them in the total.
+func reportedUsage(ctx context.Context, c *client.Client, runtimeID string) (json.RawMessage, *float64) {
+	h, err := c.History(ctx, client.HistoryOptions{RuntimeID: runtimeID, Limit: historyLimit})
 	if err != nil {
 		return nil, nil
 	}
-	for i := len(h.Events) - 1; i >= 0; i-- {
-		ev := h.Events[i]
+	var (
+		sum   usageCounts
+		cost  *float64
+		found bool
+	)
+	for _, ev := range h.Events {
 		if ev.Name != sdk.EventSessionEnd {
 			continue
 		}
 		var end struct {
-			Usage   json.RawMessage `json:"usage"`
-			CostUSD *float64        `json:"cost_usd"`
+			Usage   *usageCounts `json:"usage"`
+			CostUSD *float64     `json:"cost_usd"`
 		}
 		if ev.Decode(&end) != nil {
-			return nil, nil
+			continue
 		}
-		if string(end.Usage) == "null" {
-			end.Usage = nil
+		if end.Usage != nil {
+			sum.In += end.Usage.In
+			sum.Out += end.Usage.Out
+			sum.Total += end.Usage.Total
+			sum.Cached += end.Usage.Cached
+			found = true
 		}
-		return end.Usage, end.CostUSD
+		if end.CostUSD != nil {
+			v := *end.CostUSD
+			if cost != nil {
+				v += *cost
+			}
+			cost = &v
+		}
 	}
-	return nil, nil
+	if !found {
+		return nil, cost
+	}
+	raw, _ := json.Marshal(sum)
+	return raw, cost
+}
+
+// historyLimit is the most events a usage read asks for (the control
+// protocol's largest history limit).
+const historyLimit = 256
+
+// usageCounts is session.end's usage, as summed.
+type usageCounts struct {
+	In     int64 `json:"input_tokens"`
+	Out    int64 `json:"output_tokens"`
+	Total  int64 `json:"total_tokens"`
+	Cached int64 `json:"cached_read_tokens,omitempty"`
 }

@@ -24,6 +24,8 @@ type Conn struct {
 
 	wmu sync.Mutex // one line at a time
 
+	observer bool // called observe; guarded by s.mu
+
 	mu     sync.Mutex
 	subs   []*event.Subscription
 	closed bool

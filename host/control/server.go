@@ -45,7 +45,8 @@ type Server struct {
 	// reported under it, so the last report is the current count. It also
 	// guards idle.
 	countMu sync.Mutex
-	// idle is closed while no connection is open.
+	// idle is closed while no connection that may answer permissions is
+	// open (observers do not count).
 	idle chan struct{}
 
 	mu      sync.Mutex
@@ -53,7 +54,10 @@ type Server struct {
 	ln      *net.UnixListener
 	sock    *socketFile
 	conns   map[*Conn]struct{}
-	owner   *Conn
+	// observers counts the connections that called observe: they watch
+	// and never answer, so they hold no permission request (§4.2).
+	observers int
+	owner     *Conn
 	// ownerPending counts the owner's mutating calls in flight;
 	// ownerConfirmed is set once one of them succeeded (see claim).
 	ownerPending   int
@@ -76,6 +80,10 @@ func NewServer(cfg Config) *Server {
 	}
 	close(s.idle)
 	token := cfg.IdentityToken
+	s.Handle("observe", Method{Handler: func(_ context.Context, c *Call) (any, error) {
+		s.observe(c.Conn)
+		return map[string]any{"observing": true}, nil
+	}})
 	s.Handle("identity", Method{Handler: func(context.Context, *Call) (any, error) {
 		return map[string]any{"token": token}, nil
 	}})
@@ -222,10 +230,10 @@ func (s *Server) accept(ln acceptor) {
 		s.nextID++
 		c := newConn(s, nc, s.nextID)
 		s.conns[c] = struct{}{}
-		n := len(s.conns)
+		n, answerers := len(s.conns), len(s.conns)-s.observers
 		s.wg.Add(1)
 		s.mu.Unlock()
-		s.connectionsChanged(n)
+		s.connectionsChanged(n, answerers)
 		s.countMu.Unlock()
 		go c.serve()
 	}
@@ -293,15 +301,16 @@ func (s *Server) refuse(nc *net.UnixConn) string {
 	return ""
 }
 
-// connectionsChanged reports a new count; called with countMu held.
-func (s *Server) connectionsChanged(n int) {
+// connectionsChanged reports a new count of connections, and of those
+// that may answer permissions; called with countMu held.
+func (s *Server) connectionsChanged(n, answerers int) {
 	select {
 	case <-s.idle:
-		if n > 0 {
+		if answerers > 0 {
 			s.idle = make(chan struct{})
 		}
 	default:
-		if n == 0 {
+		if answerers == 0 {
 			close(s.idle)
 		}
 	}
@@ -315,10 +324,33 @@ func (s *Server) dropConn(c *Conn) {
 	s.countMu.Lock()
 	defer s.countMu.Unlock()
 	s.mu.Lock()
+	if _, ok := s.conns[c]; ok && c.observer {
+		s.observers--
+	}
 	delete(s.conns, c)
-	n := len(s.conns)
+	n, answerers := len(s.conns), len(s.conns)-s.observers
 	s.mu.Unlock()
-	s.connectionsChanged(n)
+	s.connectionsChanged(n, answerers)
+}
+
+// observe marks c as a connection that only watches (a read-only board
+// view): from now on it does not count as a connected control client for
+// permission requests, so a run gives them to its other resolvers (the
+// file handler) instead of holding them for a client that cannot answer.
+// Once is enough; it cannot be undone on the connection.
+func (s *Server) observe(c *Conn) {
+	s.countMu.Lock()
+	defer s.countMu.Unlock()
+	s.mu.Lock()
+	if _, ok := s.conns[c]; !ok || c.observer {
+		s.mu.Unlock()
+		return
+	}
+	c.observer = true
+	s.observers++
+	n, answerers := len(s.conns), len(s.conns)-s.observers
+	s.mu.Unlock()
+	s.connectionsChanged(n, answerers)
 }
 
 // release gives up c's ownership, if it has it.
@@ -374,12 +406,18 @@ func (s *Server) method(name string) (Method, bool) {
 	return m, ok
 }
 
-// Connected reports whether at least one control client is connected (the
-// permission broker's "connected control client", contract §4.2).
-func (s *Server) Connected() bool { return s.Connections() > 0 }
+// Connected reports whether at least one control client that may answer
+// permissions is connected (the permission broker's "connected control
+// client", contract §4.2): a connection that called observe does not count.
+func (s *Server) Connected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)-s.observers > 0
+}
 
-// Disconnected returns a channel that is closed while no client is
-// connected; after a client connects, call again for the next one.
+// Disconnected returns a channel that is closed while no client that may
+// answer permissions is connected; after one connects, call again for the
+// next one.
 func (s *Server) Disconnected() <-chan struct{} {
 	s.countMu.Lock()
 	defer s.countMu.Unlock()

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/avenor-go/avenor/host/connlimit"
 )
 
 // Bounds of the HTTP transport.
@@ -20,6 +22,18 @@ const (
 	ReadHeaderTimeout = 10 * time.Second
 	// MaxHTTPBody bounds one request body (a tool call's JSON-RPC message).
 	MaxHTTPBody = 4 << 20
+	// MaxHTTPConnections bounds the connections open at once, counted
+	// before any request is read or any token checked (host/connlimit):
+	// one more is answered 503 and closed. MaxHTTPConnectionsPerPeer
+	// bounds those of one other local user (loopback, where the kernel
+	// tells the uid), and the last ReservedHTTPConnections are kept for the
+	// user who started avenor mcp, so a flood never locks the owner out.
+	MaxHTTPConnections        = 64
+	MaxHTTPConnectionsPerPeer = 16
+	ReservedHTTPConnections   = 8
+	// HTTPIdleTimeout closes a keep-alive connection without a new
+	// request.
+	HTTPIdleTimeout = 30 * time.Second
 	// HTTPShutdownWait bounds how long a stopping HTTP transport waits for
 	// the requests in flight.
 	HTTPShutdownWait = 5 * time.Second
@@ -75,12 +89,16 @@ func (s *Server) ServeHTTP(ctx context.Context, addr string, listening func(net.
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", addr, err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: HTTPIdleTimeout}
 	if listening != nil {
 		listening(ln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	capped := connlimit.Wrap(ln, connlimit.Config{
+		Max: MaxHTTPConnections, MaxPerPeer: MaxHTTPConnectionsPerPeer, Reserve: ReservedHTTPConnections,
+		What: "mcp http", Limit: "mcpserver.MaxHTTPConnections", PeerLimit: "mcpserver.MaxHTTPConnectionsPerPeer",
+	})
+	go func() { errc <- hs.Serve(capped) }()
 	select {
 	case err := <-errc:
 		return err

@@ -127,7 +127,7 @@ async function refresh() {
     sockets = await api("/api/sockets");
     setConn(true);
   } catch (e) {
-    setConn(false, e.message);
+    setConn(false, e.message, e.status);
     return;
   }
   const next = new Map();
@@ -183,11 +183,28 @@ function renderSummary(total) {
   $("summary").textContent = s;
 }
 
-function setConn(ok, why) {
+// setConn shows whether the board answers. A 401 is not an unreachable
+// board: the page lacks the token (or has a stale one), and says so.
+function setConn(ok, why, status) {
   const c = $("conn");
-  c.textContent = ok ? "live" : "board unreachable";
+  const noToken = status === 401;
+  c.textContent = ok ? "live" : (noToken ? "token required" : "board unreachable");
   c.className = "badge " + (ok ? "on" : "off");
   c.title = ok ? "" : (why || "");
+  if (noToken) $("summary").textContent = "token required: open the URL avenor board printed (it ends in ?token=…)";
+}
+
+// outcome tells a run that ended well from one that did not: "ok" for a
+// turn that ended with end_turn (exit 0), "failed" for any other end
+// (error, cancelled, timeout, a non-zero exit), "" while it runs or
+// before its first end.
+function outcome(rt) {
+  if (rt.status === "running") return "";
+  const code = rt.exit_code;
+  const reason = rt.stop_reason || "";
+  if ((typeof code === "number" && code !== 0) || (reason && reason !== "end_turn")) return "failed";
+  if (reason === "end_turn" || code === 0) return "ok";
+  return "";
 }
 
 const rowEls = new Map(); // key -> tr
@@ -270,7 +287,13 @@ function fillRow(tr, key, r) {
   let status = rt.status || "";
   if (rt.parked) status = "parked";
   if (rt.stop_reason && rt.status !== "running") status += " (" + rt.stop_reason + ")";
-  cell(tr, 1, status, "st-" + (rt.status || ""));
+  // Colour and a marker both: the marker reads without colour.
+  const out = outcome(rt);
+  if (out === "failed") status = "\u2717 " + status;
+  if (out === "ok") status = "\u2713 " + status;
+  cell(tr, 1, status, "st-" + (rt.status || "") + (out ? " st-" + out : ""));
+  tr.classList.toggle("failed", out === "failed");
+  tr.dataset.outcome = out;
   cell(tr, 2, [rt.phase, rt.phase_label].filter(Boolean).join(": "), "phase");
   tr.children[2].title = tr.children[2].textContent;
   cell(tr, 3, [rt.backend, rt.model].filter(Boolean).join(" / "));
@@ -317,16 +340,17 @@ function openView(key) {
   closeView(false);
   const v = {
     key, socket: r.socket, type: r.type, runtimeID: r.rt.oneShot ? "" : r.rt.runtime_id,
-    es: null, lastSeq: 0, msg: null, thought: null, tools: new Map(), perm: null, blocks: 0,
+    es: null, lastSeq: 0, msg: null, thought: null, tools: new Map(), perm: null, blocks: 0, turns: 0,
   };
   state.view = v;
   $("view-pane").hidden = false;
+  document.querySelector("main").classList.add("viewing");
   $("view-pane").dataset.key = key;
   $("transcript").replaceChildren();
   $("plan").hidden = true;
   $("permission").hidden = true;
   const mut = state.config.mutations_allowed;
-  $("cancel").hidden = !mut;
+  $("cancel").hidden = !mut || r.rt.status !== "running";
   $("prompt-form").hidden = !mut;
   resetCancel();
   updateViewFromRow();
@@ -339,6 +363,7 @@ function closeView(refocus = true) {
   if (v.es) v.es.close();
   state.view = null;
   $("view-pane").hidden = true;
+  document.querySelector("main").classList.remove("viewing");
   if (refocus && state.selected) select(state.selected);
 }
 
@@ -351,6 +376,9 @@ function updateViewFromRow() {
   }
   const rt = r.rt;
   $("view-title").textContent = rt.label || rt.runtime_id;
+  // Cancel ends a turn in flight: an ended or parked runtime has none.
+  const cancellable = state.config.mutations_allowed && rt.status === "running";
+  if ($("cancel").hidden === cancellable) { $("cancel").hidden = !cancellable; resetCancel(); }
   const u = state.usage.get(v.key);
   const bits = [rt.runtime_id, rt.status, rt.phase, [rt.backend, rt.model].filter(Boolean).join(" / "),
     fmtAge(rt.started_at) && "age " + fmtAge(rt.started_at),
@@ -446,10 +474,15 @@ function onEvent(v, ev) {
       if (v.perm && v.perm.request_id === ev.request_id) hidePermission(v);
       break;
     case "avenor.turn.start":
-      note(v, "turn " + ev.turn);
+      // A follow-up of a parked runtime is a new run whose turns count
+      // from 1 again: the view numbers the runtime's turns itself.
+      v.turns = Math.max(v.turns + 1, ev.turn || 0);
+      note(v, "turn " + v.turns);
       break;
     case "session.end":
-      note(v, "turn ended: " + ev.stop_reason + (ev.usage && ev.usage.total_tokens ? " · " + ev.usage.total_tokens + " tokens" : ""));
+      note(v, "turn ended: " + ev.stop_reason + (ev.usage && ev.usage.total_tokens ? " · " + ev.usage.total_tokens + " tokens" : ""),
+        ev.stop_reason && ev.stop_reason !== "end_turn" ? "note failed-end" : "note");
+      refreshUsage();
       break;
     case "avenor.error":
       note(v, "error (" + ev.source + "): " + ev.message, "error");
@@ -602,8 +635,8 @@ async function start() {
   m.className = "badge " + (state.config.mutations_allowed ? "on" : "");
   document.body.dataset.mutations = state.config.mutations_allowed ? "1" : "";
   if (state.config.auth_required && !state.token) {
-    setConn(false, "no token: open the URL avenor board printed (it ends in ?token=…)");
-    $("summary").textContent = "no token: open the URL avenor board printed (it ends in ?token=…)";
+    setConn(false, "no token: open the URL avenor board printed (it ends in ?token=…)", 401);
+    document.body.dataset.ready = "1";
     return;
   }
   document.addEventListener("keydown", onKey);

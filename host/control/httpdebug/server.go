@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/connlimit"
 )
 
 // Config configures the adapter. Addr and exactly one of Run and Stable are
@@ -124,7 +126,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.url = "http://" + ln.Addr().String()
-	capped := newCapListener(ln, MaxConnections, s.log)
+	// One over the cap is answered 503 and closed at once rather than left
+	// waiting in the backlog.
+	capped := connlimit.Wrap(ln, connlimit.Config{Max: MaxConnections, What: "http debug", Limit: "httpdebug.MaxConnections", Log: s.log})
 	go func() {
 		defer close(s.serveDone)
 		if err := s.hs.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
