@@ -39,6 +39,9 @@ var (
 	// ErrNotSocket: the socket path exists and is something else; avenor
 	// never removes it.
 	ErrNotSocket = errors.New("control socket path exists and is not a socket")
+	// ErrSquatted: in a directory other users can write (a sticky one like
+	// /tmp), the socket path is taken by another user's file.
+	ErrSquatted = errors.New("control socket path is taken by another user")
 	// ErrLockBusy: <socket>.control.lock stayed locked for LockWait.
 	ErrLockBusy = errors.New("control socket lock is held by another process")
 	// ErrServerClosed: Start after Close, or Start twice.

@@ -114,6 +114,11 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	if sock.shared {
+		s.log.Warn("control socket is in a directory every user can write; clients check that it is yours before they send, "+
+			"but another user can take the path while it is free: prefer a directory only you can write, e.g. $XDG_RUNTIME_DIR",
+			"path", s.cfg.Path)
+	}
 	s.mu.Lock()
 	s.ln, s.sock = ln, sock
 	s.mu.Unlock()
