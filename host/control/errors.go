@@ -51,9 +51,12 @@ var (
 	// match; it answers -32001.
 	ErrNoPendingPermission = errors.New(MsgNoPendingPermission)
 
-	// errLineTooLong: a request line over MaxRequestLine; the rest of the
-	// line was discarded and the connection can go on.
+	// errLineTooLong: a request line over MaxRequestLine; the connection
+	// is answered -32600 and closed.
 	errLineTooLong = errors.New("request line too long")
+	// errBudget: the line buffers of all connections hold
+	// MaxPendingRequestBytes; the connection is closed.
+	errBudget = errors.New("request line buffers of all connections are full")
 	// errNoPeerCred: the platform does not give peer credentials; the 0600
 	// socket alone isolates it.
 	errNoPeerCred = errors.New("peer credentials are not available on this platform")
