@@ -84,16 +84,34 @@ type reply struct {
 	err    error
 }
 
-// Dial connects to the control socket at path. An empty path is the
+// Dial connects to the control socket at path; an empty path is the
 // default socket (DialDefault: AVENOR_SOCKET, else
-// ~/.avenor/sockets/default.sock).
+// ~/.avenor/sockets/default.sock). Before anything is sent it checks who is
+// at the other end: the socket file must belong to this user and the
+// process serving it (SO_PEERCRED) must run as this user, or as root when
+// AVENOR_CONTROL_TRUST_ROOT=1 (EnvTrustRoot). Otherwise another user may
+// have created the path first, in a shared directory like /tmp, to read
+// prompts and forge answers: the error wraps ErrUntrustedSocket and names
+// the owner. Every avenor command that talks to a control socket dials
+// through here.
 func Dial(ctx context.Context, path string) (*Client, error) {
 	if path == "" {
 		return DialDefault(ctx)
 	}
+	return dialTrusting(ctx, path, defaultTrust(), peerCred)
+}
+
+func dialTrusting(ctx context.Context, path string, t trust, peer func(*net.UnixConn) (int, int, error)) (*Client, error) {
+	if err := t.checkOwner(path); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkPeer(nc, path, peer); err != nil {
+		nc.Close()
 		return nil, err
 	}
 	return NewClient(nc), nil

@@ -44,6 +44,12 @@
 // test pins them): an optional boolean or number is a pointer (Bool, Int),
 // so false or 0 can override a config saying otherwise.
 //
+// Dial checks who it reached before it sends a byte: the socket file and
+// the process serving it (SO_PEERCRED) must be this user's, or root's with
+// AVENOR_CONTROL_TRUST_ROOT=1 (EnvTrustRoot); otherwise it fails with
+// ErrUntrustedSocket naming the owner. A socket in a shared directory like
+// /tmp may have been created by another user first.
+//
 // Errors from the server are *RPCError values (use errors.As); a one-shot run
 // answers stable-only methods with CodeMethodNotFound. When the server goes
 // away, pending calls fail with ErrClosed and the subscription's channel is

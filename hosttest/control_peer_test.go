@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/avenor-go/avenor/client"
 )
 
 // otherUID is the peer's uid and gid: nobody, which owns nothing here.
@@ -93,7 +95,9 @@ func peerStatus(t *testing.T, bin, sock string) (int, string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerGuard)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, "control", "--socket", sock, "status")
-	c.Env = []string{"PATH=" + basePATH, "HOME=/"}
+	// The peer trusts root's socket (client.EnvTrustRoot): what is tested
+	// is avenor's own check of the peer, past the client's of the server.
+	c.Env = []string{"PATH=" + basePATH, "HOME=/", client.EnvTrustRoot + "=1"}
 	c.Dir = "/"
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherUID}}
 	var out, errb bytes.Buffer

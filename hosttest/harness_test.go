@@ -35,7 +35,12 @@ var bins struct {
 // /usr/local/bin, never an installed avenor plugin.
 const basePATH = "/usr/bin:/bin"
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv(envSquat); path != "" {
+		os.Exit(squat(path)) // this binary, re-run as another uid
+	}
+	os.Exit(testMain(m))
+}
 
 func testMain(m *testing.M) int {
 	tmp, err := os.MkdirTemp("", "avenor-hosttest-")

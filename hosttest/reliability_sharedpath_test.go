@@ -374,3 +374,45 @@ func TestReliabilitySharedPathStaleLeftovers(t *testing.T) {
 		s2.wait()
 	})
 }
+
+// TestReliabilitySharedPathPermissionResponse: with the sentinel in a
+// shared sticky directory, the permission base derived from it is there
+// too, and another user can create <base>.req.response first. avenor does
+// not apply that answer: it warns naming the uid and keeps waiting; the
+// run's own user's answer (avenor answer --force) is then taken and the
+// run finishes.
+func TestReliabilitySharedPathPermissionResponse(t *testing.T) {
+	needRootOther(t)
+	w := newWorld(t)
+	shareTmp(t, w)
+	sentinel := filepath.Join(w.tmp, "x.done")
+	base := filepath.Join(w.tmp, "x.perm")
+	evlog := w.path("ev.ndjson")
+	p := w.start(nil, "--backend", "scripted", "--prompt", "permission\nsay after", "--sentinel-file", sentinel, "--on-event", evlog)
+	if !waitFor(15*time.Second, func() bool { _, err := os.Stat(base + ".req"); return err == nil }) {
+		p.signal(syscall.SIGTERM)
+		t.Fatalf("no %s.req: %v", base, p.wait())
+	}
+	resp := base + ".req.response"
+	if err := os.WriteFile(resp, []byte(`{"option_id":"allow"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asOther(t, resp)
+	if !waitFor(10*time.Second, func() bool {
+		b, _ := os.ReadFile(evlog)
+		return strings.Contains(string(b), "belongs to uid 65534")
+	}) {
+		p.signal(syscall.SIGTERM)
+		t.Fatalf("no warning about uid 65534's response: %v", p.wait())
+	}
+	if b, _ := os.ReadFile(evlog); strings.Contains(string(b), `"permission.response"`) {
+		t.Fatalf("uid 65534's answer was applied:\n%s", b)
+	}
+	if res := w.run("answer", "--option", "allow", "--force", base); res.code != 0 {
+		t.Fatalf("avenor answer: %v", res)
+	}
+	res := waitBounded(t, p, 20*time.Second, "the run's own answer was not taken")
+	if res.code != 0 || !strings.HasPrefix(readFile(t, sentinel), "DONE") {
+		t.Errorf("after the run's own answer: %v, sentinel %q", res, readFile(t, sentinel))
+	}
+}

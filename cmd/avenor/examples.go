@@ -24,11 +24,13 @@ var examples = map[string]string{
 	"board": `  avenor board                                   # every socket in ~/.avenor/sockets, a browser opens
   avenor board --socket /tmp/stable.sock --allow-mutations
   avenor board --addr 0.0.0.0:8080 --token "$(cat ~/.board-token)" --no-open`,
-	"fleet": `  avenor fleet dev                                # a one-machine JetStream to try a fleet on
-  avenor stable --control-socket /tmp/n1.sock --fleet nats://127.0.0.1:4222 --node n1
-  avenor fleet serve --nats nats://127.0.0.1:4222 --control-socket /tmp/fleet.sock`,
+	"fleet": `  avenor fleet dev --port 4222                    # a one-machine JetStream to try a fleet on; prints the keys
+  avenor stable --control-socket $XDG_RUNTIME_DIR/n1.sock --fleet nats://127.0.0.1:4222 --node n1 \
+    --fleet-nkey ~/.local/state/avenor/fleet-dev/4222/node-default.nk
+  avenor fleet serve --nats nats://127.0.0.1:4222 --control-socket $XDG_RUNTIME_DIR/fleet.sock \
+    --fleet-nkey ~/.local/state/avenor/fleet-dev/4222/fleet.nk`,
 	"fleet dev": `  avenor fleet dev
-  avenor fleet dev --port 4222 --store ~/.cache/avenor-fleet`,
+  avenor fleet dev --port 4222 --store ~/.cache/avenor-fleet --pool gpu --pool cpu`,
 	"fleet serve": `  avenor fleet serve --nats nats://127.0.0.1:4222 --control-socket /tmp/fleet.sock
   avenor fleet serve --nats tls://nats-a:4222,tls://nats-b:4222 --fleet-creds ~/fleet.creds \
     --fleet-tls-ca ca.pem --fleet-replicas 3 --control-socket /tmp/fleet.sock

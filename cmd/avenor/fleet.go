@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/fleet"
 )
 
@@ -103,36 +107,66 @@ func newFleetServeCmd(env Env) *cobra.Command {
 
 func newFleetDevCmd(env Env) *cobra.Command {
 	var port int
-	var store string
+	var store, host, credsDir string
+	var pools []string
 	cmd := &cobra.Command{
 		Use:   "dev [--port N]",
 		Short: "Start a single-server JetStream on loopback for trying a fleet, until interrupted",
-		Args:  cobra.NoArgs,
+		Long: `Start a single-server JetStream for trying a fleet on one machine, until interrupted. It
+listens on 127.0.0.1 (--host to change) and admits only the nkeys it generates at start: one
+for ` + "`avenor fleet serve`" + ` and one per --pool for its nodes, written 0600 to --creds-dir and
+removed at exit. It prints the URL, then the flags each member needs. A node's key may take
+its pool's spawns but never queue one: a node runs what its pool's subject carries.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fail := func(err error) error {
+				fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
+				return exitError{exitFail}
+			}
 			dir := store
 			if dir == "" {
 				d, err := os.MkdirTemp(orDefault(env.Getenv("TMPDIR"), os.TempDir()), "avenor-fleet-dev-")
 				if err != nil {
-					fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
-					return exitError{exitFail}
+					return fail(err)
 				}
 				defer os.RemoveAll(d)
 				dir = d
 			}
-			s, err := fleet.Dev(fleet.DevConfig{StoreDir: dir, Port: port})
+			s, err := fleet.StartDev(fleet.DevConfig{StoreDir: dir, Host: host, Port: port, Pools: pools})
 			if err != nil {
-				fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
-				return exitError{exitFail}
+				return fail(err)
 			}
 			defer s.Shutdown()
-			fmt.Fprintln(env.Stdout, s.ClientURL())
+			creds := credsDir
+			if creds == "" {
+				dirs, err := config.DefaultDirs(env.Getenv)
+				if err != nil {
+					return fail(fmt.Errorf("no directory for the credentials (%w); give --creds-dir", err))
+				}
+				creds = filepath.Join(dirs.State, "fleet-dev", strconv.Itoa(s.Addr().(*net.TCPAddr).Port))
+			}
+			paths, err := s.Keys.Write(creds)
+			if err != nil {
+				return fail(err)
+			}
+			defer s.Keys.RemoveKeys(creds)
+			url := s.ClientURL()
+			fmt.Fprintln(env.Stdout, url)
+			fmt.Fprintf(env.Stdout, "fleet serve: --nats %s --fleet-nkey %s\n", url, paths["fleet"])
+			for _, pool := range pools {
+				fmt.Fprintf(env.Stdout, "node of pool %s: --fleet %s --pool %s --fleet-nkey %s\n", pool, url, pool, paths[pool])
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			<-ctx.Done()
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&port, "port", 0, "client port on 127.0.0.1 (0: a free one)")
-	cmd.Flags().StringVar(&store, "store", "", "JetStream store directory (default: a temporary one, removed at exit)")
+	fl := cmd.Flags()
+	fl.IntVar(&port, "port", 0, "client port (0: a free one)")
+	fl.StringVar(&host, "host", fleet.DevHost, "address to listen on (anything but loopback exposes the server to the network; its keys still guard it)")
+	fl.StringSliceVar(&pools, "pool", []string{fleet.DefaultPool}, "pools to make a node key for (repeat or comma-separate)")
+	fl.StringVar(&credsDir, "creds-dir", "", "directory for the generated nkey seeds (default: $XDG_STATE_HOME/avenor/fleet-dev/<port>)")
+	fl.StringVar(&store, "store", "", "JetStream store directory (default: a temporary one, removed at exit)")
 	return cmd
 }

@@ -1,11 +1,8 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"sync"
 
 	"github.com/avenor-go/avenor/host/event"
@@ -175,45 +172,4 @@ func appendNL(b []byte, err error) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
-}
-
-// readLine reads one line of at most max bytes (newline excluded) without
-// ever holding more than that. A longer line is discarded up to its newline
-// and reported as errLineTooLong. The returned slice is only valid until
-// the next call.
-func readLine(r *bufio.Reader, buf *[]byte, max int) ([]byte, error) {
-	b := (*buf)[:0]
-	tooLong := false
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(b)+len(chunk) > max+1 || (len(b)+len(chunk) == max+1 && (len(chunk) == 0 || chunk[len(chunk)-1] != '\n')) {
-				tooLong = true
-				// The line is refused: drop its buffer now, not at its
-				// newline, or a peer that keeps sending (or stalls) pins
-				// MaxRequestLine per connection (issue 16).
-				b = nil
-			} else {
-				b = append(b, chunk...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil:
-			if tooLong {
-				return nil, errLineTooLong
-			}
-			if cap(b) <= 64<<10 {
-				*buf = b
-			}
-			return b[:len(b)-1], nil
-		case errors.Is(err, io.EOF) && len(b) > 0 && !tooLong:
-			return b, nil // a last line without its newline
-		case errors.Is(err, io.EOF) && tooLong:
-			return nil, errLineTooLong
-		default:
-			return nil, err
-		}
-	}
 }

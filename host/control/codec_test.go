@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func FuzzDecodeRequest(f *testing.F) {
@@ -57,29 +57,95 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
-// An endless line is discarded without holding more than the limit.
-func TestReadLineBoundsMemory(t *testing.T) {
-	const limit = 1 << 10
-	huge := io.MultiReader(
-		io.LimitReader(repeatReader('x'), 50<<20),
-		strings.NewReader("\n"+`{"ok":1}`+"\nlast"),
-	)
-	r := bufio.NewReaderSize(huge, 4096)
-	var buf []byte
-	if _, err := readLine(r, &buf, limit); !errors.Is(err, errLineTooLong) {
-		t.Fatalf("first line: %v", err)
+// An over-long line is refused without holding more than the limit, and
+// its buffer is given back at once; lines within the limit, and a last one
+// without its newline, are read.
+func TestLineReaderBoundsALine(t *testing.T) {
+	const limit = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		input io.Reader
+		lines []string
+		err   error
+	}{
+		{"lines", strings.NewReader(`{"a":1}` + "\n\n" + `{"b":2}` + "\nlast"), []string{`{"a":1}`, "", `{"b":2}`, "last"}, io.EOF},
+		{"at the limit", strings.NewReader(strings.Repeat("x", limit) + "\n"), []string{strings.Repeat("x", limit)}, io.EOF},
+		{"one byte over", strings.NewReader(strings.Repeat("x", limit+1) + "\n"), nil, errLineTooLong},
+		{"endless", io.LimitReader(repeatReader('x'), 50<<20), nil, errLineTooLong},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			budget := &lineBudget{max: 2 << 20}
+			released := 0
+			lr := newLineReader(tc.input, limit, budget, func(n int) { released += n })
+			for _, want := range tc.lines {
+				got, err := lr.read()
+				if err != nil || string(got) != want {
+					t.Fatalf("line %.40q, %v; want %.40q", got, err, want)
+				}
+			}
+			if _, err := lr.read(); !errors.Is(err, tc.err) {
+				t.Fatalf("end: %v, want %v", err, tc.err)
+			}
+			if cap(lr.buf) > keepLineBuffer || lr.held != 0 || budget.inUse() != 0 {
+				t.Errorf("after the end: kept %d bytes, holds %d, budget in use %d", cap(lr.buf), lr.held, budget.inUse())
+			}
+			lr.close()
+			if len(tc.lines) > 0 && len(tc.lines[0]) > keepLineBuffer && released == 0 {
+				t.Error("a long line's buffer was given back without a word to the memory returner")
+			}
+		})
 	}
-	if cap(buf) > limit+4096 {
-		t.Fatalf("buffer grew to %d", cap(buf))
+}
+
+// The budget is shared: a line that would take more than is left is
+// refused (errBudget), holding nothing; what a handled long line took is
+// given back at the next read, and all of it at close.
+func TestLineReaderSharesTheBudget(t *testing.T) {
+	const limit = 4 << 20
+	budget := &lineBudget{max: 1 << 20}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	a := newLineReader(pr, limit, budget, nil)
+	done := make(chan error, 1)
+	go func() {
+		// 900 KiB, no newline yet: it holds budget while it waits.
+		_, err := pw.Write([]byte(strings.Repeat("a", 900<<10)))
+		done <- err
+	}()
+	got := make(chan error, 1)
+	go func() {
+		_, err := a.read()
+		got <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
-	if line, err := readLine(r, &buf, limit); err != nil || string(line) != `{"ok":1}` {
-		t.Fatalf("next line %q, %v", line, err)
+	deadline := time.Now().Add(5 * time.Second)
+	for budget.inUse() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
 	}
-	if line, err := readLine(r, &buf, limit); err != nil || string(line) != "last" {
-		t.Fatalf("unterminated last line %q, %v", line, err)
+	held := budget.inUse()
+	if held == 0 || held > 1<<20 {
+		t.Fatalf("a 900 KiB partial line holds %d bytes of the budget", held)
 	}
-	if _, err := readLine(r, &buf, limit); !errors.Is(err, io.EOF) {
-		t.Fatalf("end: %v", err)
+	b := newLineReader(strings.NewReader(strings.Repeat("b", 800<<10)+"\n"), limit, budget, nil)
+	if _, err := b.read(); !errors.Is(err, errBudget) {
+		t.Fatalf("a second long line with the budget taken: %v, want errBudget", err)
+	}
+	if b.held != 0 || budget.inUse() != held {
+		t.Errorf("the refused line holds %d, budget in use %d (want %d)", b.held, budget.inUse(), held)
+	}
+	pw.Write([]byte("\n"))
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	go pw.Write([]byte("short\n")) // an io.Pipe write waits for its read
+	if line, err := a.read(); err != nil || string(line) != "short" || budget.inUse() != 0 {
+		t.Fatalf("next line %q, %v; budget in use %d, want 0", line, err, budget.inUse())
+	}
+	a.close()
+	if budget.inUse() != 0 {
+		t.Errorf("budget in use %d after close", budget.inUse())
 	}
 }
 

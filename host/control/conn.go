@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -47,13 +46,21 @@ func (c *Conn) Context() context.Context { return c.ctx }
 func (c *Conn) serve() {
 	defer c.s.wg.Done()
 	defer c.teardown()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	var buf []byte
+	lr := newLineReader(c.nc, MaxRequestLine, c.s.budget, c.s.mem.released)
+	defer lr.close()
 	for {
-		line, err := readLine(r, &buf, MaxRequestLine)
+		line, err := lr.read()
+		// Past either bound the rest of the line is unread: the
+		// connection cannot go on, and its buffer is already given back.
 		if errors.Is(err, errLineTooLong) {
-			c.write(EncodeError(nil, newError(CodeInvalidRequest, MsgInvalidRequest, "request line exceeds 4 MiB")))
-			continue
+			c.write(EncodeError(nil, newError(CodeInvalidRequest, MsgInvalidRequest, "request line exceeds 4 MiB; the connection is closed")))
+			return
+		}
+		if errors.Is(err, errBudget) {
+			c.s.log.Warn("closed a control connection: the request lines being read on all connections hold the bound", "conn", c.id, "bound", MaxPendingRequestBytes)
+			c.write(EncodeError(nil, &Error{Code: CodeServerError,
+				Message: "too much unfinished request data: the control socket's connections hold 64 MiB of request lines not ended yet (control.MaxPendingRequestBytes); the connection is closed, retry"}))
+			return
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {

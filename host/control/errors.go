@@ -39,6 +39,9 @@ var (
 	// ErrNotSocket: the socket path exists and is something else; avenor
 	// never removes it.
 	ErrNotSocket = errors.New("control socket path exists and is not a socket")
+	// ErrSquatted: in a directory other users can write (a sticky one like
+	// /tmp), the socket path is taken by another user's file.
+	ErrSquatted = errors.New("control socket path is taken by another user")
 	// ErrLockBusy: <socket>.control.lock stayed locked for LockWait.
 	ErrLockBusy = errors.New("control socket lock is held by another process")
 	// ErrServerClosed: Start after Close, or Start twice.
@@ -48,9 +51,12 @@ var (
 	// match; it answers -32001.
 	ErrNoPendingPermission = errors.New(MsgNoPendingPermission)
 
-	// errLineTooLong: a request line over MaxRequestLine; the rest of the
-	// line was discarded and the connection can go on.
+	// errLineTooLong: a request line over MaxRequestLine; the connection
+	// is answered -32600 and closed.
 	errLineTooLong = errors.New("request line too long")
+	// errBudget: the line buffers of all connections hold
+	// MaxPendingRequestBytes; the connection is closed.
+	errBudget = errors.New("request line buffers of all connections are full")
 	// errNoPeerCred: the platform does not give peer credentials; the 0600
 	// socket alone isolates it.
 	errNoPeerCred = errors.New("peer credentials are not available on this platform")

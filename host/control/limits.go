@@ -23,4 +23,19 @@ const (
 	// AcceptLogInterval: failed accepts and refused connections are logged
 	// at most once per interval each, with the number left unlogged since.
 	AcceptLogInterval = 10 * time.Second
+	// MaxPendingRequestBytes bounds what all connections of one socket
+	// hold together in request lines not finished yet, above the 64 KiB
+	// each keeps (its reader and its line buffer, 128 KiB a connection at
+	// most, 16 MiB for MaxConnections). One line may be MaxRequestLine
+	// (4 MiB), so 16 may be read at once; a connection whose line would
+	// pass the bound is answered one JSON-RPC error (-32000) and closed.
+	// Without it, 126 connections each sending 4 MiB without a newline
+	// held 838 MB.
+	MaxPendingRequestBytes = 64 << 20
+	// ReturnMemoryAfter: once connections let go of this many bytes of
+	// long-line buffers, the memory is handed back to the system (not kept
+	// by the Go runtime for reuse), at most once per ReturnMemoryInterval.
+	ReturnMemoryAfter = 4 << 20
+	// ReturnMemoryInterval spaces the returns: each is a full collection.
+	ReturnMemoryInterval = time.Second
 )

@@ -105,15 +105,55 @@ func TestConnectionCap(t *testing.T) {
 	}
 }
 
-// A line refused for its length holds no buffer while the rest of it is
-// discarded: connections that each send more than MaxRequestLine without a
-// newline must not pin 4 MiB apiece.
+// A line refused for its length holds no buffer: connections that each
+// send more than MaxRequestLine without a newline are answered -32600 and
+// closed, and pin nothing.
 func TestRefusedLineReleasesItsBuffer(t *testing.T) {
 	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
 	const n = 8
-	// Past the limit by more than the socket's buffers: when the write
-	// returns, the server has read beyond MaxRequestLine.
 	payload := bytes.Repeat([]byte("x"), MaxRequestLine+2<<20)
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, s.Path())
+	}
+	before := heapInUse()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.nc.Write(payload) // fails once the server closes
+		}()
+	}
+	wg.Wait()
+	for i, c := range conns {
+		if got := c.recv(); !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "request line exceeds 4 MiB") {
+			t.Fatalf("connection %d: %s", i, got)
+		}
+	}
+	if !waitUntil(5*time.Second, func() bool { return s.Connections() == 0 }) {
+		t.Fatalf("%d connections still open after their over-long lines", s.Connections())
+	}
+	grown := int64(heapInUse()) - int64(before)
+	runtime.KeepAlive(payload) // measured on both sides
+	t.Logf("heap grew %d KiB with %d connections refused for over-long lines", grown>>10, n)
+	if limit := int64(n) * 1 << 20; grown > limit {
+		t.Errorf("heap grew %d MiB after %d connections were refused for over-long lines; want under %d MiB", grown>>20, n, limit>>20)
+	}
+	if u := s.budget.inUse(); u != 0 {
+		t.Errorf("%d bytes of the line budget still taken", u)
+	}
+}
+
+// TestPendingRequestLinesBounded: many connections each sending a line
+// just under MaxRequestLine and no newline hold at most
+// MaxPendingRequestBytes together; the connections past it are answered
+// -32000 and closed. When the clients go, the buffers go with them and
+// the memory is handed back to the system.
+func TestPendingRequestLinesBounded(t *testing.T) {
+	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	const n = 40
+	payload := bytes.Repeat([]byte("x"), MaxRequestLine-1)
 	conns := make([]*rawConn, n)
 	for i := range conns {
 		conns[i] = dialRaw(t, s.Path())
@@ -129,21 +169,48 @@ func TestRefusedLineReleasesItsBuffer(t *testing.T) {
 	}
 	wg.Wait()
 	grown := int64(heapInUse()) - int64(before)
-	runtime.KeepAlive(payload) // measured on both sides
-	t.Logf("heap grew %d KiB with %d connections past the limit", grown>>10, n)
-	// Each connection keeps its 64 KiB reader; a kept line buffer is 4 MiB.
-	if limit := int64(n) * 1 << 20; grown > limit {
-		t.Errorf("heap grew %d MiB with %d connections discarding over-long lines; want under %d MiB",
-			grown>>20, n, limit>>20)
-	}
+	runtime.KeepAlive(payload)
+	refused := 0
 	for i, c := range conns {
-		got := c.call("")
-		if !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "request line exceeds 4 MiB") {
-			t.Fatalf("connection %d: %s", i, got)
+		_ = c.nc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		line, err := c.r.ReadString('\n')
+		switch {
+		case err == nil && strings.Contains(line, `"code":-32000`) && strings.Contains(line, "MaxPendingRequestBytes"):
+			refused++
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		default:
+			t.Fatalf("connection %d: %q, %v", i, line, err)
 		}
-		if got := c.call(`{"jsonrpc":"2.0","id":2,"method":"identity"}`); !strings.Contains(got, `"id":2,"result"`) {
-			t.Fatalf("connection %d did not go on: %s", i, got)
-		}
+	}
+	t.Logf("%d connections with 4 MiB unfinished lines: heap grew %d MiB, %d refused, budget in use %d MiB",
+		n, grown>>20, refused, s.budget.inUse()>>20)
+	if limit := int64(MaxPendingRequestBytes + n*(readerBuffer+keepLineBuffer) + 8<<20); grown > limit {
+		t.Errorf("heap grew %d MiB, want at most %d MiB", grown>>20, limit>>20)
+	}
+	if refused < n-MaxPendingRequestBytes/(MaxRequestLine-keepLineBuffer) {
+		t.Errorf("%d connections refused, want those past MaxPendingRequestBytes", refused)
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	if !waitUntil(5*time.Second, func() bool { return s.Connections() == 0 }) {
+		t.Fatalf("%d connections still open", s.Connections())
+	}
+	if u := s.budget.inUse(); u != 0 {
+		t.Errorf("%d bytes of the line budget still taken after every connection closed", u)
+	}
+	if after := int64(heapInUse()) - int64(before); after > 8<<20 {
+		t.Errorf("heap still %d MiB above its start after the connections closed", after>>20)
+	}
+	// Handed back to the system: what the runtime holds from the OS for
+	// the heap drops to near the live heap.
+	var m runtime.MemStats
+	held := func() int64 {
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapSys-m.HeapReleased) - int64(m.HeapAlloc)
+	}
+	if !waitUntil(5*time.Second, func() bool { return held() < 16<<20 }) {
+		t.Errorf("the heap keeps %d MiB of free memory from the system after the connections closed", held()>>20)
 	}
 }
 

@@ -40,6 +40,10 @@ type Server struct {
 	cancel context.CancelFunc
 	// peerCred is the credential check; tests replace it.
 	peerCred func(*net.UnixConn) (uid, pid int, err error)
+	// budget bounds the request lines all connections hold
+	// (MaxPendingRequestBytes); mem returns what they let go of.
+	budget *lineBudget
+	mem    *memoryReturner
 
 	// countMu orders OnConnections calls: each count is computed and
 	// reported under it, so the last report is the current count. It also
@@ -76,6 +80,7 @@ func NewServer(cfg Config) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, peerCred: peerCred,
+		budget: &lineBudget{max: MaxPendingRequestBytes}, mem: newMemoryReturner(),
 		methods: map[string]Method{}, conns: map[*Conn]struct{}{}, idle: make(chan struct{}),
 	}
 	close(s.idle)
@@ -122,9 +127,15 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	if sock.shared {
+		s.log.Warn("control socket is in a directory every user can write; clients check that it is yours before they send, "+
+			"but another user can take the path while it is free: prefer a directory only you can write, e.g. $XDG_RUNTIME_DIR",
+			"path", s.cfg.Path)
+	}
 	s.mu.Lock()
 	s.ln, s.sock = ln, sock
 	s.mu.Unlock()
+	s.Go(func(ctx context.Context) { s.mem.run(ctx.Done()) })
 	s.wg.Add(1)
 	go s.accept(ln)
 	if s.cfg.Ready != nil {

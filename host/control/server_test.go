@@ -271,23 +271,31 @@ func TestReadyAndConnectionCount(t *testing.T) {
 	}
 }
 
+// TestRequestLineLimit: a line over MaxRequestLine is answered -32600 and
+// its connection closed (the rest of the line is never read); a line of
+// exactly the limit is served.
 func TestRequestLineLimit(t *testing.T) {
 	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
 	c := dialRaw(t, s.Path())
 	big := `{"jsonrpc":"2.0","id":1,"method":"prompt","params":{"text":"` + strings.Repeat("x", MaxRequestLine) + `"}}`
 	go func() { _, _ = c.nc.Write([]byte(big + "\n")) }()
-	if got := c.recv(); got != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request","data":{"detail":"request line exceeds 4 MiB"}}}` {
+	if got := c.recv(); got != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request","data":{"detail":"request line exceeds 4 MiB; the connection is closed"}}}` {
 		t.Fatalf("over-long line: %s", got)
 	}
-	if got := c.call(`{"jsonrpc":"2.0","id":2,"method":"identity"}`); !strings.Contains(got, `"id":2,"result"`) {
-		t.Fatalf("the connection did not go on: %s", got)
+	_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := c.r.ReadString('\n'); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection went on after an over-long line: %q, %v", line, err)
 	}
 	// Exactly at the limit is accepted.
+	c = dialRaw(t, s.Path())
 	pad := MaxRequestLine - len(`{"jsonrpc":"2.0","id":3,"method":"identity","params":{"p":""}}`)
 	at := `{"jsonrpc":"2.0","id":3,"method":"identity","params":{"p":"` + strings.Repeat("y", pad) + `"}}`
 	go func() { _, _ = c.nc.Write([]byte(at + "\n")) }()
 	if got := c.recv(); !strings.Contains(got, `"id":3,"result"`) {
 		t.Fatalf("a line of exactly 4 MiB: %.200s", got)
+	}
+	if got := c.call(`{"jsonrpc":"2.0","id":4,"method":"identity"}`); !strings.Contains(got, `"id":4,"result"`) {
+		t.Fatalf("after a line of exactly 4 MiB: %s", got)
 	}
 }
 

@@ -38,6 +38,43 @@ type socketFile struct {
 	path     string
 	lockPath string
 	dev, ino uint64
+	// shared: the socket's directory is sticky and others may write it;
+	// Start warns about it.
+	shared bool
+}
+
+// othersMayWrite says whether users other than this one may create
+// entries in dir (it passed safefile.CheckDir, so it is then sticky):
+// others' write bit, or a group write bit of a group not our own.
+func othersMayWrite(dir string) (bool, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return false, err
+	}
+	return st.Mode&0o002 != 0 || (st.Mode&0o020 != 0 && st.Gid != uint32(os.Getegid())), nil
+}
+
+// checkFree refuses a path in a shared sticky directory that holds an
+// entry of another user: a socket bound there first serves every client
+// that trusts the path (it reads their prompts and forges answers), and
+// whatever it is, only its owner may remove it. Our own entry goes on to
+// the usual in-use/stale check.
+func checkFree(path string) error {
+	var st syscall.Stat_t
+	err := syscall.Lstat(path, &st)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if me := os.Geteuid(); int(st.Uid) != me {
+		return fmt.Errorf("%w: %s already exists in %s, a directory every user can write, and belongs to uid %d, not this user (uid %d). "+
+			"Another user may be listening there to read what clients send and forge the answers. Refusing to start: "+
+			"use a control socket in a directory only you can write (e.g. $XDG_RUNTIME_DIR/avenor.sock), or have uid %d's owner or root remove it",
+			ErrSquatted, path, filepath.Dir(path), st.Uid, me, st.Uid)
+	}
+	return nil
 }
 
 // listenSocket binds path as contract §5.1 says: parent directory created
@@ -56,7 +93,16 @@ func listenSocket(path string) (*net.UnixListener, *socketFile, error) {
 	if err := safefile.CheckDir(filepath.Dir(path)); err != nil {
 		return nil, nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	sf := &socketFile{path: path, lockPath: path + ".control.lock"}
+	shared, err := othersMayWrite(filepath.Dir(path))
+	if err != nil {
+		return nil, nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if shared {
+		if err := checkFree(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	sf := &socketFile{path: path, lockPath: path + ".control.lock", shared: shared}
 	unlock, err := sf.lock()
 	if err != nil {
 		return nil, nil, err

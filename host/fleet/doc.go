@@ -21,8 +21,8 @@
 // fleet control server ([Gateway], `avenor fleet serve`) serves the control
 // method table on a local socket and routes each call to the owning node by
 // request/reply on avenor.node.<name>.rpc, so every control client works
-// on a fleet unchanged. [Dev] is the embedded single-server JetStream of
-// `avenor fleet dev`.
+// on a fleet unchanged. [StartDev] is the embedded single-server JetStream
+// of `avenor fleet dev`, which admits only the keys it generates.
 //
 // Every stream, consumer and bucket name carries the schema version
 // ([SchemaVersion]); [Setup] refuses one created by an incompatible

@@ -16,10 +16,10 @@ import (
 // ReadAttemptTimeout, not the whole RPCTimeout; a mutating call is never
 // sent twice.
 func TestGatewayResendsLostReads(t *testing.T) {
-	s := devServer(t)
+	s, auth := devServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	nc, _, err := Connect(ctx, s.ClientURL(), "test", Auth{})
+	nc, _, err := Connect(ctx, s.ClientURL(), "test", auth)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,24 +11,29 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func devServer(t *testing.T) *server.Server {
+// devServer starts fleet dev's server; the Auth is its fleet socket's key.
+func devServer(t *testing.T) (*server.Server, Auth) {
 	t.Helper()
-	s, err := Dev(DevConfig{StoreDir: t.TempDir()})
+	s, err := StartDev(DevConfig{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
+	paths, err := s.Keys.Write(t.TempDir() + "/creds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Server, Auth{NkeyFile: paths["fleet"]}
 }
 
 // TestSetupIdempotentAndSchemaChecked: Setup creates the versioned streams
 // and buckets, opens them again unchanged, and refuses a stream of the
 // fleet's name whose schema is another version's, changing nothing.
 func TestSetupIdempotentAndSchemaChecked(t *testing.T) {
-	s := devServer(t)
+	s, auth := devServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	nc, js, err := Connect(ctx, s.ClientURL(), "test", Auth{})
+	nc, js, err := Connect(ctx, s.ClientURL(), "test", auth)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
@@ -194,11 +195,19 @@ func (e *ignoredError) Error() string { return e.msg }
 
 // read reads and validates the response of r: errNotWritten while it is
 // absent, empty or incomplete; an *ignoredError while it is not a regular
-// file or names another request. It opens without blocking (O_NONBLOCK), so
+// file, names another request, or is not to be trusted (see untrusted: a
+// symlink, another user's file, a directory others may write). It opens without blocking (O_NONBLOCK), so
 // a named pipe put there can never hang the handler past its timeout.
 func (h *FileHandler) read(r FileRequest) (Answer, error) {
+	var lst syscall.Stat_t
+	if err := syscall.Lstat(h.ResponsePath(), &lst); errors.Is(err, syscall.ENOENT) {
+		return Answer{}, errNotWritten
+	}
 	f, err := regularfile.Open(h.ResponsePath())
 	if errors.Is(err, fs.ErrNotExist) {
+		if lst.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+			return Answer{}, &ignoredError{fmt.Sprintf("permission response %s is a symbolic link (to nothing); ignored, still waiting for request %s", h.ResponsePath(), r.RequestID)}
+		}
 		return Answer{}, errNotWritten
 	}
 	var nr *regularfile.NotRegularError
@@ -209,6 +218,9 @@ func (h *FileHandler) read(r FileRequest) (Answer, error) {
 		return Answer{}, fmt.Errorf("read response: %w", err)
 	}
 	defer f.Close()
+	if why := untrusted(h.ResponsePath(), &lst, f, r.RequestID); why != "" {
+		return Answer{}, &ignoredError{why}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxResponseBytes+1))
 	if err != nil {
 		return Answer{}, fmt.Errorf("read response %s: %w", h.ResponsePath(), err)

@@ -1,0 +1,26 @@
+package client
+
+import (
+	"net"
+	"syscall"
+)
+
+// peerCred is the uid and pid of the process that bound the socket at the
+// other end of c (SO_PEERCRED).
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, 0, err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return -1, 0, err
+	}
+	if credErr != nil {
+		return -1, 0, credErr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}
