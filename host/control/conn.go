@@ -18,6 +18,7 @@ type Conn struct {
 	s      *Server
 	nc     *net.UnixConn
 	id     uint64
+	pid    int // the peer's process (SO_PEERCRED), 0 when unknown
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -31,9 +32,9 @@ type Conn struct {
 	wg     sync.WaitGroup // forwarders and concurrent calls
 }
 
-func newConn(s *Server, nc *net.UnixConn, id uint64) *Conn {
+func newConn(s *Server, nc *net.UnixConn, id uint64, pid int) *Conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &Conn{s: s, nc: nc, id: id, ctx: ctx, cancel: cancel}
+	return &Conn{s: s, nc: nc, id: id, pid: pid, ctx: ctx, cancel: cancel}
 }
 
 // ID numbers the connection within its server (1, 2, …).

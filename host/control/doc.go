@@ -23,7 +23,9 @@
 // isolation, this is a second line.
 //
 // The listener is bounded (issue 16): at most [MaxConnections] are open, one
-// more is answered an error line and closed; a failed accept (EMFILE) is
+// more is answered an error line and closed, and so is one more of a peer
+// process (SO_PEERCRED pid) holding [MaxConnectionsPerProcess] already, so
+// [ReservedConnections] stay free for the owner; a failed accept (EMFILE) is
 // retried after a pause growing from [AcceptBackoffMin] to
 // [AcceptBackoffMax] and logged at most once per [AcceptLogInterval].
 //

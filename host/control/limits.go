@@ -13,6 +13,17 @@ const (
 	// connection need. A connection over the cap is accepted, answered one
 	// JSON-RPC error line (-32000, id null) and closed.
 	MaxConnections = 128
+	// ReservedConnections of MaxConnections are kept for other processes:
+	// one peer process (its pid, SO_PEERCRED) may hold at most
+	// MaxConnectionsPerProcess, so a client that opens connections without
+	// bound (an `avenor mcp` with many waits, a leak) cannot lock the owner
+	// or `avenor control list` out. 8 is enough for a harness's owner
+	// connection and a few one-shot commands.
+	ReservedConnections = 8
+	// MaxConnectionsPerProcess bounds the open connections of one peer
+	// process. A connection over it is refused as one over MaxConnections
+	// is: one JSON-RPC error line (-32000, id null), then closed.
+	MaxConnectionsPerProcess = MaxConnections - ReservedConnections
 	// AcceptBackoffMin is the first pause after a failed accept (EMFILE and
 	// the like); each further failure doubles it up to AcceptBackoffMax. A
 	// successful accept resets it. Without it a listener out of descriptors

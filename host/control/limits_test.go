@@ -63,28 +63,66 @@ func TestAcceptBackoffEndsAtClose(t *testing.T) {
 	}
 }
 
+// startWithPeers starts a one-shot server whose connections come from the
+// pid *peer holds when each is accepted (the server's uid), so one test
+// process can play several client processes. Dial one at a time and wait
+// for its answer before changing *peer: the accept loop reads it.
+func startWithPeers(t *testing.T, cfg Config) (*Server, *atomic.Int64) {
+	t.Helper()
+	if cfg.Path == "" {
+		cfg.Path = sockPath(t)
+	}
+	peer := new(atomic.Int64)
+	s := NewServer(cfg)
+	s.peerCred = func(*net.UnixConn) (int, int, error) { return os.Getuid(), int(peer.Load()), nil }
+	RegisterRun(s, newFakeRuntime(), RunOptions{})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, peer
+}
+
+// dialAs opens a connection as process pid and checks it is served.
+func dialAs(t *testing.T, s *Server, peer *atomic.Int64, pid int) *rawConn {
+	t.Helper()
+	peer.Store(int64(pid))
+	c := dialRaw(t, s.Path())
+	if got := c.call(`{"jsonrpc":"2.0","id":1,"method":"identity"}`); !strings.Contains(got, `"result"`) {
+		t.Fatalf("a connection of pid %d: %s", pid, got)
+	}
+	return c
+}
+
+// refusedAs dials as process pid and checks the connection is answered
+// want and closed.
+func refusedAs(t *testing.T, s *Server, peer *atomic.Int64, pid int, want string) {
+	t.Helper()
+	peer.Store(int64(pid))
+	c := dialRaw(t, s.Path())
+	if got := c.recv(); got != want {
+		t.Fatalf("a refused connection of pid %d: %s\nwant %s", pid, got, want)
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("a refused connection of pid %d was not closed: %v", pid, err)
+	}
+}
+
+const overCapWant = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many control connections: 128 are open (the limit, control.MaxConnections); close one and retry"}}`
+
 // Connections over MaxConnections get one error line and are closed; the
-// ones already open go on, and a slot freed is usable again.
+// ones already open go on, and a slot freed is usable again. The socket
+// fills from several processes, each within its share.
 func TestConnectionCap(t *testing.T) {
 	var logs syncBuffer
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	s, peer := startWithPeers(t, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	conns := make([]*rawConn, MaxConnections)
 	for i := range conns {
-		conns[i] = dialRaw(t, s.Path())
-		if got := conns[i].call(`{"jsonrpc":"2.0","id":1,"method":"identity"}`); !strings.Contains(got, `"result"`) {
-			t.Fatalf("connection %d: %s", i+1, got)
-		}
+		conns[i] = dialAs(t, s, peer, 1000+i%4) // 4 processes, 32 each
 	}
-	const over = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many control connections: 128 are open (the limit, control.MaxConnections); close one and retry"}}`
 	for i := 0; i < 5; i++ {
-		c := dialRaw(t, s.Path())
-		if got := c.recv(); got != over {
-			t.Fatalf("connection over the cap: %s", got)
-		}
-		_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.r.ReadByte(); !errors.Is(err, io.EOF) {
-			t.Fatalf("connection over the cap was not closed: %v", err)
-		}
+		refusedAs(t, s, peer, 2000+i, overCapWant) // a new process is refused too
 	}
 	if n := s.Connections(); n != MaxConnections {
 		t.Fatalf("%d connections, want %d", n, MaxConnections)
@@ -99,9 +137,83 @@ func TestConnectionCap(t *testing.T) {
 	if !waitUntil(5*time.Second, func() bool { return s.Connections() < MaxConnections }) {
 		t.Fatal("a closed connection was not dropped")
 	}
+	peer.Store(2000)
 	c := dialRaw(t, s.Path())
 	if got := c.call(`{"jsonrpc":"2.0","id":3,"method":"prompt","params":{"text":"x"}}`); got != `{"jsonrpc":"2.0","id":3,"result":{"accepted":true}}` {
 		t.Fatalf("a freed slot: %s", got)
+	}
+}
+
+// One process may hold MaxConnectionsPerProcess connections and no more,
+// refused the way the global cap refuses; another process still gets the
+// reserve, up to MaxConnections in all, and a connection the first closes
+// is its to open again.
+func TestOneProcessCannotTakeTheReserve(t *testing.T) {
+	var logs syncBuffer
+	s, peer := startWithPeers(t, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	const flood, other = 4242, 4343
+	held := make([]*rawConn, MaxConnectionsPerProcess)
+	for i := range held {
+		held[i] = dialAs(t, s, peer, flood)
+	}
+	overShare := `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many control connections from one process: pid 4242 holds 120 (the limit per process, control.MaxConnectionsPerProcess; the other control.ReservedConnections are kept for other processes); close one and retry"}}`
+	for i := 0; i < 3; i++ {
+		refusedAs(t, s, peer, flood, overShare)
+	}
+	if n := strings.Count(logs.String(), "too many control connections from one process"); n != 1 {
+		t.Errorf("%d log lines for 3 refused connections, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "pid=4242") {
+		t.Errorf("the log does not name the process:\n%s", logs.String())
+	}
+	// The owner gets in and may mutate; the reserve is all another process's.
+	owner := dialAs(t, s, peer, other)
+	if got := owner.call(`{"jsonrpc":"2.0","id":2,"method":"prompt","params":{"text":"x"}}`); got != `{"jsonrpc":"2.0","id":2,"result":{"accepted":true}}` {
+		t.Fatalf("the owner beside a process at its share: %s", got)
+	}
+	for i := 1; i < ReservedConnections; i++ {
+		dialAs(t, s, peer, other)
+	}
+	refusedAs(t, s, peer, other, overCapWant)
+	if n := s.Connections(); n != MaxConnections {
+		t.Fatalf("%d connections, want %d", n, MaxConnections)
+	}
+	// Closed connections are given back to their process's share: the
+	// flooding process may open the two it closed and no more, while a
+	// slot the other process freed stays free for it.
+	held[0].nc.Close()
+	held[1].nc.Close()
+	owner.nc.Close()
+	if !waitUntil(5*time.Second, func() bool { return s.Connections() == MaxConnections-3 }) {
+		t.Fatal("closed connections were not dropped")
+	}
+	dialAs(t, s, peer, flood)
+	dialAs(t, s, peer, flood)
+	refusedAs(t, s, peer, flood, overShare)
+	dialAs(t, s, peer, other)
+}
+
+// Where the system does not tell the peer's pid, only the global cap
+// applies: connections of unknown processes are not counted as one.
+func TestUnknownPeerHasNoShare(t *testing.T) {
+	s := NewServer(Config{Path: sockPath(t)})
+	s.peerCred = func(*net.UnixConn) (int, int, error) { return -1, 0, errNoPeerCred }
+	s.maxConns, s.maxPerProcess = 6, 2
+	RegisterRun(s, newFakeRuntime(), RunOptions{})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 6; i++ {
+		c := dialRaw(t, s.Path())
+		if got := c.call(`{"jsonrpc":"2.0","id":1,"method":"identity"}`); !strings.Contains(got, `"result"`) {
+			t.Fatalf("connection %d: %s", i+1, got)
+		}
+	}
+	c := dialRaw(t, s.Path())
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many control connections: 6 are open (the limit, control.MaxConnections); close one and retry"}}`
+	if got := c.recv(); got != want {
+		t.Fatalf("over the cap: %s", got)
 	}
 }
 

@@ -44,6 +44,9 @@ type Server struct {
 	// (MaxPendingRequestBytes); mem returns what they let go of.
 	budget *lineBudget
 	mem    *memoryReturner
+	// maxConns and maxPerProcess are MaxConnections and
+	// MaxConnectionsPerProcess; tests lower them.
+	maxConns, maxPerProcess int
 
 	// countMu orders OnConnections calls: each count is computed and
 	// reported under it, so the last report is the current count. It also
@@ -61,7 +64,10 @@ type Server struct {
 	// observers counts the connections that called observe: they watch
 	// and never answer, so they hold no permission request (§4.2).
 	observers int
-	owner     *Conn
+	// perProcess counts the open connections of each peer pid (those
+	// whose pid is known).
+	perProcess map[int]int
+	owner      *Conn
 	// ownerPending counts the owner's mutating calls in flight;
 	// ownerConfirmed is set once one of them succeeded (see claim).
 	ownerPending   int
@@ -81,7 +87,8 @@ func NewServer(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, peerCred: peerCred,
 		budget: &lineBudget{max: MaxPendingRequestBytes}, mem: newMemoryReturner(),
-		methods: map[string]Method{}, conns: map[*Conn]struct{}{}, idle: make(chan struct{}),
+		maxConns: MaxConnections, maxPerProcess: MaxConnectionsPerProcess,
+		methods: map[string]Method{}, conns: map[*Conn]struct{}{}, perProcess: map[int]int{}, idle: make(chan struct{}),
 	}
 	close(s.idle)
 	token := cfg.IdentityToken
@@ -201,6 +208,9 @@ func (s *Server) accept(ln acceptor) {
 		failures = rateLog{every: AcceptLogInterval}
 		refused  = rateLog{every: AcceptLogInterval}
 		over     = rateLog{every: AcceptLogInterval}
+		// overProcess is logged apart from over: a process at its share
+		// must not hide that the socket as a whole is full.
+		overProcess = rateLog{every: AcceptLogInterval}
 	)
 	for {
 		nc, err := ln.AcceptUnix()
@@ -218,7 +228,8 @@ func (s *Server) accept(ln acceptor) {
 			continue
 		}
 		pause = 0
-		if reason := s.refuse(nc); reason != "" {
+		pid, reason := s.refuse(nc)
+		if reason != "" {
 			refused.log(s.log, "refused a control connection", "reason", reason)
 			nc.Close()
 			continue
@@ -231,16 +242,29 @@ func (s *Server) accept(ln acceptor) {
 			nc.Close()
 			return
 		}
-		if len(s.conns) >= MaxConnections {
+		if len(s.conns) >= s.maxConns {
 			s.mu.Unlock()
 			s.countMu.Unlock()
-			over.log(s.log, "refused a control connection: too many control connections", "open", MaxConnections)
-			refuseOverCap(nc)
+			over.log(s.log, "refused a control connection: too many control connections", "open", s.maxConns)
+			refuseOverCap(nc, overCapLine(s.maxConns))
+			continue
+		}
+		// One process may not take the reserve: the owner and a one-shot
+		// `avenor control` still get in while a client holds its share.
+		if pid > 0 && s.perProcess[pid] >= s.maxPerProcess {
+			s.mu.Unlock()
+			s.countMu.Unlock()
+			overProcess.log(s.log, "refused a control connection: too many control connections from one process",
+				"pid", pid, "open", s.maxPerProcess)
+			refuseOverCap(nc, overProcessLine(pid, s.maxPerProcess))
 			continue
 		}
 		s.nextID++
-		c := newConn(s, nc, s.nextID)
+		c := newConn(s, nc, s.nextID, pid)
 		s.conns[c] = struct{}{}
+		if pid > 0 {
+			s.perProcess[pid]++
+		}
 		n, answerers := len(s.conns), len(s.conns)-s.observers
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -250,16 +274,26 @@ func (s *Server) accept(ln acceptor) {
 	}
 }
 
-// overCapLine answers a connection over MaxConnections.
-var overCapLine = EncodeError(nil, &Error{Code: CodeServerError,
-	Message: fmt.Sprintf("too many control connections: %d are open (the limit, control.MaxConnections); close one and retry", MaxConnections)})
+// overCapLine answers a connection over MaxConnections (limit).
+func overCapLine(limit int) []byte {
+	return EncodeError(nil, &Error{Code: CodeServerError,
+		Message: fmt.Sprintf("too many control connections: %d are open (the limit, control.MaxConnections); close one and retry", limit)})
+}
 
-// refuseOverCap sends overCapLine and closes nc. The socket is fresh, so
-// the line fits its buffer and the write does not wait; the deadline only
+// overProcessLine answers a connection of a process that holds
+// MaxConnectionsPerProcess (limit) already.
+func overProcessLine(pid, limit int) []byte {
+	return EncodeError(nil, &Error{Code: CodeServerError,
+		Message: fmt.Sprintf("too many control connections from one process: pid %d holds %d (the limit per process, "+
+			"control.MaxConnectionsPerProcess; the other control.ReservedConnections are kept for other processes); close one and retry", pid, limit)})
+}
+
+// refuseOverCap sends line and closes nc. The socket is fresh, so the
+// line fits its buffer and the write does not wait; the deadline only
 // guards the accept loop against the impossible.
-func refuseOverCap(nc *net.UnixConn) {
+func refuseOverCap(nc *net.UnixConn, line []byte) {
 	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = nc.Write(overCapLine)
+	_, _ = nc.Write(line)
 	nc.Close()
 }
 
@@ -297,19 +331,20 @@ func (r *rateLog) log(l hclog.Logger, msg string, args ...any) {
 	r.last, r.suppressed = now, 0
 }
 
-// refuse says why a peer may not connect, "" when it may.
-func (s *Server) refuse(nc *net.UnixConn) string {
+// refuse says why a peer may not connect, "" when it may, and returns the
+// peer's pid (0 where the system does not tell it).
+func (s *Server) refuse(nc *net.UnixConn) (pid int, reason string) {
 	uid, pid, err := s.peerCred(nc)
 	if errors.Is(err, errNoPeerCred) {
-		return ""
+		return 0, ""
 	}
 	if err != nil {
-		return fmt.Sprintf("could not read the peer's credentials: %v", err)
+		return 0, fmt.Sprintf("could not read the peer's credentials: %v", err)
 	}
 	if me := os.Getuid(); uid != me {
-		return fmt.Sprintf("peer pid %d runs as uid %d, this avenor as uid %d; only the same user may control it", pid, uid, me)
+		return pid, fmt.Sprintf("peer pid %d runs as uid %d, this avenor as uid %d; only the same user may control it", pid, uid, me)
 	}
-	return ""
+	return pid, ""
 }
 
 // connectionsChanged reports a new count of connections, and of those
@@ -339,6 +374,11 @@ func (s *Server) dropConn(c *Conn) {
 		s.observers--
 	}
 	delete(s.conns, c)
+	if c.pid > 0 {
+		if s.perProcess[c.pid]--; s.perProcess[c.pid] <= 0 {
+			delete(s.perProcess, c.pid)
+		}
+	}
 	n, answerers := len(s.conns), len(s.conns)-s.observers
 	s.mu.Unlock()
 	s.connectionsChanged(n, answerers)

@@ -25,10 +25,14 @@ type Bound struct {
 // that disappears or stops being a simple expression fails `make docs` and
 // the drift test, so the table cannot silently go stale.
 var Bounds = []Bound{
-	{"host/control", "MaxRequestLine", "control socket", "longest request line; the rest of a longer line is discarded and the connection goes on"},
+	{"host/control", "MaxRequestLine", "control socket", "longest request line; a longer one is answered `-32600` and its connection closed"},
+	{"host/control", "MaxPendingRequestBytes", "control socket", "request lines not finished yet, all connections together (above the 64 KiB reader and 64 KiB line buffer each connection keeps); a connection whose line would pass it is answered `-32000` and closed"},
+	{"host/control", "ReturnMemoryAfter", "control socket", "bytes of long-line buffers let go of before the memory is handed back to the system (a full collection, at most once per second, `control.ReturnMemoryInterval`)"},
 	{"host/control", "DefaultHistoryLimit", "control `history`, `subscribe` replay", "events returned when `limit` is absent"},
 	{"host/control", "MaxHistoryLimit", "control `history`, `subscribe` replay", "largest `limit` honoured"},
 	{"host/control", "MaxConnections", "control socket", "open connections; one more gets a -32000 error line and is closed"},
+	{"host/control", "ReservedConnections", "control socket", "connections of `control.MaxConnections` one peer process (its pid, `SO_PEERCRED`) cannot take: they are kept for the owner and other clients"},
+	{"host/control", "MaxConnectionsPerProcess", "control socket", "open connections of one peer process (`MaxConnections` − `ReservedConnections`); one more gets a -32000 error line and is closed"},
 	{"host/control", "AcceptBackoffMin", "control socket", "first pause after a failed accept (EMFILE); it doubles per failure"},
 	{"host/control", "AcceptBackoffMax", "control socket", "longest pause between failed accepts"},
 	{"host/control", "AcceptLogInterval", "control socket", "failed accepts and refused connections are logged at most once per interval"},
