@@ -24,6 +24,10 @@ var (
 	// ErrSessionLost: a parked runtime's in_process session died with its
 	// plugin and cannot be continued.
 	ErrSessionLost = errors.New("session lost")
+	// ErrRuntimeEnded: the runtime's turn did not end well (cancelled, its
+	// plugin died, an error or a timeout), so it is ended and takes no
+	// follow-up (contract decision 19).
+	ErrRuntimeEnded = errors.New("runtime ended")
 )
 
 // Capacity sources of the typed capacity error (contract §8).

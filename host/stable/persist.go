@@ -127,7 +127,7 @@ func (rt *runtime) persisted() runtimeState {
 	defer rt.mu.Unlock()
 	r.SessionID = rt.sessionID
 	switch {
-	case rt.state == stateGone || rt.dead != "":
+	case rt.state == stateGone || rt.dead != "" || rt.endedLocked() != "":
 		r.State = persistEnded
 	case rt.state == stateParked:
 		r.State = persistParked

@@ -241,7 +241,9 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	var evict []*runtime
 	switch {
 	case held == nil:
-	case s.closing:
+	case s.closing || rt.endedLocked() != "":
+		// An ended runtime takes no follow-up (decision 19): nothing is
+		// left for its plugin to keep.
 		toClose = append(toClose, held)
 	default:
 		rt.held, rt.launched = held, held.Plugin()
@@ -461,8 +463,9 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 				err = runner.Prompt(text)
 			}
 			// A cancelled run that is still ending its turn (ErrStopping)
-			// is an ending run: the prompt continues the session once it
-			// has parked, as a prompt that just missed the end does.
+			// is an ending run: once it has ended, the prompt continues the
+			// session as a prompt that just missed the end does, or is
+			// refused with the runtime that the cancel ended.
 			stopping := errors.Is(err, hostrt.ErrStopping)
 			if !errors.Is(err, hostrt.ErrRunEnded) && !stopping {
 				return stopErr(err)
@@ -524,6 +527,19 @@ func (rt *runtime) resumeLocked(text string) error {
 	return nil
 }
 
+// endedLocked says why the runtime's last run ended it, "" when the run's
+// turn ended well (exit code 0) and the runtime parks for follow-ups; rt.mu
+// is held. Contract decision 19: a runtime that was cancelled, whose plugin
+// or CLI died, or whose turn ended in error or timed out is ended with its
+// exit code and sentinel, so a harness that waits for ended never waits for
+// ever.
+func (rt *runtime) endedLocked() string {
+	if rt.result == nil || rt.result.ExitCode == 0 {
+		return ""
+	}
+	return fmt.Sprintf("its turn ended with stop reason %s (exit code %d)", rt.result.StopReason, rt.result.ExitCode)
+}
+
 // refusalLocked says why a parked runtime can take no follow-up prompt,
 // nil when it can; rt.mu is held. A runtime it refuses lists as ended, one
 // it would take as idle (contract §5.6).
@@ -533,6 +549,13 @@ func (rt *runtime) refusalLocked() error {
 	}
 	if rt.wf != nil {
 		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.Kind, rt.wf.File)
+	}
+	if why := rt.endedLocked(); why != "" {
+		fix := "spawn a new runtime"
+		if rt.sessionID != "" {
+			fix += fmt.Sprintf(" (with session_id %s to continue its session)", rt.sessionID)
+		}
+		return fmt.Errorf("%w: runtime %s: %s; only a runtime whose turn ended well takes a follow-up: %s", ErrRuntimeEnded, rt.id, why, fix)
 	}
 	if rt.handedTo != "" {
 		return fmt.Errorf("runtime %s's session %s continues in runtime %s; prompt %s", rt.id, rt.sessionID, rt.handedTo, rt.handedTo)
