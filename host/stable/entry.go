@@ -129,7 +129,8 @@ func (rt *runtime) entry(children []string) map[string]any {
 		}
 		if rt.state != stateRunning {
 			if f, ok := end["final_output"].(string); ok {
-				e["final_output"], e["final_output_truncated"] = event.TruncateRunes(f, event.FinalOutputLimit)
+				f, cut := event.TruncateRunes(f, event.FinalOutputLimit)
+				e["final_output"], e["final_output_truncated"] = f, cut || rt.lastEndCut
 			}
 		}
 	}

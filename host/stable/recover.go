@@ -215,7 +215,7 @@ func (s *Supervisor) endTurnInError(rt *runtime, r runtimeState, msg string) err
 		}
 		stamped, err := rt.w.Write(ev)
 		if err == nil && ev.Type() == event.TypeSessionEnd {
-			rt.lastEnd = stamped
+			rt.lastEnd, rt.lastEndCut = boundedEnd(stamped)
 		}
 	}
 	if err := rt.w.Flush(); err != nil {

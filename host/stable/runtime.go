@@ -85,12 +85,15 @@ type runtime struct {
 	heldStop  chan struct{}
 	sessionID string
 	result    *hostrt.Result
-	lastEnd   event.Event // the last session.end, complete
-	parkedAt  int64
-	parkGen   int
-	parkTimer *time.Timer
-	handedTo  string // a spawn took over the parked session
-	lost      string // why the session cannot be continued
+	// lastEnd is the last session.end, its final_output cut to
+	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
+	lastEnd    event.Event
+	lastEndCut bool
+	parkedAt   int64
+	parkGen    int
+	parkTimer  *time.Timer
+	handedTo   string // a spawn took over the parked session
+	lost       string // why the session cannot be continued
 	// dead: recovered after the supervisor died, and cannot continue
 	// (why); perms are its turn's permission requests (state.json).
 	dead      string
@@ -158,8 +161,9 @@ func (rt *runtime) onEvent(ev event.Event) {
 		}
 		rt.markReady()
 	case event.TypeSessionEnd:
+		end, cut := boundedEnd(ev)
 		rt.mu.Lock()
-		rt.lastEnd = ev
+		rt.lastEnd, rt.lastEndCut = end, cut
 		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
 			rt.sessionID = sid
 		}
@@ -266,6 +270,9 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	if err := rt.evlog.park(); err != nil {
 		s.log.Warn("closing the event log of a parked runtime", "runtime_id", rt.id, "error", err)
 	}
+	// The run's answers are in the log; its history keeps what the control
+	// views show of them (finaloutput.go).
+	rt.w.BoundFinalOutput(MaxKeptFinalOutput)
 	close(done)
 	rt.markReady()
 	s.dirty()
@@ -351,6 +358,7 @@ func (rt *runtime) reap(gen int) {
 	rt.mu.Unlock()
 	s.unkeepLocked(rt)
 	delete(s.runtimes, rt.id)
+	s.releaseMemoryLocked()
 	s.mu.Unlock()
 	s.log.Debug("reaped a parked runtime", "runtime_id", rt.id)
 	s.dirty()
