@@ -106,6 +106,9 @@ type runtime struct {
 	// nothing in the log from a turn that ended: the log's lines are
 	// durable where the writer's seq may not be yet.
 	acceptedAt int64
+	// accepting is closed once a follow-up prompt accepted while parked
+	// has been made durable (or refused); nil otherwise.
+	accepting chan struct{}
 }
 
 // runRef is what the runtime's status and follow-ups reach in its run.
@@ -139,7 +142,9 @@ func (rt *runtime) opened(sessionID string) {
 		rt.sessionID = sessionID
 		rt.mu.Unlock()
 	}
-	rt.s.saveSync()
+	// The runtime itself was made durable at its spawn: a write that
+	// fails now leaves a successor a runtime to end, and is logged.
+	_ = rt.s.saveSync()
 }
 
 // onEventTypes are the events onEvent and persistEvent act on; the others
@@ -254,11 +259,7 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 		rt.watchHeldLocked(held)
 		evict = s.keepLocked(rt, rt.scope)
 	}
-	if !s.closing && s.cfg.ParkedTimeout > 0 {
-		rt.parkGen++
-		gen := rt.parkGen
-		rt.parkTimer = time.AfterFunc(s.cfg.ParkedTimeout, func() { rt.reap(gen) })
-	}
+	rt.armParkTimerLocked()
 	rt.mu.Unlock()
 	s.releaseLocked(rt.id)
 	for _, v := range evict {
@@ -279,6 +280,18 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	for _, h := range toClose {
 		h.Close()
 	}
+}
+
+// armParkTimerLocked reaps the parked runtime after ParkedTimeout; s.mu
+// and rt.mu are held.
+func (rt *runtime) armParkTimerLocked() {
+	s := rt.s
+	if s.closing || s.cfg.ParkedTimeout <= 0 {
+		return
+	}
+	rt.parkGen++
+	gen := rt.parkGen
+	rt.parkTimer = time.AfterFunc(s.cfg.ParkedTimeout, func() { rt.reap(gen) })
 }
 
 // watchHeldLocked watches a kept plugin: if it dies while parked, its
@@ -464,6 +477,10 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			runner, done := rt.runner, rt.runDone
 			rt.mu.Unlock()
 			s.mu.Unlock()
+			if runner == nil {
+				// Between its spawn's durable record and its first run.
+				return fmt.Errorf("runtime %s is starting; prompt it once its spawn has answered", rt.id)
+			}
 			var err error
 			if interrupt {
 				err = runner.InterruptAndPrompt(text, keepQueue)
@@ -492,23 +509,31 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 				return ctx.Err()
 			}
 		}
-		err := rt.resumeLocked(text)
+		if wait := rt.accepting; wait != nil {
+			// Another prompt is being made durable: this one follows it.
+			rt.mu.Unlock()
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := rt.acceptLocked()
 		rt.mu.Unlock()
 		s.mu.Unlock()
-		if err == nil {
-			// The prompt is answered accepted only once state.json says
-			// so: a supervisor killed before its turn starts leaves the
-			// successor a prompt to end, not a turn it cannot tell from the
-			// one before (recover.go).
-			s.saveSync()
+		if err != nil {
+			return err
 		}
-		return err
+		return rt.resume(text)
 	}
 }
 
-// resumeLocked starts a follow-up run of a parked runtime; s.mu and rt.mu
-// are held.
-func (rt *runtime) resumeLocked(text string) error {
+// acceptLocked takes a follow-up prompt for a parked runtime: its
+// executing slot, and acceptedAt, which state.json must hold before the
+// prompt runs (resume); s.mu and rt.mu are held.
+func (rt *runtime) acceptLocked() error {
 	s := rt.s
 	if s.closing {
 		return ErrShuttingDown
@@ -523,15 +548,51 @@ func (rt *runtime) resumeLocked(text string) error {
 	if err := s.admitLocked(rt.id); err != nil {
 		return err
 	}
-	held := rt.takeHeldLocked()
-	s.unkeepLocked(rt)
 	if rt.parkTimer != nil {
 		rt.parkTimer.Stop()
 	}
-	rt.parkGen++
+	rt.parkGen++ // a reap already due is void
 	rt.acceptedAt = rt.w.LatestSeq()
+	rt.accepting = make(chan struct{})
+	return nil
+}
+
+// resume runs an accepted follow-up prompt once state.json says it was
+// accepted: a supervisor killed before its turn starts leaves the
+// successor a prompt to end, not a turn it cannot tell from the one before
+// (recover.go). A state file that cannot be written (a full disk) refuses
+// the prompt before anything of it runs, and the runtime stays parked.
+func (rt *runtime) resume(text string) error {
+	s := rt.s
+	err := s.saveSync()
+	s.mu.Lock()
+	rt.mu.Lock()
+	done := rt.accepting
+	rt.accepting = nil
+	defer close(done)
+	if err == nil && (s.closing || rt.state != stateParked) {
+		err = ErrShuttingDown // the shutdown retired it meanwhile
+	}
+	if err != nil {
+		rt.acceptedAt = 0
+		s.releaseLocked(rt.id)
+		if rt.state == stateParked {
+			rt.armParkTimerLocked()
+		}
+		rt.mu.Unlock()
+		s.mu.Unlock()
+		s.dirty()
+		if errors.Is(err, ErrNotDurable) {
+			return fmt.Errorf("prompt refused, nothing of it ran: %w", err)
+		}
+		return err
+	}
+	held := rt.takeHeldLocked()
+	s.unkeepLocked(rt)
 	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
 	rt.startRunLocked(text, rt.sessionID, held)
+	rt.mu.Unlock()
+	s.mu.Unlock()
 	return nil
 }
 

@@ -166,6 +166,35 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	s.runtimes[id] = rt
 	rt.params = p
+	s.mu.Unlock()
+	// Durable before anything runs: a supervisor that dies from here on
+	// leaves its successor this runtime to end (its session.end and
+	// sentinel written), never one that vanished. A state file that cannot
+	// be written (a full disk) refuses the spawn.
+	if err := s.saveSync(); err != nil {
+		s.mu.Lock()
+		delete(s.runtimes, id)
+		s.releaseLocked(id)
+		s.mu.Unlock()
+		rt.closeStream()
+		if warm != nil {
+			warm.Close()
+		}
+		s.dirty()
+		return nil, fmt.Errorf("spawn refused, nothing was started: %w", err)
+	}
+	s.mu.Lock()
+	if s.closing {
+		// The shutdown retires it (it is in the table): its stream is
+		// closed, nothing runs.
+		s.releaseLocked(id)
+		s.mu.Unlock()
+		rt.closeStream()
+		if warm != nil {
+			warm.Close()
+		}
+		return nil, ErrShuttingDown
+	}
 	s.attachLocked(rt)
 	held := warm
 	if held != nil {

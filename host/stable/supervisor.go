@@ -90,7 +90,7 @@ type Supervisor struct {
 	saverDone chan struct{}
 	// saveWaiters are saveSync callers waiting for the next write.
 	saveWaitMu  sync.Mutex
-	saveWaiters []chan struct{}
+	saveWaiters []chan error
 	pid         int
 	// recovered is closed once the runtimes of a dead predecessor are back
 	// (or there were none): until then the runtime table is not whole, and

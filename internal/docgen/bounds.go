@@ -86,7 +86,7 @@ var Bounds = []Bound{
 	{"host/loop", "DefaultMaxIterations", "loop config", "`max_iterations` when absent or 0"},
 	{"host/loop", "MaxIterationsLimit", "loop config", "largest `max_iterations` accepted"},
 	{"host/loop", "DefaultMaxNudges", "phase `on_incomplete`", "`max_nudges` when absent"},
-	{"host/stable", "StateSyncWait", "`avenor stable`", "a run's first prompt, and a follow-up's reply, wait this long at most for `state.json` to be written (then go on with a warning)"},
+	{"host/stable", "StateSyncWait", "`avenor stable`", "a spawn, a run's first prompt and a follow-up wait this long at most for `state.json` to be written (then go on with a warning); a write that fails refuses the spawn or follow-up"},
 	{"host/stable", "DefaultMaxRuntimes", "`avenor stable`", "`--max-runtimes` default: live runtimes before spawn is refused"},
 	{"host/stable", "DefaultMaxTreeBudget", "`avenor stable`", "runtimes in one parent/child tree (`tree_budget` capacity)"},
 	{"host/stable", "DefaultParkedTimeout", "`avenor stable`", "how long an idle runtime keeps its session open for follow-ups"},
