@@ -75,6 +75,9 @@ func TestFullDiskRefusesWhatCannotBeDurable(t *testing.T) {
 	if n := launches.Load(); n != 0 {
 		t.Fatalf("a refused spawn started %d plugins", n)
 	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "avenor-stable", "*", "*")); len(left) != 0 {
+		t.Fatalf("a refused spawn left %v", left)
+	}
 
 	full.Store(false)
 	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say one"})

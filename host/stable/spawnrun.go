@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -177,6 +178,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		s.releaseLocked(id)
 		s.mu.Unlock()
 		rt.closeStream()
+		s.removeDefaultArtifacts(rt)
 		if warm != nil {
 			warm.Close()
 		}
@@ -315,6 +317,19 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	rt.broker.SetControl(control.Resolver{Server: s.srv})
 	rt.debug = newDebugTarget(rt)
 	return rt, nil
+}
+
+// removeDefaultArtifacts removes the empty log and the directory a refused
+// spawn got under the default artifacts (paths the spawn named are left
+// as they are).
+func (s *Supervisor) removeDefaultArtifacts(rt *runtime) {
+	rtDir := filepath.Join(s.artifacts, rt.id)
+	for _, p := range []string{rt.spec.onEvent, rt.spec.sentinel} {
+		if filepath.Dir(p) == rtDir {
+			_ = os.Remove(p)
+		}
+	}
+	_ = os.Remove(rtDir) // only when empty
 }
 
 // checkResume refuses a session_id that a runtime of this supervisor is
