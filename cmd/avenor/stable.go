@@ -53,7 +53,8 @@ its socket is.
 
 Each runtime writes its events and sentinel to the paths its spawn gives, by default
 $TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
-whose turn ended well stays idle, ready for a follow-up prompt, until --parked-timeout. A spawn with
+whose turn ended well stays idle, ready for a follow-up prompt, until --parked-timeout; one
+cancelled, failed or whose plugin died is ended, with its exit code and sentinel. A spawn with
 loop_file or team_file runs the whole loop or team as one runtime (session_id ""). With
 --warm BACKEND=N the supervisor keeps N runtimes of BACKEND started, initialised and with a
 fresh session open in the given dir (default its working dir); a spawn of the same backend,

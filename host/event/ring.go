@@ -91,3 +91,37 @@ func decodeLine(line []byte) (Event, error) {
 	}
 	return ev, nil
 }
+
+// boundFinalOutput re-encodes, with enc, every line whose final_output is
+// longer than runes runes as Truncate makes its event (final_output cut,
+// final_output_truncated true), and returns how many it rewrote. Lines are
+// only replaced, never changed: a subscriber may still hold the old one.
+func (r *ring) boundFinalOutput(runes int, enc *lineEncoder) int {
+	size := len(r.entries)
+	n := 0
+	for i := range r.n {
+		e := &r.entries[(r.start+i)%size]
+		if !bytes.Contains(e.line, finalOutputKey) {
+			continue
+		}
+		ev, err := decodeLine(e.line)
+		if err != nil {
+			continue
+		}
+		if s, _ := ev["final_output"].(string); len(s) <= runes {
+			continue // short enough (n bytes are at most n runes)
+		} else if _, long := TruncateRunes(s, runes); !long {
+			continue
+		}
+		line, err := enc.appendLine(nil, Truncate(ev, runes))
+		if err != nil {
+			continue
+		}
+		e.line = line[:len(line)-1]
+		n++
+	}
+	return n
+}
+
+// finalOutputKey marks a line that may carry a final_output.
+var finalOutputKey = []byte(`"final_output":`)

@@ -342,3 +342,19 @@ func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64
 	w.line = line
 	return kept, offset
 }
+
+// BoundFinalOutput rewrites the history's events whose final_output is
+// longer than runes runes (<= 0: FinalOutputLimit) as Truncate makes them,
+// so a writer kept for long — a parked stable runtime's — holds no whole
+// answer in memory; the log keeps it. Every control view (status, history,
+// subscriptions) bounds final_output the same way, so what they show does
+// not change. Events written later are kept whole until the next call.
+func (w *Writer) BoundFinalOutput(runes int) {
+	if runes <= 0 {
+		runes = FinalOutputLimit
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var enc lineEncoder
+	w.history.boundFinalOutput(runes, &enc)
+}

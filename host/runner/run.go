@@ -558,6 +558,9 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	}
 	r.status.update(func(s *Status) { s.TurnState = TurnEnding })
 	r.endSession(h, out)
+	// The text is in the log now: a session kept between runs must not
+	// hold a whole answer until its next turn.
+	h.final.Reset()
 
 	if !out.pluginGone && o.KeepSession && ctx.Err() == nil && pluginAlive(l) {
 		h.park()

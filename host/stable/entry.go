@@ -5,11 +5,13 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Entry statuses (contract §5.6). A runtime parked after its turn, waiting
-// for a follow-up, is "idle" (parked:true, exit_code says how the turn
-// ended); "ended" is only a runtime that can take no more prompts: its loop
-// or team is over, its session continues in another runtime or was lost
-// with its plugin, or the supervisor stopped it.
+// Entry statuses (contract §5.6, decision 19). A runtime parked after a
+// turn that ended well, waiting for a follow-up, is "idle" (parked:true,
+// exit_code 0); "ended" is a runtime that can take no more prompts: its
+// turn was cancelled, failed, timed out or lost its plugin (exit_code and
+// the sentinel say which), its loop or team is over, its session continues
+// in another runtime or was lost with its plugin, or the supervisor stopped
+// it. An ended runtime lists parked:true too until it is reaped.
 const (
 	StatusIdle    = "idle"
 	StatusRunning = "running"
@@ -127,7 +129,8 @@ func (rt *runtime) entry(children []string) map[string]any {
 		}
 		if rt.state != stateRunning {
 			if f, ok := end["final_output"].(string); ok {
-				e["final_output"], e["final_output_truncated"] = event.TruncateRunes(f, event.FinalOutputLimit)
+				f, cut := event.TruncateRunes(f, event.FinalOutputLimit)
+				e["final_output"], e["final_output_truncated"] = f, cut || rt.lastEndCut
 			}
 		}
 	}

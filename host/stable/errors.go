@@ -24,6 +24,14 @@ var (
 	// ErrSessionLost: a parked runtime's in_process session died with its
 	// plugin and cannot be continued.
 	ErrSessionLost = errors.New("session lost")
+	// ErrRuntimeEnded: the runtime's turn did not end well (cancelled, its
+	// plugin died, an error or a timeout), so it is ended and takes no
+	// follow-up (contract decision 19).
+	ErrRuntimeEnded = errors.New("runtime ended")
+	// ErrNotDurable: the supervisor could not write its state file (a full
+	// disk), so it starts nothing a successor could not recover: a spawn or
+	// follow-up prompt is refused, nothing of it runs.
+	ErrNotDurable = errors.New("the supervisor cannot make this durable: its state file could not be written")
 )
 
 // Capacity sources of the typed capacity error (contract §8).

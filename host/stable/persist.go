@@ -2,6 +2,7 @@ package stable
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
@@ -31,9 +32,9 @@ func (s *Supervisor) startSaver() {
 				waiting := s.saveWaiters
 				s.saveWaiters = nil
 				s.saveWaitMu.Unlock()
-				s.saveNow()
+				err := s.saveNow()
 				for _, w := range waiting {
-					close(w)
+					w <- err // buffered: the waiter may have given up
 				}
 			case <-s.saverQuit:
 				return
@@ -75,14 +76,17 @@ const StateSyncWait = 5 * time.Second
 
 // saveSync returns once a write of the state taken after the call has
 // ended (atomic, fsynced), for a change a caller must not act on before it
-// is durable. Callers at the same moment share one write. Without a state
-// directory, or once the saver has stopped, it returns at once; after
-// StateSyncWait it returns with a warning (the write goes on).
-func (s *Supervisor) saveSync() {
+// is durable, with that write's error: a caller refuses what it cannot
+// make durable (a full disk). Callers at the same moment share one write.
+// Without a state directory, or once the saver has stopped, it returns nil
+// at once; after StateSyncWait it returns nil with a warning (the write
+// goes on: a slow disk must not hold every prompt, and one that fails
+// says so to the next caller).
+func (s *Supervisor) saveSync() error {
 	if s.saveCh == nil {
-		return
+		return nil
 	}
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	s.saveWaitMu.Lock()
 	s.saveWaiters = append(s.saveWaiters, done)
 	s.saveWaitMu.Unlock()
@@ -90,17 +94,24 @@ func (s *Supervisor) saveSync() {
 	t := time.NewTimer(StateSyncWait)
 	defer t.Stop()
 	select {
-	case <-done:
+	case err := <-done:
+		return err
 	case <-s.saverDone:
 	case <-t.C:
 		s.log.Warn("the supervisor state file was not written in time; going on without waiting", "path", s.store.path(), "waited", StateSyncWait)
 	}
+	return nil
 }
 
-func (s *Supervisor) saveNow() {
-	if err := s.store.save(s.snapshot); err != nil {
-		s.log.Warn("writing the supervisor state file", "path", s.store.path(), "error", err)
+// saveNow writes the state file; an error is logged, and returned as one
+// a caller can show (ErrNotDurable).
+func (s *Supervisor) saveNow() error {
+	err := s.store.save(s.snapshot)
+	if err == nil {
+		return nil
 	}
+	s.log.Warn("writing the supervisor state file", "path", s.store.path(), "error", err)
+	return fmt.Errorf("%w: writing %s: %v; free space there (or fix the directory) and try again", ErrNotDurable, s.store.path(), err)
 }
 
 // snapshot is the supervisor's durable state now.
@@ -127,7 +138,7 @@ func (rt *runtime) persisted() runtimeState {
 	defer rt.mu.Unlock()
 	r.SessionID = rt.sessionID
 	switch {
-	case rt.state == stateGone || rt.dead != "":
+	case rt.state == stateGone || rt.dead != "" || rt.endedLocked() != "":
 		r.State = persistEnded
 	case rt.state == stateParked:
 		r.State = persistParked

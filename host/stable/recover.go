@@ -141,10 +141,11 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		// A follow-up prompt was answered accepted, and its run wrote
 		// nothing before the supervisor died: the log's session.end is the
 		// turn before it. The prompt did not run; its turn ends in error,
-		// so the harness waiting on it hears so, and the runtime stays
-		// parked for the next prompt. A plugin that kept the session is
-		// stopped rather than trusted with a turn in an unknown state.
-		msg := fmt.Sprintf("runtime %s: the supervisor died after accepting a prompt and before its turn started; the prompt did not run (send it again)", r.ID)
+		// so the harness waiting on it hears so, and the runtime is ended
+		// (decision 19: only a turn that ended well parks). A plugin that
+		// kept the session is stopped rather than trusted with a turn in
+		// an unknown state.
+		msg := fmt.Sprintf("runtime %s: the supervisor died after accepting a prompt and before its turn started; the prompt did not run (send it again in a new runtime: spawn with session_id %s)", r.ID, r.SessionID)
 		if err := s.endTurnInError(rt, r, msg); err != nil {
 			return nil, err
 		}
@@ -160,13 +161,12 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 	if turnEnded {
 		s.settleEndedTurn(rt, r)
 	}
-	if p := r.Plugin; p != nil && r.SessionID != "" && rt.dead == "" && isAvenorPlugin(p.PID) {
+	// A turn that ended badly ended its runtime (decision 19): its plugin
+	// is not taken over to keep a session nobody can prompt.
+	if p := r.Plugin; p != nil && r.SessionID != "" && rt.dead == "" && rt.endedLocked() == "" && isAvenorPlugin(p.PID) {
 		if s.reattachRuntime(rt, r, lastType) {
 			return rt, nil
 		}
-	}
-	if r.State == persistEnded && rt.dead == "" {
-		rt.dead = "ended before the supervisor's restart"
 	}
 	if r.State != persistRunning || turnEnded {
 		// Parked or ended: its log and sentinel are whole. A plugin that
@@ -179,6 +179,9 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 			if ec, stop, ok := readSentinel(r.Sentinel); ok {
 				rt.result = &hostrt.Result{ExitCode: ec, StopReason: stop, SessionID: r.SessionID}
 			}
+		}
+		if r.State == persistEnded && rt.dead == "" && rt.endedLocked() == "" {
+			rt.dead = "ended before the supervisor's restart"
 		}
 		return rt, nil
 	}
@@ -212,7 +215,7 @@ func (s *Supervisor) endTurnInError(rt *runtime, r runtimeState, msg string) err
 		}
 		stamped, err := rt.w.Write(ev)
 		if err == nil && ev.Type() == event.TypeSessionEnd {
-			rt.lastEnd = stamped
+			rt.lastEnd, rt.lastEndCut = boundedEnd(stamped)
 		}
 	}
 	if err := rt.w.Flush(); err != nil {

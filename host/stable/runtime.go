@@ -85,12 +85,15 @@ type runtime struct {
 	heldStop  chan struct{}
 	sessionID string
 	result    *hostrt.Result
-	lastEnd   event.Event // the last session.end, complete
-	parkedAt  int64
-	parkGen   int
-	parkTimer *time.Timer
-	handedTo  string // a spawn took over the parked session
-	lost      string // why the session cannot be continued
+	// lastEnd is the last session.end, its final_output cut to
+	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
+	lastEnd    event.Event
+	lastEndCut bool
+	parkedAt   int64
+	parkGen    int
+	parkTimer  *time.Timer
+	handedTo   string // a spawn took over the parked session
+	lost       string // why the session cannot be continued
 	// dead: recovered after the supervisor died, and cannot continue
 	// (why); perms are its turn's permission requests (state.json).
 	dead      string
@@ -103,6 +106,9 @@ type runtime struct {
 	// nothing in the log from a turn that ended: the log's lines are
 	// durable where the writer's seq may not be yet.
 	acceptedAt int64
+	// accepting is closed once a follow-up prompt accepted while parked
+	// has been made durable (or refused); nil otherwise.
+	accepting chan struct{}
 }
 
 // runRef is what the runtime's status and follow-ups reach in its run.
@@ -136,7 +142,9 @@ func (rt *runtime) opened(sessionID string) {
 		rt.sessionID = sessionID
 		rt.mu.Unlock()
 	}
-	rt.s.saveSync()
+	// The runtime itself was made durable at its spawn: a write that
+	// fails now leaves a successor a runtime to end, and is logged.
+	_ = rt.s.saveSync()
 }
 
 // onEventTypes are the events onEvent and persistEvent act on; the others
@@ -158,8 +166,9 @@ func (rt *runtime) onEvent(ev event.Event) {
 		}
 		rt.markReady()
 	case event.TypeSessionEnd:
+		end, cut := boundedEnd(ev)
 		rt.mu.Lock()
-		rt.lastEnd = ev
+		rt.lastEnd, rt.lastEndCut = end, cut
 		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
 			rt.sessionID = sid
 		}
@@ -241,18 +250,16 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	var evict []*runtime
 	switch {
 	case held == nil:
-	case s.closing:
+	case s.closing || rt.endedLocked() != "":
+		// An ended runtime takes no follow-up (decision 19): nothing is
+		// left for its plugin to keep.
 		toClose = append(toClose, held)
 	default:
 		rt.held, rt.launched = held, held.Plugin()
 		rt.watchHeldLocked(held)
 		evict = s.keepLocked(rt, rt.scope)
 	}
-	if !s.closing && s.cfg.ParkedTimeout > 0 {
-		rt.parkGen++
-		gen := rt.parkGen
-		rt.parkTimer = time.AfterFunc(s.cfg.ParkedTimeout, func() { rt.reap(gen) })
-	}
+	rt.armParkTimerLocked()
 	rt.mu.Unlock()
 	s.releaseLocked(rt.id)
 	for _, v := range evict {
@@ -264,12 +271,27 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	if err := rt.evlog.park(); err != nil {
 		s.log.Warn("closing the event log of a parked runtime", "runtime_id", rt.id, "error", err)
 	}
+	// The run's answers are in the log; its history keeps what the control
+	// views show of them (finaloutput.go).
+	rt.w.BoundFinalOutput(MaxKeptFinalOutput)
 	close(done)
 	rt.markReady()
 	s.dirty()
 	for _, h := range toClose {
 		h.Close()
 	}
+}
+
+// armParkTimerLocked reaps the parked runtime after ParkedTimeout; s.mu
+// and rt.mu are held.
+func (rt *runtime) armParkTimerLocked() {
+	s := rt.s
+	if s.closing || s.cfg.ParkedTimeout <= 0 {
+		return
+	}
+	rt.parkGen++
+	gen := rt.parkGen
+	rt.parkTimer = time.AfterFunc(s.cfg.ParkedTimeout, func() { rt.reap(gen) })
 }
 
 // watchHeldLocked watches a kept plugin: if it dies while parked, its
@@ -349,6 +371,7 @@ func (rt *runtime) reap(gen int) {
 	rt.mu.Unlock()
 	s.unkeepLocked(rt)
 	delete(s.runtimes, rt.id)
+	s.releaseMemoryLocked()
 	s.mu.Unlock()
 	s.log.Debug("reaped a parked runtime", "runtime_id", rt.id)
 	s.dirty()
@@ -454,6 +477,10 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			runner, done := rt.runner, rt.runDone
 			rt.mu.Unlock()
 			s.mu.Unlock()
+			if runner == nil {
+				// Between its spawn's durable record and its first run.
+				return fmt.Errorf("runtime %s is starting; prompt it once its spawn has answered", rt.id)
+			}
 			var err error
 			if interrupt {
 				err = runner.InterruptAndPrompt(text, keepQueue)
@@ -461,8 +488,9 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 				err = runner.Prompt(text)
 			}
 			// A cancelled run that is still ending its turn (ErrStopping)
-			// is an ending run: the prompt continues the session once it
-			// has parked, as a prompt that just missed the end does.
+			// is an ending run: once it has ended, the prompt continues the
+			// session as a prompt that just missed the end does, or is
+			// refused with the runtime that the cancel ended.
 			stopping := errors.Is(err, hostrt.ErrStopping)
 			if !errors.Is(err, hostrt.ErrRunEnded) && !stopping {
 				return stopErr(err)
@@ -481,23 +509,31 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 				return ctx.Err()
 			}
 		}
-		err := rt.resumeLocked(text)
+		if wait := rt.accepting; wait != nil {
+			// Another prompt is being made durable: this one follows it.
+			rt.mu.Unlock()
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := rt.acceptLocked()
 		rt.mu.Unlock()
 		s.mu.Unlock()
-		if err == nil {
-			// The prompt is answered accepted only once state.json says
-			// so: a supervisor killed before its turn starts leaves the
-			// successor a prompt to end, not a turn it cannot tell from the
-			// one before (recover.go).
-			s.saveSync()
+		if err != nil {
+			return err
 		}
-		return err
+		return rt.resume(text)
 	}
 }
 
-// resumeLocked starts a follow-up run of a parked runtime; s.mu and rt.mu
-// are held.
-func (rt *runtime) resumeLocked(text string) error {
+// acceptLocked takes a follow-up prompt for a parked runtime: its
+// executing slot, and acceptedAt, which state.json must hold before the
+// prompt runs (resume); s.mu and rt.mu are held.
+func (rt *runtime) acceptLocked() error {
 	s := rt.s
 	if s.closing {
 		return ErrShuttingDown
@@ -512,16 +548,65 @@ func (rt *runtime) resumeLocked(text string) error {
 	if err := s.admitLocked(rt.id); err != nil {
 		return err
 	}
-	held := rt.takeHeldLocked()
-	s.unkeepLocked(rt)
 	if rt.parkTimer != nil {
 		rt.parkTimer.Stop()
 	}
-	rt.parkGen++
+	rt.parkGen++ // a reap already due is void
 	rt.acceptedAt = rt.w.LatestSeq()
+	rt.accepting = make(chan struct{})
+	return nil
+}
+
+// resume runs an accepted follow-up prompt once state.json says it was
+// accepted: a supervisor killed before its turn starts leaves the
+// successor a prompt to end, not a turn it cannot tell from the one before
+// (recover.go). A state file that cannot be written (a full disk) refuses
+// the prompt before anything of it runs, and the runtime stays parked.
+func (rt *runtime) resume(text string) error {
+	s := rt.s
+	err := s.saveSync()
+	s.mu.Lock()
+	rt.mu.Lock()
+	done := rt.accepting
+	rt.accepting = nil
+	defer close(done)
+	if err == nil && (s.closing || rt.state != stateParked) {
+		err = ErrShuttingDown // the shutdown retired it meanwhile
+	}
+	if err != nil {
+		rt.acceptedAt = 0
+		s.releaseLocked(rt.id)
+		if rt.state == stateParked {
+			rt.armParkTimerLocked()
+		}
+		rt.mu.Unlock()
+		s.mu.Unlock()
+		s.dirty()
+		if errors.Is(err, ErrNotDurable) {
+			return fmt.Errorf("prompt refused, nothing of it ran: %w", err)
+		}
+		return err
+	}
+	held := rt.takeHeldLocked()
+	s.unkeepLocked(rt)
 	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
 	rt.startRunLocked(text, rt.sessionID, held)
+	rt.mu.Unlock()
+	s.mu.Unlock()
 	return nil
+}
+
+// endedLocked says why the runtime's last run ended it, "" when the run's
+// turn ended well (exit code 0) and the runtime parks for follow-ups; rt.mu
+// is held. Contract decision 19: a runtime that was cancelled, whose plugin
+// or CLI died, or whose turn ended in error or timed out is ended with its
+// exit code and sentinel, so a harness that waits for ended never waits for
+// ever.
+func (rt *runtime) endedLocked() string {
+	if rt.result == nil || rt.result.ExitCode == 0 {
+		return ""
+	}
+	return fmt.Sprintf("its turn ended with stop reason %s (exit code %d)", rt.result.StopReason, rt.result.ExitCode)
 }
 
 // refusalLocked says why a parked runtime can take no follow-up prompt,
@@ -533,6 +618,13 @@ func (rt *runtime) refusalLocked() error {
 	}
 	if rt.wf != nil {
 		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.Kind, rt.wf.File)
+	}
+	if why := rt.endedLocked(); why != "" {
+		fix := "spawn a new runtime"
+		if rt.sessionID != "" {
+			fix += fmt.Sprintf(" (with session_id %s to continue its session)", rt.sessionID)
+		}
+		return fmt.Errorf("%w: runtime %s: %s; only a runtime whose turn ended well takes a follow-up: %s", ErrRuntimeEnded, rt.id, why, fix)
 	}
 	if rt.handedTo != "" {
 		return fmt.Errorf("runtime %s's session %s continues in runtime %s; prompt %s", rt.id, rt.sessionID, rt.handedTo, rt.handedTo)

@@ -102,10 +102,11 @@ func TestPromptRefusedDuringShutdown(t *testing.T) {
 	}
 }
 
-// A prompt sent while a cancelled run is still ending its turn continues
-// the session once the run has parked; it used to be accepted into the
-// ending run and lost.
-func TestPromptAfterCancelContinues(t *testing.T) {
+// A prompt sent while a cancelled run is still ending its turn is refused
+// once the run has ended, with the reason and the fix: the cancel ended the
+// runtime (decision 19). It used to be accepted into the ending run and
+// lost.
+func TestPromptAfterCancelIsRefused(t *testing.T) {
 	c, dir, served := startInProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -117,28 +118,21 @@ func TestPromptAfterCancelContinues(t *testing.T) {
 	if err := c.Cancel(ctx, sp.RuntimeID); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Prompt(ctx, "say after", sp.RuntimeID); err != nil {
-		t.Fatalf("prompt after cancel: %v", err)
+	err = c.Prompt(ctx, "say after", sp.RuntimeID)
+	if err == nil || !strings.Contains(err.Error(), ErrRuntimeEnded.Error()) || !strings.Contains(err.Error(), "stop reason cancelled (exit code 130)") ||
+		!strings.Contains(err.Error(), "spawn a new runtime") {
+		t.Fatalf("prompt after cancel: %v, want the ended runtime's refusal", err)
 	}
-	for {
-		rt, err := c.Runtime(ctx, sp.RuntimeID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var extra struct {
-			Runs int `json:"runs"`
-		}
-		_ = json.Unmarshal(rt.Raw, &extra)
-		if rt.Parked && extra.Runs == 2 {
-			if rt.FinalOutput != "after" {
-				t.Fatalf("second run: %s", rt.Raw)
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the prompt after cancel never ran: %s", rt.Raw)
-		}
-		time.Sleep(20 * time.Millisecond)
+	rt, err := c.Runtime(ctx, sp.RuntimeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra struct {
+		Runs int `json:"runs"`
+	}
+	_ = json.Unmarshal(rt.Raw, &extra)
+	if rt.Status != StatusEnded || rt.ExitCode == nil || *rt.ExitCode != 130 || extra.Runs != 1 {
+		t.Fatalf("the cancelled runtime: %s", rt.Raw)
 	}
 	if err := c.Shutdown(ctx, ""); err != nil {
 		t.Fatal(err)

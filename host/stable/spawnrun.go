@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -166,6 +167,36 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	s.runtimes[id] = rt
 	rt.params = p
+	s.mu.Unlock()
+	// Durable before anything runs: a supervisor that dies from here on
+	// leaves its successor this runtime to end (its session.end and
+	// sentinel written), never one that vanished. A state file that cannot
+	// be written (a full disk) refuses the spawn.
+	if err := s.saveSync(); err != nil {
+		s.mu.Lock()
+		delete(s.runtimes, id)
+		s.releaseLocked(id)
+		s.mu.Unlock()
+		rt.closeStream()
+		s.removeDefaultArtifacts(rt)
+		if warm != nil {
+			warm.Close()
+		}
+		s.dirty()
+		return nil, fmt.Errorf("spawn refused, nothing was started: %w", err)
+	}
+	s.mu.Lock()
+	if s.closing {
+		// The shutdown retires it (it is in the table): its stream is
+		// closed, nothing runs.
+		s.releaseLocked(id)
+		s.mu.Unlock()
+		rt.closeStream()
+		if warm != nil {
+			warm.Close()
+		}
+		return nil, ErrShuttingDown
+	}
 	s.attachLocked(rt)
 	held := warm
 	if held != nil {
@@ -286,6 +317,19 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	rt.broker.SetControl(control.Resolver{Server: s.srv})
 	rt.debug = newDebugTarget(rt)
 	return rt, nil
+}
+
+// removeDefaultArtifacts removes the empty log and the directory a refused
+// spawn got under the default artifacts (paths the spawn named are left
+// as they are).
+func (s *Supervisor) removeDefaultArtifacts(rt *runtime) {
+	rtDir := filepath.Join(s.artifacts, rt.id)
+	for _, p := range []string{rt.spec.onEvent, rt.spec.sentinel} {
+		if filepath.Dir(p) == rtDir {
+			_ = os.Remove(p)
+		}
+	}
+	_ = os.Remove(rtDir) // only when empty
 }
 
 // checkResume refuses a session_id that a runtime of this supervisor is

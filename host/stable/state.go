@@ -124,6 +124,9 @@ func StateDirFor(stateRoot, socket string) string {
 type stateStore struct {
 	dir string
 	mu  sync.Mutex // one write at a time, the newest snapshot last
+	// write replaces a file atomically; safefile.WriteFile, or a failing
+	// one in tests (a full disk).
+	write func(path string, data []byte, perm os.FileMode) error
 }
 
 // openStateStore makes dir (and its parent) private directories of ours.
@@ -133,7 +136,7 @@ func openStateStore(dir string) (*stateStore, error) {
 			return nil, fmt.Errorf("supervisor state directory: %w", err)
 		}
 	}
-	return &stateStore{dir: dir}, nil
+	return &stateStore{dir: dir, write: safefile.WriteFile}, nil
 }
 
 func (st *stateStore) path() string { return filepath.Join(st.dir, StateFileName) }
@@ -154,7 +157,7 @@ func (st *stateStore) save(snap func() supervisorState) error {
 	if err != nil {
 		return err
 	}
-	return safefile.WriteFile(st.path(), append(data, '\n'), 0o600)
+	return st.write(st.path(), append(data, '\n'), 0o600)
 }
 
 // remove deletes state.json: the supervisor stopped everything itself.

@@ -76,6 +76,8 @@ type Supervisor struct {
 	closing   bool
 	idleTimer *time.Timer
 	nextCQ    int
+	// releaseTimer hands reaped runtimes' memory back (finaloutput.go).
+	releaseTimer *time.Timer
 	// slotFreed is closed (and replaced) when an executing slot is given
 	// back: phases waiting for one look again.
 	slotFreed chan struct{}
@@ -88,7 +90,7 @@ type Supervisor struct {
 	saverDone chan struct{}
 	// saveWaiters are saveSync callers waiting for the next write.
 	saveWaitMu  sync.Mutex
-	saveWaiters []chan struct{}
+	saveWaiters []chan error
 	pid         int
 	// recovered is closed once the runtimes of a dead predecessor are back
 	// (or there were none): until then the runtime table is not whole, and
@@ -418,6 +420,10 @@ func (s *Supervisor) shutdown(mode string) {
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
 		s.idleTimer = nil
+	}
+	if s.releaseTimer != nil {
+		s.releaseTimer.Stop()
+		s.releaseTimer = nil
 	}
 	list := make([]*runtime, 0, len(s.runtimes))
 	for _, rt := range s.runtimes {

@@ -20,6 +20,5 @@ import (
 var Version = "0.1.0"
 
 func main() {
-	appserver.Version = Version
 	plugin.Serve(plugin.Info{Name: "codex", Version: Version}, appserver.New())
 }

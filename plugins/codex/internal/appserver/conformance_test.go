@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 	}
 	home := t.TempDir()
 	plugintest.Run(t, plugintest.Harness{
-		Plugin:   plugin.Info{Name: "codex", Version: Version},
+		Plugin:   plugin.Info{Name: "codex", Version: "0.1.0"},
 		Backends: []runtime.Backend{New()},
 		Open: func(req *runtime.OpenRequest) {
 			req.Options = map[string]any{"binary": exe}

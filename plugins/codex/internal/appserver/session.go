@@ -142,7 +142,6 @@ func open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 type (
 	clientInfo struct {
 		Name    string `json:"name"`
-		Title   string `json:"title"`
 		Version string `json:"version"`
 	}
 	initializeParams struct {
@@ -184,6 +183,14 @@ type (
 	}
 )
 
+// The client initialize names (contract §7.3): exactly what the original
+// sent, whatever the plugin's own version. Codex turns the name into the
+// model request's originator.
+const (
+	clientName    = "avenor"
+	clientVersion = "0.0.0"
+)
+
 // approvalPolicy always asks (issue 8): every decision goes through the
 // host's broker. Codex 0.171 refuses it in config.toml but takes it here.
 const approvalPolicy = "untrusted"
@@ -192,7 +199,7 @@ func (s *Session) handshake(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
 	var p initializeParams
-	p.ClientInfo = clientInfo{Name: "avenor", Title: "Avenor", Version: Version}
+	p.ClientInfo = clientInfo{Name: clientName, Version: clientVersion}
 	// Contract §7.3: the original asked for the experimental API, and
 	// codex 0.171.0 accepts it with the same notifications as without
 	// (e2e/codex_test.go); a harness relying on an experimental field
