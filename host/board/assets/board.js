@@ -284,8 +284,9 @@ function fillRow(tr, key, r) {
   name.children[2].textContent = w;
   name.children[2].hidden = !w;
   tr.dataset.waiting = w ? "1" : "";
+  // The wire's word for a runtime waiting for a follow-up is idle, and
+  // people read the same word here and in avenor control list.
   let status = rt.status || "";
-  if (rt.parked) status = "parked";
   if (rt.stop_reason && rt.status !== "running") status += " (" + rt.stop_reason + ")";
   // Colour and a marker both: the marker reads without colour.
   const out = outcome(rt);
