@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -171,14 +173,14 @@ func (c *Client) launchErr(err error) error {
 func (c *Client) describe(ctx context.Context, rc pb.RuntimeClient) error {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := rc.Describe(dctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{ProtocolVersion}})
+	resp, err := rc.Describe(dctx, toproto.Describe(ProtocolVersion))
 	if err != nil {
 		return c.describeErr("describe", err)
 	}
 	c.info = Info{Name: resp.GetPluginName(), Version: resp.GetPluginVersion()}
 	c.backends = map[string]*remoteBackend{}
 	for _, b := range resp.GetBackends() {
-		info := backendInfoFromProto(b)
+		info := fromproto.BackendInfo(b)
 		c.backends[info.Name] = &remoteBackend{info: info, client: rc, owner: c}
 		c.order = append(c.order, info.Name)
 	}

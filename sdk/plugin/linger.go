@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -121,7 +122,7 @@ func (b *lingerBuffer) take() []*pb.PluginMessage {
 	defer b.mu.Unlock()
 	out := b.msgs
 	if b.dropped > 0 {
-		w := &pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: []*pb.Event{lingerWarning(b.dropped, b.max)}}}}
+		w := toproto.Events([]*pb.Event{lingerWarning(b.dropped, b.max)})
 		out = append([]*pb.PluginMessage{w}, out...)
 	}
 	b.msgs, b.sizes, b.size, b.dropped = nil, nil, 0, 0
@@ -138,7 +139,7 @@ func (b *lingerBuffer) stats() (msgs, bytes, dropped int) {
 // lingerWarning is the avenor.warning that tells the host events were
 // dropped while it was away.
 func lingerWarning(dropped, max int) *pb.Event {
-	ev, err := eventToProto(runtime.Event{Type: runtime.EventWarning, Fields: map[string]any{
+	ev, err := toproto.Event(runtime.Event{Type: runtime.EventWarning, Fields: map[string]any{
 		"source": "plugin",
 		"message": fmt.Sprintf("%d events of this session were dropped while the plugin had no host: it keeps at most %d MiB of them, the newest",
 			dropped, max>>20),

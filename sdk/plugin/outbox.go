@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 )
 
 // outbox is the single ordered queue of everything a session sends to the
@@ -150,7 +151,7 @@ func (o *outbox) run() {
 		if len(batch) == 0 {
 			return
 		}
-		o.deliver(&pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: batch}}})
+		o.deliver(toproto.Events(batch))
 		batch, size = nil, 0
 	}
 	handle := func(it outItem) {

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -44,7 +45,7 @@ func (s *server) reattach(stream pb.Runtime_SessionServer, r *pb.Reattach) error
 	if ss == nil {
 		o := newOutbox(stream, s.logger)
 		defer o.close()
-		o.push(closedMsg(runtime.Errorf(runtime.FaultUser, "plugin %s keeps no session %q for a new host: it was closed, or its linger window passed", s.info.Name, r.GetSessionId())))
+		o.push(toproto.Closed(runtime.Errorf(runtime.FaultUser, "plugin %s keeps no session %q for a new host: it was closed, or its linger window passed", s.info.Name, r.GetSessionId())))
 		return o.flush()
 	}
 	if r.GetSessionId() == "" {
@@ -153,13 +154,13 @@ func (ss *sessionServer) takeOver(stream pb.Runtime_SessionServer) {
 		sent[m] = true
 		events += len(m.GetEvents().GetEvents())
 	}
-	nu.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
-		SessionId: ss.sess.ID(), Process: processToProto(ss.sess.Process()), Reattached: true,
-		TurnId: turnID, TurnRunning: running, BufferedEvents: uint32(events), GapMs: time.Since(lostAt).Milliseconds(),
-		ReplayEvents: uint32(len(replay)),
-	}}})
+	nu.push(toproto.Reattached(toproto.Reattach{
+		SessionID: ss.sess.ID(), Process: ss.sess.Process(),
+		TurnID: turnID, TurnRunning: running, BufferedEvents: events, Gap: time.Since(lostAt),
+		ReplayEvents: len(replay),
+	}))
 	if len(replay) > 0 {
-		nu.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: replay}}})
+		nu.push(toproto.Events(replay))
 	}
 	for _, m := range msgs {
 		nu.push(m)

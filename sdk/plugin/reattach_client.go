@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -128,7 +130,7 @@ func (b *remoteBackend) Reattach(ctx context.Context, sessionID string, host run
 	}
 	s := newRemoteSession(b.owner, stream, cancel, host)
 	s.written = written
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Reattach{Reattach: &pb.Reattach{SessionId: sessionID}}}); err != nil {
+	if err := s.send(toproto.ReattachSession(sessionID)); err != nil {
 		cancel()
 		return nil, Reattached{}, b.owner.describeErr("reattach session", err)
 	}
@@ -136,7 +138,7 @@ func (b *remoteBackend) Reattach(ctx context.Context, sessionID string, host run
 	select {
 	case o := <-s.opened:
 		s.id = o.GetSessionId()
-		s.setProcess(processFromProto(o.GetProcess()))
+		s.setProcess(fromproto.ProcessInfo(o.GetProcess()))
 		r := Reattached{TurnID: o.GetTurnId(), TurnRunning: o.GetTurnRunning(), BufferedEvents: int(o.GetBufferedEvents()), Gap: time.Duration(o.GetGapMs()) * time.Millisecond}
 		s.mu.Lock()
 		s.adopted = r.TurnID
@@ -145,7 +147,7 @@ func (b *remoteBackend) Reattach(ctx context.Context, sessionID string, host run
 	case c := <-s.closed:
 		cancel()
 		<-s.done
-		if err := errorFromProto(c.GetError()); err != nil {
+		if err := fromproto.Error(c.GetError()); err != nil {
 			return nil, Reattached{}, err
 		}
 		return nil, Reattached{}, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session instead of handing it over")

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -144,7 +146,7 @@ func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 		ProtocolVersions: []uint32{ProtocolVersion}, SdkVersion: SDKVersion,
 	}
 	for _, name := range s.order {
-		resp.Backends = append(resp.Backends, backendInfoToProto(s.backends[name].Info()))
+		resp.Backends = append(resp.Backends, toproto.BackendInfo(s.backends[name].Info()))
 	}
 	return resp, nil
 }
@@ -154,11 +156,11 @@ func (s *server) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResp
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "plugin %s does not serve backend %q", s.info.Name, req.GetBackend())
 	}
-	opts, err := unmarshalObject(req.GetOptionsJson())
+	opts, err := fromproto.Object(req.GetOptionsJson())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "options: %v", err)
 	}
-	return readinessToProto(b.Check(ctx, runtime.CheckRequest{Backend: req.GetBackend(), Env: req.GetEnv(), Options: opts})), nil
+	return toproto.Readiness(b.Check(ctx, runtime.CheckRequest{Backend: req.GetBackend(), Env: req.GetEnv(), Options: opts})), nil
 }
 
 // closeAll closes every live session; Serve calls it before the process
@@ -214,13 +216,13 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	defer out.close()
 	b, ok := s.backends[open.GetBackend()]
 	if !ok {
-		ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Closed{Closed: &pb.Closed{Error: errorToProto(
-			runtime.Errorf(runtime.FaultUser, "plugin %s does not serve backend %q", s.info.Name, open.GetBackend()))}}})
+		ss.out.push(toproto.Closed(
+			runtime.Errorf(runtime.FaultUser, "plugin %s does not serve backend %q", s.info.Name, open.GetBackend())))
 		return ss.out.flush()
 	}
-	req, err := openFromProto(open)
+	req, err := fromproto.Open(open)
 	if err != nil {
-		ss.out.push(closedMsg(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
+		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
 		return ss.out.flush()
 	}
 	// A backend may keep Open's context for the session's life (its
@@ -235,7 +237,7 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	}
 	if err != nil {
 		abandon()
-		ss.out.push(closedMsg(err))
+		ss.out.push(toproto.Closed(err))
 		return ss.out.flush()
 	}
 	ss.sess = sess
@@ -245,13 +247,11 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	defer s.forget(ss, stream)
 	var startFields []byte
 	if sf, ok := sess.(runtime.StartFielder); ok {
-		if startFields, err = marshalObject(sf.StartFields()); err != nil {
+		if startFields, err = toproto.Object(sf.StartFields()); err != nil {
 			ss.Logger().Error("session.start fields do not encode; leaving them out", "error", err)
 		}
 	}
-	ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
-		SessionId: sess.ID(), Process: processToProto(sess.Process()), StartFieldsJson: startFields,
-	}}})
+	ss.push(toproto.Opened(sess.ID(), sess.Process(), startFields))
 	return ss.serve(stream)
 }
 
@@ -267,10 +267,6 @@ func (s *server) forget(ss *sessionServer, stream pb.Runtime_SessionServer) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	s.mu.Unlock()
-}
-
-func closedMsg(err error) *pb.PluginMessage {
-	return &pb.PluginMessage{Msg: &pb.PluginMessage_Closed{Closed: &pb.Closed{Error: errorToProto(err)}}}
 }
 
 // safeOpen turns a panic in a backend's Open into a plugin-fault error.
@@ -385,7 +381,7 @@ func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
 			ctx, cancel := context.WithTimeout(stream.Context(), closeBudget)
 			err := ss.closeSession(ctx)
 			cancel()
-			ss.push(closedMsg(err))
+			ss.push(toproto.Closed(err))
 			return ss.flush()
 		case *pb.HostMessage_Open:
 			ss.Logger().Warn("ignoring a second Open on an open session")
@@ -416,8 +412,8 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		case <-ss.turnDone:
 		default:
 			ss.mu.Unlock()
-			ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, runtime.TurnResult{},
-				runtime.Errorf(runtime.FaultUser, "a turn is already running in this session"))}})
+			ss.push(toproto.Ended(turnID, runtime.TurnResult{},
+				runtime.Errorf(runtime.FaultUser, "a turn is already running in this session")))
 			return
 		}
 	}
@@ -436,7 +432,7 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		// The turn is over before the host can hear so: its next Prompt
 		// must not find this one still running.
 		close(done)
-		ended := &pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, res, err)}}
+		ended := toproto.Ended(turnID, res, err)
 		ss.mu.Lock()
 		ss.lastEnded = ended
 		ss.mu.Unlock()
@@ -493,12 +489,12 @@ func (ss *sessionServer) deliver(d *pb.PermissionDecision) {
 		ss.Logger().Debug("decision for a request that is no longer pending", "request_id", d.GetRequestId())
 		return
 	}
-	ch <- decisionFromProto(d)
+	ch <- fromproto.PermissionDecision(d)
 }
 
 // Emit implements runtime.Host.
 func (ss *sessionServer) Emit(ev runtime.Event) {
-	pe, err := eventToProto(ev)
+	pe, err := toproto.Event(ev)
 	if err != nil {
 		ss.Logger().Error("dropping an event that does not encode", "error", err)
 		return
@@ -515,7 +511,7 @@ func (ss *sessionServer) EmitJSON(typ runtime.EventType, fields []byte) {
 	// pushed into the old one while it drains would be lost.
 	ss.outMu.RLock()
 	defer ss.outMu.RUnlock()
-	ss.out.pushEvent(&pb.Event{Type: typ, Json: fields})
+	ss.out.pushEvent(toproto.EventJSON(typ, fields))
 }
 
 // AskPermission implements runtime.Host.
@@ -523,7 +519,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 	if req.ID == "" {
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request without an id")
 	}
-	msg, err := permissionRequestToProto(req)
+	msg, err := toproto.PermissionRequest(req)
 	if err != nil {
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "%v", err)
 	}
@@ -534,7 +530,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request %q is already pending", req.ID)
 	}
 	ss.pending[req.ID] = ch
-	pm := &pb.PluginMessage{Msg: &pb.PluginMessage_PermissionRequest{PermissionRequest: msg}}
+	pm := toproto.Asked(msg)
 	ss.pendingMsgs = append(ss.pendingMsgs, pm)
 	ss.mu.Unlock()
 	ss.push(pm)
@@ -553,7 +549,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 // RecordProcess implements runtime.ProcessRecorder: tell the host the
 // runtime process changed.
 func (ss *sessionServer) RecordProcess(p runtime.ProcessInfo) {
-	ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Process{Process: processToProto(p)}})
+	ss.push(toproto.ProcessChanged(p))
 }
 
 // Logger implements runtime.Host.

@@ -13,6 +13,8 @@ import (
 	goproto "google.golang.org/protobuf/proto"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -30,21 +32,21 @@ type remoteBackend struct {
 func (b *remoteBackend) Info() runtime.BackendInfo { return b.info }
 
 func (b *remoteBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
-	opts, err := marshalObject(req.Options)
+	creq, err := toproto.Check(b.info.Name, req)
 	if err != nil {
 		return runtime.Readiness{Message: "options: " + err.Error()}
 	}
-	resp, err := b.client.Check(ctx, &pb.CheckRequest{Backend: b.info.Name, Env: req.Env, OptionsJson: opts})
+	resp, err := b.client.Check(ctx, creq)
 	if err != nil {
 		return runtime.Readiness{Message: b.owner.describeErr("check", err).Error()}
 	}
-	return readinessFromProto(resp)
+	return fromproto.Readiness(resp)
 }
 
 // Open starts a session stream, sends Open and waits for Opened (or the
 // plugin's refusal). Events the plugin emits while opening are delivered.
 func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
-	open, err := openToProto(req)
+	open, err := toproto.Open(req)
 	if err != nil {
 		return nil, runtime.Errorf(runtime.FaultUser, "%v", err)
 	}
@@ -55,7 +57,7 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		return nil, b.owner.describeErr("open session", err)
 	}
 	s := newRemoteSession(b.owner, stream, cancel, host)
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Open{Open: open}}); err != nil {
+	if err := s.send(toproto.OpenSession(open)); err != nil {
 		cancel()
 		return nil, b.owner.describeErr("open session", err)
 	}
@@ -63,15 +65,15 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	select {
 	case o := <-s.opened:
 		s.id = o.GetSessionId()
-		s.setProcess(processFromProto(o.GetProcess()))
-		if s.startFields, err = unmarshalObject(o.GetStartFieldsJson()); err != nil {
+		s.setProcess(fromproto.ProcessInfo(o.GetProcess()))
+		if s.startFields, err = fromproto.Object(o.GetStartFieldsJson()); err != nil {
 			s.logger().Error("ignoring malformed session.start fields from the plugin", "error", err)
 		}
 		return s, nil
 	case c := <-s.closed:
 		cancel()
 		<-s.done
-		if err := errorFromProto(c.GetError()); err != nil {
+		if err := fromproto.Error(c.GetError()); err != nil {
 			return nil, err
 		}
 		return nil, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session while opening it")
@@ -79,7 +81,7 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		cancel()
 		select { // the plugin's own refusal beats the broken stream it left
 		case c := <-s.closed:
-			if err := errorFromProto(c.GetError()); err != nil {
+			if err := fromproto.Error(c.GetError()); err != nil {
 				return nil, err
 			}
 		default:
@@ -194,7 +196,7 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	s.mu.Unlock()
 	var err error
 	if !adopt { // an adopted turn runs already: wait for its end
-		err = s.stream.Send(&pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: turn.ID, Text: turn.Text}}})
+		err = s.stream.Send(toproto.Prompt(turn))
 	}
 	if err == nil {
 		s.mu.Lock()
@@ -228,7 +230,7 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 }
 
 func (s *remoteSession) turnResult(te *pb.TurnEnded) (runtime.TurnResult, error) {
-	res, err := turnEndedFromProto(te)
+	res, err := fromproto.TurnEnded(te)
 	if res.SessionID != "" {
 		s.mu.Lock()
 		s.id = res.SessionID
@@ -242,7 +244,7 @@ func (s *remoteSession) Cancel(ctx context.Context) error {
 	s.mu.Lock()
 	turnID := s.turnID
 	s.mu.Unlock()
-	err := s.stream.Send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{TurnId: turnID}}})
+	err := s.stream.Send(toproto.Cancel(turnID))
 	s.sendMu.Unlock()
 	if err != nil {
 		return s.goneErr("cancel")
@@ -263,16 +265,16 @@ func (s *remoteSession) PromptSent(turnID string) bool {
 // Close asks the plugin to close the session and waits for it, bounded by ctx.
 func (s *remoteSession) Close(ctx context.Context) error {
 	defer s.cancel()
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Close{Close: &pb.Close{}}}); err != nil {
+	if err := s.send(toproto.Close()); err != nil {
 		return nil // the stream is gone: nothing left to close on this side
 	}
 	select {
 	case c := <-s.closed:
-		return errorFromProto(c.GetError())
+		return fromproto.Error(c.GetError())
 	case <-s.done:
 		select {
 		case c := <-s.closed:
-			return errorFromProto(c.GetError())
+			return fromproto.Error(c.GetError())
 		default:
 		}
 		return nil
@@ -306,7 +308,7 @@ func (s *remoteSession) recvLoop() {
 		}
 		close(s.done)
 	}()
-	var dec objectDecoder // this loop's alone
+	var dec fromproto.ObjectDecoder // this loop's alone
 	// A host that takes JSON gets each event's bytes as they crossed the
 	// wire, decoded by nobody (issue 25); it reports malformed ones.
 	_, takesJSON := s.host.(runtime.JSONEmitter)
@@ -357,7 +359,7 @@ func (s *remoteSession) recvLoop() {
 			// many of those events its log already has.
 			batch := make([]runtime.Event, 0, len(m.Events.GetEvents()))
 			for _, pe := range m.Events.GetEvents() {
-				ev, err := eventFromProto(pe, &dec)
+				ev, err := fromproto.Event(pe, &dec)
 				if err != nil {
 					s.logger().Error("dropping a malformed event from the plugin", "error", err)
 					continue
@@ -391,7 +393,7 @@ func (s *remoteSession) recvLoop() {
 				s.turnEnded <- m.TurnEnded
 			}
 		case *pb.PluginMessage_Process:
-			s.setProcess(processFromProto(m.Process))
+			s.setProcess(fromproto.ProcessInfo(m.Process))
 		case *pb.PluginMessage_Closed:
 			select {
 			case s.closed <- m.Closed:
@@ -404,10 +406,10 @@ func (s *remoteSession) recvLoop() {
 // permission records the request in stream order (when the host can), then
 // waits for the decision without holding up the stream.
 func (s *remoteSession) permission(p *pb.PermissionRequest) {
-	req, err := permissionRequestFromProto(p)
+	req, err := fromproto.PermissionRequest(p)
 	if err != nil {
 		s.logger().Error("malformed permission request; answering cancelled", "error", err)
-		_ = s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(p.GetRequestId(), runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled})}})
+		_ = s.send(toproto.Decide(p.GetRequestId(), runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}))
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -430,7 +432,7 @@ func (s *remoteSession) permission(p *pb.PermissionRequest) {
 			d = runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}
 		}
 		abandoned := err != nil // the wait ended without a decision (turn over, plugin gone)
-		if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(req.ID, d)}}); err != nil {
+		if err := s.send(toproto.Decide(req.ID, d)); err != nil {
 			if !abandoned {
 				// Only a real decision that failed to leave is news; a
 				// wait abandoned because the plugin died has nothing to
