@@ -151,7 +151,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Client, error) {
 		return nil, fmt.Errorf("%w: plugin %s negotiated protocol %d", ErrIncompatible, cfg.Path, v)
 	}
 	c.closeFn = gp.Kill
-	if err := c.describe(ctx, raw.(pb.RuntimeClient)); err != nil {
+	if err := c.describeDispensed(ctx, raw); err != nil {
 		gp.Kill()
 		return nil, err
 	}
@@ -168,6 +168,16 @@ func (c *Client) launchErr(err error) error {
 		return fmt.Errorf("start plugin %s: %v (plugin stderr: %s)", c.path, err, lastLines(tail, 5))
 	}
 	return fmt.Errorf("start plugin %s: %w", c.path, err)
+}
+
+// describeDispensed describes the Runtime client go-plugin dispensed.
+func (c *Client) describeDispensed(ctx context.Context, raw any) error {
+	return c.describe(ctx, raw.(pb.RuntimeClient))
+}
+
+// describeConn describes the Runtime service at the other end of conn.
+func (c *Client) describeConn(ctx context.Context, conn grpc.ClientConnInterface) error {
+	return c.describe(ctx, pb.NewRuntimeClient(conn))
 }
 
 func (c *Client) describe(ctx context.Context, rc pb.RuntimeClient) error {

@@ -150,8 +150,13 @@ type grpcPlugin struct {
 }
 
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterRuntimeServer(s, p.server)
+	registerRuntime(s, p.server)
 	return nil
+}
+
+// registerRuntime serves srv as the Runtime service on gs.
+func registerRuntime(gs grpc.ServiceRegistrar, srv *server) {
+	pb.RegisterRuntimeServer(gs, srv)
 }
 
 func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {

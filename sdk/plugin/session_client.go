@@ -64,24 +64,24 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	go s.recvLoop()
 	select {
 	case o := <-s.opened:
-		s.id = o.GetSessionId()
-		s.setProcess(fromproto.ProcessInfo(o.GetProcess()))
-		if s.startFields, err = fromproto.Object(o.GetStartFieldsJson()); err != nil {
+		s.id = o.SessionID
+		s.setProcess(o.Process)
+		if s.startFields, err = fromproto.Object(o.StartFields); err != nil {
 			s.logger().Error("ignoring malformed session.start fields from the plugin", "error", err)
 		}
 		return s, nil
-	case c := <-s.closed:
+	case err := <-s.closed:
 		cancel()
 		<-s.done
-		if err := fromproto.Error(c.GetError()); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		return nil, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session while opening it")
 	case <-s.done:
 		cancel()
 		select { // the plugin's own refusal beats the broken stream it left
-		case c := <-s.closed:
-			if err := fromproto.Error(c.GetError()); err != nil {
+		case err := <-s.closed:
+			if err != nil {
 				return nil, err
 			}
 		default:
@@ -97,8 +97,8 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 func newRemoteSession(owner *Client, stream pb.Runtime_SessionClient, cancel context.CancelFunc, host runtime.Host) *remoteSession {
 	return &remoteSession{
 		owner: owner, stream: stream, cancel: cancel, host: host,
-		turnEnded: make(chan *pb.TurnEnded, 1), closed: make(chan *pb.Closed, 1),
-		opened: make(chan *pb.Opened, 1), done: make(chan struct{}),
+		turnEnded: make(chan fromproto.TurnEnd, 1), closed: make(chan error, 1),
+		opened: make(chan fromproto.Opening, 1), done: make(chan struct{}),
 		waits: map[string]context.CancelFunc{}, inflight: map[string]runtime.PermissionDecision{},
 	}
 }
@@ -115,9 +115,9 @@ type remoteSession struct {
 
 	sendMu sync.Mutex
 
-	opened    chan *pb.Opened
-	turnEnded chan *pb.TurnEnded
-	closed    chan *pb.Closed
+	opened    chan fromproto.Opening
+	turnEnded chan fromproto.TurnEnd
+	closed    chan error    // why the plugin closed the session; nil: cleanly
 	done      chan struct{} // recvLoop returned
 	recvErr   error         // set before done is closed
 
@@ -210,14 +210,14 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	for {
 		select {
 		case te := <-s.turnEnded:
-			if te.GetTurnId() != turn.ID {
+			if te.TurnID != turn.ID {
 				continue
 			}
 			return s.turnResult(te)
 		case <-s.done:
 			select { // a turn end that arrived just before the stream broke wins
 			case te := <-s.turnEnded:
-				if te.GetTurnId() == turn.ID {
+				if te.TurnID == turn.ID {
 					return s.turnResult(te)
 				}
 			default:
@@ -229,8 +229,8 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	}
 }
 
-func (s *remoteSession) turnResult(te *pb.TurnEnded) (runtime.TurnResult, error) {
-	res, err := fromproto.TurnEnded(te)
+func (s *remoteSession) turnResult(te fromproto.TurnEnd) (runtime.TurnResult, error) {
+	res, err := te.Result, te.Err
 	if res.SessionID != "" {
 		s.mu.Lock()
 		s.id = res.SessionID
@@ -269,12 +269,12 @@ func (s *remoteSession) Close(ctx context.Context) error {
 		return nil // the stream is gone: nothing left to close on this side
 	}
 	select {
-	case c := <-s.closed:
-		return fromproto.Error(c.GetError())
+	case err := <-s.closed:
+		return err
 	case <-s.done:
 		select {
-		case c := <-s.closed:
-			return fromproto.Error(c.GetError())
+		case err := <-s.closed:
+			return err
 		default:
 		}
 		return nil
@@ -340,20 +340,21 @@ func (s *remoteSession) recvLoop() {
 		}
 		switch m := msg.Msg.(type) {
 		case *pb.PluginMessage_Opened:
-			if o := m.Opened; o.GetReattached() {
-				replay = int(o.GetReplayEvents())
-				if o.GetTurnRunning() || o.GetBufferedEvents() > 0 {
+			o := fromproto.Opened(m.Opened)
+			if o.Reattached {
+				replay = int(o.ReplayEvents)
+				if o.TurnRunning || o.BufferedEvents > 0 {
 					// Before anything the plugin kept, the log says where
 					// the new host took over a turn (one that goes on, or
 					// ended while no host was there); a parked session's
 					// log keeps its session.end last.
 					em.emit([]runtime.Event{{Type: runtime.EventSupervisorReattached, Fields: map[string]any{
-						"buffered": o.GetBufferedEvents(), "gap_ms": o.GetGapMs(),
+						"buffered": o.BufferedEvents, "gap_ms": o.GapMs,
 					}}})
 					em.drain()
 				}
 			}
-			s.opened <- m.Opened
+			s.opened <- o
 		case *pb.PluginMessage_Events:
 			// The replay after a re-attach is decoded: the host says how
 			// many of those events its log already has.
@@ -375,7 +376,7 @@ func (s *remoteSession) recvLoop() {
 			}
 			em.emit(batch)
 		case *pb.PluginMessage_PermissionRequest:
-			s.permission(m.PermissionRequest)
+			s.permission(fromproto.PermissionRequest(m.PermissionRequest))
 		case *pb.PluginMessage_TurnEnded:
 			// A turn ended: any permission still pending for it is moot,
 			// and every decision sent for it was received.
@@ -386,17 +387,18 @@ func (s *remoteSession) recvLoop() {
 			}
 			clear(s.inflight)
 			s.mu.Unlock()
+			te := fromproto.Ended(m.TurnEnded)
 			select {
-			case s.turnEnded <- m.TurnEnded:
+			case s.turnEnded <- te:
 			default:
 				<-s.turnEnded // drop a stale one nobody read
-				s.turnEnded <- m.TurnEnded
+				s.turnEnded <- te
 			}
 		case *pb.PluginMessage_Process:
 			s.setProcess(fromproto.ProcessInfo(m.Process))
 		case *pb.PluginMessage_Closed:
 			select {
-			case s.closed <- m.Closed:
+			case s.closed <- fromproto.Closed(m.Closed):
 			default:
 			}
 		}
@@ -405,11 +407,10 @@ func (s *remoteSession) recvLoop() {
 
 // permission records the request in stream order (when the host can), then
 // waits for the decision without holding up the stream.
-func (s *remoteSession) permission(p *pb.PermissionRequest) {
-	req, err := fromproto.PermissionRequest(p)
+func (s *remoteSession) permission(req runtime.PermissionRequest, err error) {
 	if err != nil {
 		s.logger().Error("malformed permission request; answering cancelled", "error", err)
-		_ = s.send(toproto.Decide(p.GetRequestId(), runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}))
+		_ = s.send(toproto.Decide(req.ID, runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}))
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,11 +8,12 @@ import (
 )
 
 // PermissionRequest reads a request for a decision; its fields must be a
-// JSON object.
+// JSON object. On error the request still carries its ID, so that it can
+// be answered.
 func PermissionRequest(r *pb.PermissionRequest) (runtime.PermissionRequest, error) {
 	fields, err := Object(r.GetJson())
 	if err != nil {
-		return runtime.PermissionRequest{}, fmt.Errorf("permission request %q: %w", r.GetRequestId(), err)
+		return runtime.PermissionRequest{ID: r.GetRequestId()}, fmt.Errorf("permission request %q: %w", r.GetRequestId(), err)
 	}
 	opts := make([]runtime.PermissionOption, len(r.GetOptions()))
 	for i, o := range r.GetOptions() {
