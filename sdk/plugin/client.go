@@ -170,6 +170,9 @@ func (c *Client) launchErr(err error) error {
 	return fmt.Errorf("start plugin %s: %w", c.path, err)
 }
 
+// runtimeClient is the generated Runtime client the host's backends call.
+type runtimeClient struct{ pb.RuntimeClient }
+
 // describeDispensed describes the Runtime client go-plugin dispensed.
 func (c *Client) describeDispensed(ctx context.Context, raw any) error {
 	return c.describe(ctx, raw.(pb.RuntimeClient))
@@ -191,7 +194,7 @@ func (c *Client) describe(ctx context.Context, rc pb.RuntimeClient) error {
 	c.backends = map[string]*remoteBackend{}
 	for _, b := range resp.GetBackends() {
 		info := fromproto.BackendInfo(b)
-		c.backends[info.Name] = &remoteBackend{info: info, client: rc, owner: c}
+		c.backends[info.Name] = &remoteBackend{info: info, client: runtimeClient{rc}, owner: c}
 		c.order = append(c.order, info.Name)
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 	goproto "google.golang.org/protobuf/proto"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
 	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -25,7 +24,7 @@ var ErrPluginGone = errors.New("plugin connection lost")
 // remoteBackend is a runtime.Backend whose work happens in a plugin.
 type remoteBackend struct {
 	info   runtime.BackendInfo
-	client pb.RuntimeClient
+	client runtimeClient
 	owner  *Client
 }
 
@@ -94,7 +93,7 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	}
 }
 
-func newRemoteSession(owner *Client, stream pb.Runtime_SessionClient, cancel context.CancelFunc, host runtime.Host) *remoteSession {
+func newRemoteSession(owner *Client, stream grpc.ClientStream, cancel context.CancelFunc, host runtime.Host) *remoteSession {
 	return &remoteSession{
 		owner: owner, stream: stream, cancel: cancel, host: host,
 		turnEnded: make(chan fromproto.TurnEnd, 1), closed: make(chan error, 1),
@@ -106,7 +105,7 @@ func newRemoteSession(owner *Client, stream pb.Runtime_SessionClient, cancel con
 // remoteSession is the host side of one Session stream.
 type remoteSession struct {
 	owner  *Client
-	stream pb.Runtime_SessionClient
+	stream grpc.ClientStream
 	cancel context.CancelFunc
 	host   runtime.Host
 	id     string
@@ -162,10 +161,10 @@ func (s *remoteSession) setProcess(p runtime.ProcessInfo) {
 	}
 }
 
-func (s *remoteSession) send(m *pb.HostMessage) error {
+func (s *remoteSession) send(m goproto.Message) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	return s.stream.Send(m)
+	return s.stream.SendMsg(m)
 }
 
 // Prompt sends the turn and waits for its end. It returns early with
@@ -196,7 +195,7 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	s.mu.Unlock()
 	var err error
 	if !adopt { // an adopted turn runs already: wait for its end
-		err = s.stream.Send(toproto.Prompt(turn))
+		err = s.stream.SendMsg(toproto.Prompt(turn))
 	}
 	if err == nil {
 		s.mu.Lock()
@@ -244,7 +243,7 @@ func (s *remoteSession) Cancel(ctx context.Context) error {
 	s.mu.Lock()
 	turnID := s.turnID
 	s.mu.Unlock()
-	err := s.stream.Send(toproto.Cancel(turnID))
+	err := s.stream.SendMsg(toproto.Cancel(turnID))
 	s.sendMu.Unlock()
 	if err != nil {
 		return s.goneErr("cancel")
@@ -326,21 +325,21 @@ func (s *remoteSession) recvLoop() {
 				continue
 			}
 		}
-		msg := &pb.PluginMessage{}
-		if err := goproto.Unmarshal(raw.b, msg); err != nil {
+		msg, err := fromproto.ReadMessage(raw.b)
+		if err != nil {
 			// What gRPC's own decoding says of a message it cannot read.
 			s.recvErr = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 			return
 		}
-		if _, ok := msg.Msg.(*pb.PluginMessage_Events); !ok {
+		if msg.Kind() != fromproto.KindEvents {
 			// Whatever follows events in the stream — a permission
 			// request, a turn end, the close — acts only once they were
 			// all emitted, as when this loop emitted them itself.
 			em.drain()
 		}
-		switch m := msg.Msg.(type) {
-		case *pb.PluginMessage_Opened:
-			o := fromproto.Opened(m.Opened)
+		switch msg.Kind() {
+		case fromproto.KindOpened:
+			o := msg.Opened()
 			if o.Reattached {
 				replay = int(o.ReplayEvents)
 				if o.TurnRunning || o.BufferedEvents > 0 {
@@ -355,18 +354,12 @@ func (s *remoteSession) recvLoop() {
 				}
 			}
 			s.opened <- o
-		case *pb.PluginMessage_Events:
+		case fromproto.KindEvents:
 			// The replay after a re-attach is decoded: the host says how
 			// many of those events its log already has.
-			batch := make([]runtime.Event, 0, len(m.Events.GetEvents()))
-			for _, pe := range m.Events.GetEvents() {
-				ev, err := fromproto.Event(pe, &dec)
-				if err != nil {
-					s.logger().Error("dropping a malformed event from the plugin", "error", err)
-					continue
-				}
-				batch = append(batch, ev)
-			}
+			batch := msg.Events(&dec, func(err error) {
+				s.logger().Error("dropping a malformed event from the plugin", "error", err)
+			})
 			if replay > 0 {
 				// The first Events after a re-attach are the replay.
 				replay = 0
@@ -375,9 +368,9 @@ func (s *remoteSession) recvLoop() {
 				}
 			}
 			em.emit(batch)
-		case *pb.PluginMessage_PermissionRequest:
-			s.permission(fromproto.PermissionRequest(m.PermissionRequest))
-		case *pb.PluginMessage_TurnEnded:
+		case fromproto.KindPermissionRequest:
+			s.permission(msg.PermissionRequest())
+		case fromproto.KindTurnEnded:
 			// A turn ended: any permission still pending for it is moot,
 			// and every decision sent for it was received.
 			s.mu.Lock()
@@ -387,18 +380,18 @@ func (s *remoteSession) recvLoop() {
 			}
 			clear(s.inflight)
 			s.mu.Unlock()
-			te := fromproto.Ended(m.TurnEnded)
+			te := msg.TurnEnded()
 			select {
 			case s.turnEnded <- te:
 			default:
 				<-s.turnEnded // drop a stale one nobody read
 				s.turnEnded <- te
 			}
-		case *pb.PluginMessage_Process:
-			s.setProcess(fromproto.ProcessInfo(m.Process))
-		case *pb.PluginMessage_Closed:
+		case fromproto.KindProcess:
+			s.setProcess(msg.Process())
+		case fromproto.KindClosed:
 			select {
-			case s.closed <- fromproto.Closed(m.Closed):
+			case s.closed <- msg.Closed():
 			default:
 			}
 		}

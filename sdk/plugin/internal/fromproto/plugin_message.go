@@ -1,6 +1,8 @@
 package fromproto
 
 import (
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -50,3 +52,85 @@ func Ended(te *pb.TurnEnded) TurnEnd {
 
 // Closed reads why the plugin closed the session; nil: it closed cleanly.
 func Closed(c *pb.Closed) error { return Error(c.GetError()) }
+
+// Kind says which message a plugin sent on a session stream.
+type Kind int
+
+// The messages a plugin sends; KindOther is one this host does not know.
+const (
+	KindOther Kind = iota
+	KindOpened
+	KindEvents
+	KindPermissionRequest
+	KindTurnEnded
+	KindProcess
+	KindClosed
+)
+
+// Message is one message a plugin sent on a session stream, read by its
+// Kind's method.
+type Message struct{ m *pb.PluginMessage }
+
+// ReadMessage decodes one PluginMessage; the error is the proto decoder's.
+func ReadMessage(b []byte) (Message, error) {
+	m := &pb.PluginMessage{}
+	if err := proto.Unmarshal(b, m); err != nil {
+		return Message{}, err
+	}
+	return Message{m}, nil
+}
+
+// Kind is which message m is.
+func (m Message) Kind() Kind {
+	switch m.m.Msg.(type) {
+	case *pb.PluginMessage_Opened:
+		return KindOpened
+	case *pb.PluginMessage_Events:
+		return KindEvents
+	case *pb.PluginMessage_PermissionRequest:
+		return KindPermissionRequest
+	case *pb.PluginMessage_TurnEnded:
+		return KindTurnEnded
+	case *pb.PluginMessage_Process:
+		return KindProcess
+	case *pb.PluginMessage_Closed:
+		return KindClosed
+	}
+	return KindOther
+}
+
+// Opened reads a KindOpened message.
+func (m Message) Opened() Opening { return Opened(m.m.GetOpened()) }
+
+// Events reads a KindEvents message's events with d, the receiving
+// session's decoder; bad hears each event that does not decode, which is
+// left out.
+func (m Message) Events(d *ObjectDecoder, bad func(error)) []runtime.Event {
+	pes := m.m.GetEvents().GetEvents()
+	batch := make([]runtime.Event, 0, len(pes))
+	for _, pe := range pes {
+		ev, err := Event(pe, d)
+		if err != nil {
+			bad(err)
+			continue
+		}
+		batch = append(batch, ev)
+	}
+	return batch
+}
+
+// PermissionRequest reads a KindPermissionRequest message (see the
+// function PermissionRequest).
+func (m Message) PermissionRequest() (runtime.PermissionRequest, error) {
+	return PermissionRequest(m.m.GetPermissionRequest())
+}
+
+// TurnEnded reads a KindTurnEnded message.
+func (m Message) TurnEnded() TurnEnd { return Ended(m.m.GetTurnEnded()) }
+
+// Process reads a KindProcess message.
+func (m Message) Process() runtime.ProcessInfo { return ProcessInfo(m.m.GetProcess()) }
+
+// Closed reads a KindClosed message: why the plugin closed the session,
+// nil when it closed cleanly.
+func (m Message) Closed() error { return Closed(m.m.GetClosed()) }
