@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
 	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -62,9 +62,9 @@ const (
 	closeBudget = 10 * time.Second
 )
 
-// server is the plugin side of the Runtime service.
+// server is the plugin side of the Runtime service (served over gRPC by
+// runtimeService, serve.go).
 type server struct {
-	pb.UnimplementedRuntimeServer
 	info     Info
 	backends map[string]runtime.Backend
 	order    []string
@@ -140,29 +140,6 @@ func newServer(info Info, logger hclog.Logger, backends []runtime.Backend) (*ser
 	return s, nil
 }
 
-func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
-	resp := &pb.DescribeResponse{
-		PluginName: s.info.Name, PluginVersion: s.info.Version,
-		ProtocolVersions: []uint32{ProtocolVersion}, SdkVersion: SDKVersion,
-	}
-	for _, name := range s.order {
-		resp.Backends = append(resp.Backends, toproto.BackendInfo(s.backends[name].Info()))
-	}
-	return resp, nil
-}
-
-func (s *server) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResponse, error) {
-	b, ok := s.backends[req.GetBackend()]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "plugin %s does not serve backend %q", s.info.Name, req.GetBackend())
-	}
-	opts, err := fromproto.Object(req.GetOptionsJson())
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "options: %v", err)
-	}
-	return toproto.Readiness(b.Check(ctx, runtime.CheckRequest{Backend: req.GetBackend(), Env: req.GetEnv(), Options: opts})), nil
-}
-
 // closeAll closes every live session; Serve calls it before the process
 // exits so no runtime outlives its plugin.
 func (s *server) closeAll(budget time.Duration) {
@@ -182,16 +159,16 @@ func (s *server) closeAll(budget time.Duration) {
 	wg.Wait()
 }
 
-func (s *server) Session(stream pb.Runtime_SessionServer) error {
-	first, err := stream.Recv()
+// session serves one Session stream.
+func (s *server) session(stream grpc.ServerStream) error {
+	first, err := fromproto.RecvHostMessage(stream)
 	if err != nil {
 		return err
 	}
-	if ra := first.GetReattach(); ra != nil {
-		return s.reattach(stream, ra)
+	if first.Kind() == fromproto.HostReattach {
+		return s.reattach(stream, first.ReattachSessionID())
 	}
-	open := first.GetOpen()
-	if open == nil {
+	if first.Kind() != fromproto.HostOpen {
 		return status.Error(codes.FailedPrecondition, "the first message of a session must be Open")
 	}
 	ss := &sessionServer{
@@ -214,13 +191,13 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	}
 	out := ss.out
 	defer out.close()
-	b, ok := s.backends[open.GetBackend()]
+	b, ok := s.backends[first.OpenBackend()]
 	if !ok {
 		ss.out.push(toproto.Closed(
-			runtime.Errorf(runtime.FaultUser, "plugin %s does not serve backend %q", s.info.Name, open.GetBackend())))
+			runtime.Errorf(runtime.FaultUser, "plugin %s does not serve backend %q", s.info.Name, first.OpenBackend())))
 		return ss.out.flush()
 	}
-	req, err := fromproto.Open(open)
+	req, err := first.Open()
 	if err != nil {
 		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
 		return ss.out.flush()
@@ -257,7 +234,7 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 
 // forget drops ss from the live sessions once the stream that served it
 // ends, unless another stream has taken it over since (reattach).
-func (s *server) forget(ss *sessionServer, stream pb.Runtime_SessionServer) {
+func (s *server) forget(ss *sessionServer, stream grpc.ServerStream) {
 	ss.mu.Lock()
 	mine := ss.stream == stream
 	ss.mu.Unlock()
@@ -284,7 +261,7 @@ func safeOpen(ctx context.Context, b runtime.Backend, req runtime.OpenRequest, h
 // backend's session calls.
 type sessionServer struct {
 	server *server
-	stream pb.Runtime_SessionServer
+	stream grpc.ServerStream
 	out    *outbox
 	sess   runtime.Session
 
@@ -307,14 +284,14 @@ type sessionServer struct {
 	taken       chan struct{}
 	claimed     bool
 	lostAt      time.Time
-	lastEnded   *pb.PluginMessage
-	pendingMsgs []*pb.PluginMessage
+	lastEnded   toproto.Message
+	pendingMsgs []toproto.Message
 	// outMu: the outbox is swapped on a take-over while nothing is pushed.
 	outMu sync.RWMutex
 }
 
 // push and flush go to the session's current outbox.
-func (ss *sessionServer) push(m *pb.PluginMessage) {
+func (ss *sessionServer) push(m toproto.Message) {
 	ss.outMu.RLock()
 	defer ss.outMu.RUnlock()
 	ss.out.push(m)
@@ -329,16 +306,16 @@ func (ss *sessionServer) flush() error {
 
 func (ss *sessionServer) dropPendingMsgLocked(id string) {
 	for i, m := range ss.pendingMsgs {
-		if m.GetPermissionRequest().GetRequestId() == id {
+		if m.RequestID() == id {
 			ss.pendingMsgs = append(ss.pendingMsgs[:i], ss.pendingMsgs[i+1:]...)
 			return
 		}
 	}
 }
 
-func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
+func (ss *sessionServer) serve(stream grpc.ServerStream) error {
 	for {
-		msg, err := stream.Recv()
+		msg, err := fromproto.RecvHostMessage(stream)
 		if err != nil {
 			if ss.server.linger > 0 && ss.server.hostGone(lingerParentWait) {
 				// The host died: the session and its runtime wait for a
@@ -360,14 +337,15 @@ func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
 			}
 			return err
 		}
-		switch m := msg.Msg.(type) {
-		case *pb.HostMessage_Prompt:
-			ss.startTurn(m.Prompt.GetTurnId(), m.Prompt.GetText())
-		case *pb.HostMessage_Cancel:
-			if !ss.turnRunning(m.Cancel.GetTurnId()) {
+		switch msg.Kind() {
+		case fromproto.HostPrompt:
+			t := msg.Prompt()
+			ss.startTurn(t.ID, t.Text)
+		case fromproto.HostCancel:
+			if !ss.turnRunning(msg.CancelTurnID()) {
 				// A cancel for a turn that already ended must not reach
 				// the backend, or it would cancel the next turn.
-				ss.Logger().Debug("ignoring a cancel for a turn that is not running", "turn_id", m.Cancel.GetTurnId())
+				ss.Logger().Debug("ignoring a cancel for a turn that is not running", "turn_id", msg.CancelTurnID())
 				continue
 			}
 			go func() {
@@ -375,15 +353,15 @@ func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
 					ss.Logger().Warn("cancel failed", "error", err)
 				}
 			}()
-		case *pb.HostMessage_PermissionDecision:
-			ss.deliver(m.PermissionDecision)
-		case *pb.HostMessage_Close:
+		case fromproto.HostPermissionDecision:
+			ss.deliver(msg.Decision())
+		case fromproto.HostClose:
 			ctx, cancel := context.WithTimeout(stream.Context(), closeBudget)
 			err := ss.closeSession(ctx)
 			cancel()
 			ss.push(toproto.Closed(err))
 			return ss.flush()
-		case *pb.HostMessage_Open:
+		case fromproto.HostOpen:
 			ss.Logger().Warn("ignoring a second Open on an open session")
 		}
 	}
@@ -479,17 +457,17 @@ func (ss *sessionServer) closeSession(ctx context.Context) error {
 	return err
 }
 
-func (ss *sessionServer) deliver(d *pb.PermissionDecision) {
+func (ss *sessionServer) deliver(id string, d runtime.PermissionDecision) {
 	ss.mu.Lock()
-	ch, ok := ss.pending[d.GetRequestId()]
-	delete(ss.pending, d.GetRequestId())
-	ss.dropPendingMsgLocked(d.GetRequestId())
+	ch, ok := ss.pending[id]
+	delete(ss.pending, id)
+	ss.dropPendingMsgLocked(id)
 	ss.mu.Unlock()
 	if !ok {
-		ss.Logger().Debug("decision for a request that is no longer pending", "request_id", d.GetRequestId())
+		ss.Logger().Debug("decision for a request that is no longer pending", "request_id", id)
 		return
 	}
-	ch <- fromproto.PermissionDecision(d)
+	ch <- d
 }
 
 // Emit implements runtime.Host.
@@ -519,7 +497,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 	if req.ID == "" {
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request without an id")
 	}
-	msg, err := toproto.PermissionRequest(req)
+	pm, err := toproto.Ask(req)
 	if err != nil {
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "%v", err)
 	}
@@ -530,7 +508,6 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request %q is already pending", req.ID)
 	}
 	ss.pending[req.ID] = ch
-	pm := toproto.Asked(msg)
 	ss.pendingMsgs = append(ss.pendingMsgs, pm)
 	ss.mu.Unlock()
 	ss.push(pm)

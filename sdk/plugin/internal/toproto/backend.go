@@ -16,3 +16,16 @@ func BackendInfo(b runtime.BackendInfo) *pb.BackendInfo {
 		EventTypes:     b.EventTypes,
 	}
 }
+
+// Description answers Describe: the plugin, the protocol versions it
+// speaks, its SDK version and its backends in order.
+func Description(name, version string, protocols []uint32, sdkVersion string, backends []runtime.BackendInfo) *pb.DescribeResponse {
+	resp := &pb.DescribeResponse{
+		PluginName: name, PluginVersion: version,
+		ProtocolVersions: protocols, SdkVersion: sdkVersion,
+	}
+	for _, b := range backends {
+		resp.Backends = append(resp.Backends, BackendInfo(b))
+	}
+	return resp
+}

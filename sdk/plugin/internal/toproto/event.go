@@ -8,10 +8,10 @@ import (
 )
 
 // Event is one event, its fields encoded as a JSON object.
-func Event(ev runtime.Event) (*pb.Event, error) {
+func Event(ev runtime.Event) (EncodedEvent, error) {
 	data, err := Object(ev.Fields)
 	if err != nil {
-		return nil, fmt.Errorf("event %q: %w", ev.Type, err)
+		return EncodedEvent{}, fmt.Errorf("event %q: %w", ev.Type, err)
 	}
-	return &pb.Event{Type: ev.Type, Json: data}, nil
+	return EncodedEvent{&pb.Event{Type: ev.Type, Json: data}}, nil
 }
