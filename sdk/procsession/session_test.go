@@ -23,7 +23,7 @@ func (h *recHost) Emit(ev runtime.Event) { h.mu.Lock(); h.evs = append(h.evs, ev
 func (h *recHost) AskPermission(context.Context, runtime.PermissionRequest) (runtime.PermissionDecision, error) {
 	return runtime.PermissionDecision{}, nil
 }
-func (h *recHost) Logger() hclog.Logger                 { return h.logger }
+func (h *recHost) Logger() hclog.Logger                { return h.logger }
 func (h *recHost) RecordProcess(p runtime.ProcessInfo) { h.procs = append(h.procs, p) }
 
 func TestDefault(t *testing.T) {
