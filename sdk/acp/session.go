@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/turn"
 )
@@ -163,31 +164,18 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	if cfg.Backend == "" || cfg.Binary == "" || cfg.Dir == "" {
 		return nil, runtime.Errorf(runtime.FaultPlugin, "acp: Config needs Backend, Binary and Dir")
 	}
-	if cfg.InitTimeout <= 0 {
-		cfg.InitTimeout = DefaultInitTimeout
-	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
-	}
-	if cfg.CancelWait <= 0 {
-		cfg.CancelWait = DefaultCancelWait
-	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = DefaultStopGrace
-	}
+	procsession.Default(&cfg.InitTimeout, DefaultInitTimeout)
+	procsession.Default(&cfg.SessionTimeout, DefaultSessionTimeout)
+	procsession.Default(&cfg.CancelWait, DefaultCancelWait)
+	procsession.Default(&cfg.StopGrace, DefaultStopGrace)
 	if cfg.ClientVersion == "" {
 		cfg.ClientVersion = "0.0.1"
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = host.Logger()
-	}
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	s := &Session{cfg: cfg, host: host, log: log, mapper: newMapper(), noisy: make(chan struct{}),
-		gate: turn.NewGate(host, maxBuffered, cfg.Backend)}
-	s.turns = turn.New(turn.Config{Backend: cfg.Backend, Grace: cfg.CancelWait, Gate: s.gate, OnOverdue: s.overdue})
+	s := &Session{cfg: cfg, host: host, mapper: newMapper(), noisy: make(chan struct{})}
+	sk := procsession.New(procsession.Config{Backend: cfg.Backend, Host: host, Logger: cfg.Logger, MaxHeld: maxBuffered,
+		Grace: cfg.CancelWait, OnOverdue: s.overdue})
+	s.log, s.gate, s.turns = sk.Log, sk.Gate, sk.Runner
+	log := s.log
 
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
@@ -204,9 +192,7 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	s.proc = proc
 	// Tell the host at once: if this plugin dies during a slow initialize,
 	// the host still kills the agent's group.
-	if r, ok := host.(runtime.ProcessRecorder); ok {
-		r.RecordProcess(s.Process())
-	}
+	procsession.Record(host, s.Process())
 	s.conn = NewConn(ProcessLines(proc.Lines()), proc.Stdin(), s, ConnOptions{Logger: log, OnFrameError: s.frameError})
 	s.client = NewClient(s.conn)
 
@@ -795,16 +781,12 @@ func (s *Session) Close(ctx context.Context) error {
 }
 
 func (s *Session) shutdown() {
-	s.turns.Close(func() {
-		s.conn.Close()
-		if err := s.proc.Stop(s.cfg.StopGrace); err != nil {
-			s.log.Debug("stopping the agent", "error", err)
-		}
-		<-s.conn.Done()
-		for _, f := range s.onClose {
-			f()
-		}
-		unknown, bad, replayed := s.Stats()
-		s.log.Debug("acp session closed", "session_id", s.id, "unknown_frames", unknown, "bad_frames", bad, "replayed", replayed)
-	})
+	s.turns.Close(procsession.Stop{Conn: s.conn, Proc: s.proc, Grace: s.cfg.StopGrace, Log: s.log, What: "stopping the agent",
+		Then: func() {
+			for _, f := range s.onClose {
+				f()
+			}
+			unknown, bad, replayed := s.Stats()
+			s.log.Debug("acp session closed", "session_id", s.id, "unknown_frames", unknown, "bad_frames", bad, "replayed", replayed)
+		}}.Run)
 }

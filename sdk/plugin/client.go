@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -149,7 +151,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Client, error) {
 		return nil, fmt.Errorf("%w: plugin %s negotiated protocol %d", ErrIncompatible, cfg.Path, v)
 	}
 	c.closeFn = gp.Kill
-	if err := c.describe(ctx, raw.(pb.RuntimeClient)); err != nil {
+	if err := c.describeDispensed(ctx, raw); err != nil {
 		gp.Kill()
 		return nil, err
 	}
@@ -168,18 +170,31 @@ func (c *Client) launchErr(err error) error {
 	return fmt.Errorf("start plugin %s: %w", c.path, err)
 }
 
+// runtimeClient is the generated Runtime client the host's backends call.
+type runtimeClient struct{ pb.RuntimeClient }
+
+// describeDispensed describes the Runtime client go-plugin dispensed.
+func (c *Client) describeDispensed(ctx context.Context, raw any) error {
+	return c.describe(ctx, raw.(pb.RuntimeClient))
+}
+
+// describeConn describes the Runtime service at the other end of conn.
+func (c *Client) describeConn(ctx context.Context, conn grpc.ClientConnInterface) error {
+	return c.describe(ctx, pb.NewRuntimeClient(conn))
+}
+
 func (c *Client) describe(ctx context.Context, rc pb.RuntimeClient) error {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := rc.Describe(dctx, &pb.DescribeRequest{HostProtocolVersions: []uint32{ProtocolVersion}})
+	resp, err := rc.Describe(dctx, toproto.Describe(ProtocolVersion))
 	if err != nil {
 		return c.describeErr("describe", err)
 	}
 	c.info = Info{Name: resp.GetPluginName(), Version: resp.GetPluginVersion()}
 	c.backends = map[string]*remoteBackend{}
 	for _, b := range resp.GetBackends() {
-		info := backendInfoFromProto(b)
-		c.backends[info.Name] = &remoteBackend{info: info, client: rc, owner: c}
+		info := fromproto.BackendInfo(b)
+		c.backends[info.Name] = &remoteBackend{info: info, client: runtimeClient{rc}, owner: c}
 		c.order = append(c.order, info.Name)
 	}
 	return nil

@@ -14,5 +14,6 @@
 // reattach.go, reattach_client.go).
 //
 // This package is the one boundary where protobuf types are converted to and
-// from sdk/runtime types (convert.go); nothing outside sdk/ sees them.
+// from sdk/runtime types (internal/toproto, internal/fromproto); nothing
+// outside sdk/ sees them.
 package plugin

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -31,7 +30,7 @@ func ServeInProcess(ctx context.Context, info Info, logger hclog.Logger, backend
 	}
 	lis := bufconn.Listen(inProcessBuffer)
 	gs := grpc.NewServer()
-	pb.RegisterRuntimeServer(gs, srv)
+	registerRuntime(gs, srv)
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///in-process",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -54,7 +53,7 @@ func ServeInProcess(ctx context.Context, info Info, logger hclog.Logger, backend
 		}
 		c.mu.Unlock()
 	}
-	if err := c.describe(ctx, pb.NewRuntimeClient(conn)); err != nil {
+	if err := c.describeConn(ctx, conn); err != nil {
 		c.closeFn()
 		return nil, err
 	}

@@ -6,9 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -75,7 +73,7 @@ type lingerBuffer struct {
 	max int
 
 	mu      sync.Mutex
-	msgs    []*pb.PluginMessage
+	msgs    []toproto.Message
 	sizes   []int
 	size    int
 	dropped int // events dropped
@@ -85,30 +83,28 @@ func newLingerBuffer(max int) *lingerBuffer { return &lingerBuffer{max: max} }
 
 // push keeps m, dropping the oldest events while the buffer is over its
 // bound.
-func (b *lingerBuffer) push(m *pb.PluginMessage) {
-	n := proto.Size(m)
+func (b *lingerBuffer) push(m toproto.Message) {
+	n := m.Size()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.msgs = append(b.msgs, m)
 	b.sizes = append(b.sizes, n)
 	b.size += n
 	for i := 0; b.size > b.max && i < len(b.msgs); {
-		ev := b.msgs[i].GetEvents()
-		if ev == nil {
+		m := b.msgs[i]
+		if !m.IsEvents() {
 			i++ // not an event batch: kept
 			continue
 		}
 		// Drop the oldest event of the oldest batch.
-		evs := ev.GetEvents()
-		first := proto.Size(evs[0])
 		b.dropped++
-		if len(evs) == 1 {
+		if m.EventCount() <= 1 {
 			b.size -= b.sizes[i]
 			b.msgs = append(b.msgs[:i], b.msgs[i+1:]...)
 			b.sizes = append(b.sizes[:i], b.sizes[i+1:]...)
 			continue
 		}
-		ev.Events = evs[1:]
+		first := m.DropFirstEvent()
 		b.sizes[i] -= first
 		b.size -= first
 	}
@@ -116,13 +112,13 @@ func (b *lingerBuffer) push(m *pb.PluginMessage) {
 
 // take returns what is buffered, oldest first, led by the warning of the
 // events dropped when there were any, and empties the buffer.
-func (b *lingerBuffer) take() []*pb.PluginMessage {
+func (b *lingerBuffer) take() []toproto.Message {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := b.msgs
 	if b.dropped > 0 {
-		w := &pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: []*pb.Event{lingerWarning(b.dropped, b.max)}}}}
-		out = append([]*pb.PluginMessage{w}, out...)
+		w := toproto.Events([]toproto.EncodedEvent{lingerWarning(b.dropped, b.max)})
+		out = append([]toproto.Message{w}, out...)
 	}
 	b.msgs, b.sizes, b.size, b.dropped = nil, nil, 0, 0
 	return out
@@ -137,8 +133,8 @@ func (b *lingerBuffer) stats() (msgs, bytes, dropped int) {
 
 // lingerWarning is the avenor.warning that tells the host events were
 // dropped while it was away.
-func lingerWarning(dropped, max int) *pb.Event {
-	ev, err := eventToProto(runtime.Event{Type: runtime.EventWarning, Fields: map[string]any{
+func lingerWarning(dropped, max int) toproto.EncodedEvent {
+	ev, err := toproto.Event(runtime.Event{Type: runtime.EventWarning, Fields: map[string]any{
 		"source": "plugin",
 		"message": fmt.Sprintf("%d events of this session were dropped while the plugin had no host: it keeps at most %d MiB of them, the newest",
 			dropped, max>>20),
@@ -154,31 +150,33 @@ func lingerWarning(dropped, max int) *pb.Event {
 // maxReplayBytes, oldest first.
 type sentRing struct {
 	mu    sync.Mutex
-	evs   []*pb.Event
+	evs   []toproto.EncodedEvent
 	bytes int
 }
 
-func (r *sentRing) add(evs []*pb.Event) {
-	if len(evs) == 0 {
+// add keeps the events m carries.
+func (r *sentRing) add(m toproto.Message) {
+	if m.EventCount() == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, e := range evs {
-		r.evs = append(r.evs, e)
-		r.bytes += proto.Size(e)
+	n := len(r.evs)
+	r.evs = m.AppendEvents(r.evs)
+	for _, e := range r.evs[n:] {
+		r.bytes += e.Size()
 	}
 	drop := 0
 	for len(r.evs)-drop > MaxReplayEvents || (r.bytes > maxReplayBytes && len(r.evs)-drop > 1) {
-		r.bytes -= proto.Size(r.evs[drop])
+		r.bytes -= r.evs[drop].Size()
 		drop++
 	}
 	if drop > 0 {
-		r.evs = append([]*pb.Event(nil), r.evs[drop:]...)
+		r.evs = append([]toproto.EncodedEvent(nil), r.evs[drop:]...)
 	}
 }
 
-func (r *sentRing) take() []*pb.Event {
+func (r *sentRing) take() []toproto.EncodedEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.evs

@@ -7,21 +7,22 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
+	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
-func eventsMsg(ids ...int) *pb.PluginMessage {
-	var evs []*pb.Event
+func eventsMsg(ids ...int) toproto.Message {
+	var evs []toproto.EncodedEvent
 	for _, id := range ids {
-		evs = append(evs, &pb.Event{Type: "agent.message_chunk", Json: []byte(fmt.Sprintf(`{"n":%d,"text":"%0100d"}`, id, 0))})
+		evs = append(evs, toproto.EventJSON("agent.message_chunk", []byte(fmt.Sprintf(`{"n":%d,"text":"%0100d"}`, id, 0))))
 	}
-	return &pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: evs}}}
+	return toproto.Events(evs)
 }
 
-func eventIDs(t *testing.T, msgs []*pb.PluginMessage) (ids []int, warnings []map[string]any, others int) {
+func eventIDs(t *testing.T, msgs []toproto.Message) (ids []int, warnings []map[string]any, others int) {
 	t.Helper()
 	for _, m := range msgs {
-		ev := m.GetEvents()
+		ev := m.Proto().GetEvents()
 		if ev == nil {
 			others++
 			continue
@@ -44,7 +45,7 @@ func eventIDs(t *testing.T, msgs []*pb.PluginMessage) (ids []int, warnings []map
 func TestLingerBufferKeepsAllWithinBound(t *testing.T) {
 	b := newLingerBuffer(1 << 20)
 	b.push(eventsMsg(1, 2))
-	b.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: &pb.TurnEnded{TurnId: "1"}}})
+	b.push(toproto.Ended("1", runtime.TurnResult{}, nil))
 	b.push(eventsMsg(3))
 	ids, warns, others := eventIDs(t, b.take())
 	if fmt.Sprint(ids) != "[1 2 3]" || len(warns) != 0 || others != 1 {
@@ -60,9 +61,12 @@ func TestLingerBufferKeepsAllWithinBound(t *testing.T) {
 // host is told how many were dropped.
 func TestLingerBufferBound(t *testing.T) {
 	one := eventsMsg(0)
-	per := len(one.GetEvents().GetEvents()[0].GetJson()) + 10
+	per := len(one.Proto().GetEvents().GetEvents()[0].GetJson()) + 10
 	b := newLingerBuffer(per * 10)
-	pr := &pb.PluginMessage{Msg: &pb.PluginMessage_PermissionRequest{PermissionRequest: &pb.PermissionRequest{RequestId: "p1"}}}
+	pr, err := toproto.Ask(runtime.PermissionRequest{ID: "p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.push(eventsMsg(1, 2, 3))
 	b.push(pr)
 	for i := 4; i <= 40; i += 2 {
@@ -94,7 +98,7 @@ func TestLingerBufferBound(t *testing.T) {
 	if len(warns) != 1 || int(warns[0]["dropped"].(float64)) != dropped {
 		t.Fatalf("warning %v does not say %d dropped", warns, dropped)
 	}
-	if msgs[0].GetEvents() == nil || msgs[0].GetEvents().GetEvents()[0].GetType() != "avenor.warning" {
+	if w := msgs[0].Proto().GetEvents(); w == nil || w.GetEvents()[0].GetType() != "avenor.warning" {
 		t.Fatal("the warning does not come first")
 	}
 }

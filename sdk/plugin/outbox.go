@@ -4,8 +4,9 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 )
 
 // outbox is the single ordered queue of everything a session sends to the
@@ -13,7 +14,7 @@ import (
 // Events message, so a flood costs few stream sends, and a permission
 // request or turn end is never sent before the events queued ahead of it.
 type outbox struct {
-	send   func(*pb.PluginMessage) error
+	send   func(toproto.Message) error
 	logger hclog.Logger
 	ch     chan outItem
 	quit   chan struct{} // closed by close() after the final flush
@@ -41,7 +42,7 @@ func (o *outbox) keepUnsent() {
 }
 
 // takeSent returns the events last sent, oldest first.
-func (o *outbox) takeSent() []*pb.Event {
+func (o *outbox) takeSent() []toproto.EncodedEvent {
 	o.mu.Lock()
 	r := o.sent
 	o.mu.Unlock()
@@ -52,24 +53,22 @@ func (o *outbox) takeSent() []*pb.Event {
 }
 
 type outItem struct {
-	ev    *pb.Event
-	msg   *pb.PluginMessage
+	ev    toproto.EncodedEvent
+	msg   toproto.Message
 	flush chan struct{}
 }
 
-type sender interface {
-	Send(*pb.PluginMessage) error
-}
-
-func newOutbox(s sender, logger hclog.Logger) *outbox {
-	o := &outbox{send: s.Send, logger: logger, ch: make(chan outItem, outboxSize), quit: make(chan struct{}), done: make(chan struct{})}
+// newOutbox sends on stream.
+func newOutbox(stream grpc.ServerStream, logger hclog.Logger) *outbox {
+	send := func(m toproto.Message) error { return stream.SendMsg(m.Proto()) }
+	o := &outbox{send: send, logger: logger, ch: make(chan outItem, outboxSize), quit: make(chan struct{}), done: make(chan struct{})}
 	go o.run()
 	return o
 }
 
 // takeUnsent returns what the outbox kept unsent (keepUnsent), oldest
 // first, led by a warning when some was dropped.
-func (o *outbox) takeUnsent() []*pb.PluginMessage {
+func (o *outbox) takeUnsent() []toproto.Message {
 	o.mu.Lock()
 	buf := o.linger
 	o.mu.Unlock()
@@ -79,9 +78,9 @@ func (o *outbox) takeUnsent() []*pb.PluginMessage {
 	return buf.take()
 }
 
-func (o *outbox) pushEvent(ev *pb.Event) { o.put(outItem{ev: ev}) }
+func (o *outbox) pushEvent(ev toproto.EncodedEvent) { o.put(outItem{ev: ev}) }
 
-func (o *outbox) push(msg *pb.PluginMessage) { o.put(outItem{msg: msg}) }
+func (o *outbox) push(msg toproto.Message) { o.put(outItem{msg: msg}) }
 
 // flush waits until everything queued so far was handed to the stream and
 // returns the first send error.
@@ -144,28 +143,28 @@ func (o *outbox) close() {
 
 func (o *outbox) run() {
 	defer close(o.done)
-	var batch []*pb.Event
+	var batch toproto.Batch
 	size := 0 // the JSON and types in batch
 	sendBatch := func() {
-		if len(batch) == 0 {
+		if batch.Len() == 0 {
 			return
 		}
-		o.deliver(&pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: batch}}})
-		batch, size = nil, 0
+		o.deliver(batch.Take())
+		size = 0
 	}
 	handle := func(it outItem) {
 		switch {
-		case it.ev != nil:
-			n := len(it.ev.GetJson()) + len(it.ev.GetType()) + 8
-			if len(batch) > 0 && size+n > maxBatchBytes {
+		case !it.ev.IsZero():
+			n := it.ev.Bytes() + 8
+			if batch.Len() > 0 && size+n > maxBatchBytes {
 				sendBatch()
 			}
-			batch = append(batch, it.ev)
+			batch.Add(it.ev)
 			size += n
-			if len(batch) >= maxBatch {
+			if batch.Len() >= maxBatch {
 				sendBatch()
 			}
-		case it.msg != nil:
+		case !it.msg.IsZero():
 			sendBatch()
 			o.deliver(it.msg)
 		case it.flush != nil:
@@ -195,7 +194,7 @@ func (o *outbox) run() {
 	}
 }
 
-func (o *outbox) deliver(m *pb.PluginMessage) {
+func (o *outbox) deliver(m toproto.Message) {
 	o.mu.Lock()
 	failed, buf := o.err != nil, o.linger
 	o.mu.Unlock()
@@ -220,6 +219,6 @@ func (o *outbox) deliver(m *pb.PluginMessage) {
 	r := o.sent
 	o.mu.Unlock()
 	if r != nil {
-		r.add(m.GetEvents().GetEvents())
+		r.add(m)
 	}
 }

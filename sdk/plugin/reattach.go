@@ -3,10 +3,11 @@ package plugin
 import (
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -32,22 +33,22 @@ func (ss *sessionServer) orphan() <-chan struct{} {
 }
 
 // reattach serves a stream whose first message is Reattach.
-func (s *server) reattach(stream pb.Runtime_SessionServer, r *pb.Reattach) error {
+func (s *server) reattach(stream grpc.ServerStream, sessionID string) error {
 	// A host that starts at once after the old one died can be here before
 	// the session has learnt that its stream broke: it is given the time
 	// that takes.
-	ss := s.claimOrphan(r.GetSessionId())
-	for deadline := time.Now().Add(lingerParentWait + time.Second); ss == nil && time.Now().Before(deadline) && s.hasSession(r.GetSessionId()); {
+	ss := s.claimOrphan(sessionID)
+	for deadline := time.Now().Add(lingerParentWait + time.Second); ss == nil && time.Now().Before(deadline) && s.hasSession(sessionID); {
 		time.Sleep(20 * time.Millisecond)
-		ss = s.claimOrphan(r.GetSessionId())
+		ss = s.claimOrphan(sessionID)
 	}
 	if ss == nil {
 		o := newOutbox(stream, s.logger)
 		defer o.close()
-		o.push(closedMsg(runtime.Errorf(runtime.FaultUser, "plugin %s keeps no session %q for a new host: it was closed, or its linger window passed", s.info.Name, r.GetSessionId())))
+		o.push(toproto.Closed(runtime.Errorf(runtime.FaultUser, "plugin %s keeps no session %q for a new host: it was closed, or its linger window passed", s.info.Name, sessionID)))
 		return o.flush()
 	}
-	if r.GetSessionId() == "" {
+	if sessionID == "" {
 		return status.Error(codes.InvalidArgument, "reattach: no session id")
 	}
 	ss.takeOver(stream)
@@ -121,7 +122,7 @@ func (s *server) orphansLocked() bool {
 }
 
 // takeOver moves the session to stream (see the file comment).
-func (ss *sessionServer) takeOver(stream pb.Runtime_SessionServer) {
+func (ss *sessionServer) takeOver(stream grpc.ServerStream) {
 	ss.outMu.Lock()
 	defer ss.outMu.Unlock()
 	old := ss.out
@@ -142,29 +143,29 @@ func (ss *sessionServer) takeOver(stream pb.Runtime_SessionServer) {
 		default:
 		}
 	}
-	pending := append([]*pb.PluginMessage(nil), ss.pendingMsgs...)
+	pending := append([]toproto.Message(nil), ss.pendingMsgs...)
 	taken := ss.taken
 	ss.taken, ss.claimed, ss.stream = nil, false, stream
 	ss.mu.Unlock()
 
-	sent := map[*pb.PluginMessage]bool{}
+	sent := map[toproto.Message]bool{}
 	events := 0
 	for _, m := range msgs {
 		sent[m] = true
-		events += len(m.GetEvents().GetEvents())
+		events += m.EventCount()
 	}
-	nu.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
-		SessionId: ss.sess.ID(), Process: processToProto(ss.sess.Process()), Reattached: true,
-		TurnId: turnID, TurnRunning: running, BufferedEvents: uint32(events), GapMs: time.Since(lostAt).Milliseconds(),
-		ReplayEvents: uint32(len(replay)),
-	}}})
+	nu.push(toproto.Reattached(toproto.Reattach{
+		SessionID: ss.sess.ID(), Process: ss.sess.Process(),
+		TurnID: turnID, TurnRunning: running, BufferedEvents: events, Gap: time.Since(lostAt),
+		ReplayEvents: len(replay),
+	}))
 	if len(replay) > 0 {
-		nu.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Events{Events: &pb.Events{Events: replay}}})
+		nu.push(toproto.Events(replay))
 	}
 	for _, m := range msgs {
 		nu.push(m)
 	}
-	if !running && lastEnded != nil && !sent[lastEnded] {
+	if !running && !lastEnded.IsZero() && !sent[lastEnded] {
 		nu.push(lastEnded)
 	}
 	for _, m := range pending {

@@ -12,7 +12,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -75,7 +75,7 @@ func Reattach(ctx context.Context, info ReattachInfo, path string, log hclog.Log
 		return nil, fmt.Errorf("reattach plugin pid %d: %w", info.PID, err)
 	}
 	c.closeFn = gp.Kill
-	if err := c.describe(ctx, raw.(pb.RuntimeClient)); err != nil {
+	if err := c.describeDispensed(ctx, raw); err != nil {
 		gp.Kill()
 		return nil, err
 	}
@@ -128,24 +128,24 @@ func (b *remoteBackend) Reattach(ctx context.Context, sessionID string, host run
 	}
 	s := newRemoteSession(b.owner, stream, cancel, host)
 	s.written = written
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Reattach{Reattach: &pb.Reattach{SessionId: sessionID}}}); err != nil {
+	if err := s.send(toproto.ReattachSession(sessionID)); err != nil {
 		cancel()
 		return nil, Reattached{}, b.owner.describeErr("reattach session", err)
 	}
 	go s.recvLoop()
 	select {
 	case o := <-s.opened:
-		s.id = o.GetSessionId()
-		s.setProcess(processFromProto(o.GetProcess()))
-		r := Reattached{TurnID: o.GetTurnId(), TurnRunning: o.GetTurnRunning(), BufferedEvents: int(o.GetBufferedEvents()), Gap: time.Duration(o.GetGapMs()) * time.Millisecond}
+		s.id = o.SessionID
+		s.setProcess(o.Process)
+		r := Reattached{TurnID: o.TurnID, TurnRunning: o.TurnRunning, BufferedEvents: int(o.BufferedEvents), Gap: time.Duration(o.GapMs) * time.Millisecond}
 		s.mu.Lock()
 		s.adopted = r.TurnID
 		s.mu.Unlock()
 		return s, r, nil
-	case c := <-s.closed:
+	case err := <-s.closed:
 		cancel()
 		<-s.done
-		if err := errorFromProto(c.GetError()); err != nil {
+		if err != nil {
 			return nil, Reattached{}, err
 		}
 		return nil, Reattached{}, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session instead of handing it over")

@@ -11,9 +11,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -150,8 +154,46 @@ type grpcPlugin struct {
 }
 
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterRuntimeServer(s, p.server)
+	registerRuntime(s, p.server)
 	return nil
+}
+
+// registerRuntime serves srv as the Runtime service on gs.
+func registerRuntime(gs grpc.ServiceRegistrar, srv *server) {
+	pb.RegisterRuntimeServer(gs, runtimeService{server: srv})
+}
+
+// runtimeService is the generated Runtime service over a server: requests
+// in through fromproto, answers out through toproto.
+type runtimeService struct {
+	pb.UnimplementedRuntimeServer
+	server *server
+}
+
+func (rs runtimeService) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	s := rs.server
+	infos := make([]runtime.BackendInfo, 0, len(s.order))
+	for _, name := range s.order {
+		infos = append(infos, s.backends[name].Info())
+	}
+	return toproto.Description(s.info.Name, s.info.Version, []uint32{ProtocolVersion}, SDKVersion, infos), nil
+}
+
+func (rs runtimeService) Check(ctx context.Context, r *pb.CheckRequest) (*pb.CheckResponse, error) {
+	s := rs.server
+	req, optsErr := fromproto.Check(r)
+	b, ok := s.backends[req.Backend]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "plugin %s does not serve backend %q", s.info.Name, req.Backend)
+	}
+	if optsErr != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "options: %v", optsErr)
+	}
+	return toproto.Readiness(b.Check(ctx, req)), nil
+}
+
+func (rs runtimeService) Session(stream pb.Runtime_SessionServer) error {
+	return rs.server.session(stream)
 }
 
 func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -60,9 +62,9 @@ const (
 	closeBudget = 10 * time.Second
 )
 
-// server is the plugin side of the Runtime service.
+// server is the plugin side of the Runtime service (served over gRPC by
+// runtimeService, serve.go).
 type server struct {
-	pb.UnimplementedRuntimeServer
 	info     Info
 	backends map[string]runtime.Backend
 	order    []string
@@ -138,29 +140,6 @@ func newServer(info Info, logger hclog.Logger, backends []runtime.Backend) (*ser
 	return s, nil
 }
 
-func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
-	resp := &pb.DescribeResponse{
-		PluginName: s.info.Name, PluginVersion: s.info.Version,
-		ProtocolVersions: []uint32{ProtocolVersion}, SdkVersion: SDKVersion,
-	}
-	for _, name := range s.order {
-		resp.Backends = append(resp.Backends, backendInfoToProto(s.backends[name].Info()))
-	}
-	return resp, nil
-}
-
-func (s *server) Check(ctx context.Context, req *pb.CheckRequest) (*pb.CheckResponse, error) {
-	b, ok := s.backends[req.GetBackend()]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "plugin %s does not serve backend %q", s.info.Name, req.GetBackend())
-	}
-	opts, err := unmarshalObject(req.GetOptionsJson())
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "options: %v", err)
-	}
-	return readinessToProto(b.Check(ctx, runtime.CheckRequest{Backend: req.GetBackend(), Env: req.GetEnv(), Options: opts})), nil
-}
-
 // closeAll closes every live session; Serve calls it before the process
 // exits so no runtime outlives its plugin.
 func (s *server) closeAll(budget time.Duration) {
@@ -180,16 +159,16 @@ func (s *server) closeAll(budget time.Duration) {
 	wg.Wait()
 }
 
-func (s *server) Session(stream pb.Runtime_SessionServer) error {
-	first, err := stream.Recv()
+// session serves one Session stream.
+func (s *server) session(stream grpc.ServerStream) error {
+	first, err := fromproto.RecvHostMessage(stream)
 	if err != nil {
 		return err
 	}
-	if ra := first.GetReattach(); ra != nil {
-		return s.reattach(stream, ra)
+	if first.Kind() == fromproto.HostReattach {
+		return s.reattach(stream, first.ReattachSessionID())
 	}
-	open := first.GetOpen()
-	if open == nil {
+	if first.Kind() != fromproto.HostOpen {
 		return status.Error(codes.FailedPrecondition, "the first message of a session must be Open")
 	}
 	ss := &sessionServer{
@@ -212,15 +191,15 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	}
 	out := ss.out
 	defer out.close()
-	b, ok := s.backends[open.GetBackend()]
+	b, ok := s.backends[first.OpenBackend()]
 	if !ok {
-		ss.out.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Closed{Closed: &pb.Closed{Error: errorToProto(
-			runtime.Errorf(runtime.FaultUser, "plugin %s does not serve backend %q", s.info.Name, open.GetBackend()))}}})
+		ss.out.push(toproto.Closed(
+			runtime.Errorf(runtime.FaultUser, "plugin %s does not serve backend %q", s.info.Name, first.OpenBackend())))
 		return ss.out.flush()
 	}
-	req, err := openFromProto(open)
+	req, err := first.Open()
 	if err != nil {
-		ss.out.push(closedMsg(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
+		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
 		return ss.out.flush()
 	}
 	// A backend may keep Open's context for the session's life (its
@@ -235,7 +214,7 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	}
 	if err != nil {
 		abandon()
-		ss.out.push(closedMsg(err))
+		ss.out.push(toproto.Closed(err))
 		return ss.out.flush()
 	}
 	ss.sess = sess
@@ -245,19 +224,17 @@ func (s *server) Session(stream pb.Runtime_SessionServer) error {
 	defer s.forget(ss, stream)
 	var startFields []byte
 	if sf, ok := sess.(runtime.StartFielder); ok {
-		if startFields, err = marshalObject(sf.StartFields()); err != nil {
+		if startFields, err = toproto.Object(sf.StartFields()); err != nil {
 			ss.Logger().Error("session.start fields do not encode; leaving them out", "error", err)
 		}
 	}
-	ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
-		SessionId: sess.ID(), Process: processToProto(sess.Process()), StartFieldsJson: startFields,
-	}}})
+	ss.push(toproto.Opened(sess.ID(), sess.Process(), startFields))
 	return ss.serve(stream)
 }
 
 // forget drops ss from the live sessions once the stream that served it
 // ends, unless another stream has taken it over since (reattach).
-func (s *server) forget(ss *sessionServer, stream pb.Runtime_SessionServer) {
+func (s *server) forget(ss *sessionServer, stream grpc.ServerStream) {
 	ss.mu.Lock()
 	mine := ss.stream == stream
 	ss.mu.Unlock()
@@ -267,10 +244,6 @@ func (s *server) forget(ss *sessionServer, stream pb.Runtime_SessionServer) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	s.mu.Unlock()
-}
-
-func closedMsg(err error) *pb.PluginMessage {
-	return &pb.PluginMessage{Msg: &pb.PluginMessage_Closed{Closed: &pb.Closed{Error: errorToProto(err)}}}
 }
 
 // safeOpen turns a panic in a backend's Open into a plugin-fault error.
@@ -288,7 +261,7 @@ func safeOpen(ctx context.Context, b runtime.Backend, req runtime.OpenRequest, h
 // backend's session calls.
 type sessionServer struct {
 	server *server
-	stream pb.Runtime_SessionServer
+	stream grpc.ServerStream
 	out    *outbox
 	sess   runtime.Session
 
@@ -311,14 +284,14 @@ type sessionServer struct {
 	taken       chan struct{}
 	claimed     bool
 	lostAt      time.Time
-	lastEnded   *pb.PluginMessage
-	pendingMsgs []*pb.PluginMessage
+	lastEnded   toproto.Message
+	pendingMsgs []toproto.Message
 	// outMu: the outbox is swapped on a take-over while nothing is pushed.
 	outMu sync.RWMutex
 }
 
 // push and flush go to the session's current outbox.
-func (ss *sessionServer) push(m *pb.PluginMessage) {
+func (ss *sessionServer) push(m toproto.Message) {
 	ss.outMu.RLock()
 	defer ss.outMu.RUnlock()
 	ss.out.push(m)
@@ -333,16 +306,16 @@ func (ss *sessionServer) flush() error {
 
 func (ss *sessionServer) dropPendingMsgLocked(id string) {
 	for i, m := range ss.pendingMsgs {
-		if m.GetPermissionRequest().GetRequestId() == id {
+		if m.RequestID() == id {
 			ss.pendingMsgs = append(ss.pendingMsgs[:i], ss.pendingMsgs[i+1:]...)
 			return
 		}
 	}
 }
 
-func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
+func (ss *sessionServer) serve(stream grpc.ServerStream) error {
 	for {
-		msg, err := stream.Recv()
+		msg, err := fromproto.RecvHostMessage(stream)
 		if err != nil {
 			if ss.server.linger > 0 && ss.server.hostGone(lingerParentWait) {
 				// The host died: the session and its runtime wait for a
@@ -364,14 +337,15 @@ func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
 			}
 			return err
 		}
-		switch m := msg.Msg.(type) {
-		case *pb.HostMessage_Prompt:
-			ss.startTurn(m.Prompt.GetTurnId(), m.Prompt.GetText())
-		case *pb.HostMessage_Cancel:
-			if !ss.turnRunning(m.Cancel.GetTurnId()) {
+		switch msg.Kind() {
+		case fromproto.HostPrompt:
+			t := msg.Prompt()
+			ss.startTurn(t.ID, t.Text)
+		case fromproto.HostCancel:
+			if !ss.turnRunning(msg.CancelTurnID()) {
 				// A cancel for a turn that already ended must not reach
 				// the backend, or it would cancel the next turn.
-				ss.Logger().Debug("ignoring a cancel for a turn that is not running", "turn_id", m.Cancel.GetTurnId())
+				ss.Logger().Debug("ignoring a cancel for a turn that is not running", "turn_id", msg.CancelTurnID())
 				continue
 			}
 			go func() {
@@ -379,15 +353,15 @@ func (ss *sessionServer) serve(stream pb.Runtime_SessionServer) error {
 					ss.Logger().Warn("cancel failed", "error", err)
 				}
 			}()
-		case *pb.HostMessage_PermissionDecision:
-			ss.deliver(m.PermissionDecision)
-		case *pb.HostMessage_Close:
+		case fromproto.HostPermissionDecision:
+			ss.deliver(msg.Decision())
+		case fromproto.HostClose:
 			ctx, cancel := context.WithTimeout(stream.Context(), closeBudget)
 			err := ss.closeSession(ctx)
 			cancel()
-			ss.push(closedMsg(err))
+			ss.push(toproto.Closed(err))
 			return ss.flush()
-		case *pb.HostMessage_Open:
+		case fromproto.HostOpen:
 			ss.Logger().Warn("ignoring a second Open on an open session")
 		}
 	}
@@ -416,8 +390,8 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		case <-ss.turnDone:
 		default:
 			ss.mu.Unlock()
-			ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, runtime.TurnResult{},
-				runtime.Errorf(runtime.FaultUser, "a turn is already running in this session"))}})
+			ss.push(toproto.Ended(turnID, runtime.TurnResult{},
+				runtime.Errorf(runtime.FaultUser, "a turn is already running in this session")))
 			return
 		}
 	}
@@ -436,7 +410,7 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		// The turn is over before the host can hear so: its next Prompt
 		// must not find this one still running.
 		close(done)
-		ended := &pb.PluginMessage{Msg: &pb.PluginMessage_TurnEnded{TurnEnded: turnEndedToProto(turnID, res, err)}}
+		ended := toproto.Ended(turnID, res, err)
 		ss.mu.Lock()
 		ss.lastEnded = ended
 		ss.mu.Unlock()
@@ -483,22 +457,22 @@ func (ss *sessionServer) closeSession(ctx context.Context) error {
 	return err
 }
 
-func (ss *sessionServer) deliver(d *pb.PermissionDecision) {
+func (ss *sessionServer) deliver(id string, d runtime.PermissionDecision) {
 	ss.mu.Lock()
-	ch, ok := ss.pending[d.GetRequestId()]
-	delete(ss.pending, d.GetRequestId())
-	ss.dropPendingMsgLocked(d.GetRequestId())
+	ch, ok := ss.pending[id]
+	delete(ss.pending, id)
+	ss.dropPendingMsgLocked(id)
 	ss.mu.Unlock()
 	if !ok {
-		ss.Logger().Debug("decision for a request that is no longer pending", "request_id", d.GetRequestId())
+		ss.Logger().Debug("decision for a request that is no longer pending", "request_id", id)
 		return
 	}
-	ch <- decisionFromProto(d)
+	ch <- d
 }
 
 // Emit implements runtime.Host.
 func (ss *sessionServer) Emit(ev runtime.Event) {
-	pe, err := eventToProto(ev)
+	pe, err := toproto.Event(ev)
 	if err != nil {
 		ss.Logger().Error("dropping an event that does not encode", "error", err)
 		return
@@ -515,7 +489,7 @@ func (ss *sessionServer) EmitJSON(typ runtime.EventType, fields []byte) {
 	// pushed into the old one while it drains would be lost.
 	ss.outMu.RLock()
 	defer ss.outMu.RUnlock()
-	ss.out.pushEvent(&pb.Event{Type: typ, Json: fields})
+	ss.out.pushEvent(toproto.EventJSON(typ, fields))
 }
 
 // AskPermission implements runtime.Host.
@@ -523,7 +497,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 	if req.ID == "" {
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request without an id")
 	}
-	msg, err := permissionRequestToProto(req)
+	pm, err := toproto.Ask(req)
 	if err != nil {
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "%v", err)
 	}
@@ -534,7 +508,6 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 		return runtime.PermissionDecision{}, runtime.Errorf(runtime.FaultPlugin, "permission request %q is already pending", req.ID)
 	}
 	ss.pending[req.ID] = ch
-	pm := &pb.PluginMessage{Msg: &pb.PluginMessage_PermissionRequest{PermissionRequest: msg}}
 	ss.pendingMsgs = append(ss.pendingMsgs, pm)
 	ss.mu.Unlock()
 	ss.push(pm)
@@ -553,7 +526,7 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 // RecordProcess implements runtime.ProcessRecorder: tell the host the
 // runtime process changed.
 func (ss *sessionServer) RecordProcess(p runtime.ProcessInfo) {
-	ss.push(&pb.PluginMessage{Msg: &pb.PluginMessage_Process{Process: processToProto(p)}})
+	ss.push(toproto.ProcessChanged(p))
 }
 
 // Logger implements runtime.Host.

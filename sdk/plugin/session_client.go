@@ -12,7 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 	goproto "google.golang.org/protobuf/proto"
 
-	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/fromproto"
+	"github.com/avenor-go/avenor/sdk/plugin/internal/toproto"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -23,28 +24,28 @@ var ErrPluginGone = errors.New("plugin connection lost")
 // remoteBackend is a runtime.Backend whose work happens in a plugin.
 type remoteBackend struct {
 	info   runtime.BackendInfo
-	client pb.RuntimeClient
+	client runtimeClient
 	owner  *Client
 }
 
 func (b *remoteBackend) Info() runtime.BackendInfo { return b.info }
 
 func (b *remoteBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
-	opts, err := marshalObject(req.Options)
+	creq, err := toproto.Check(b.info.Name, req)
 	if err != nil {
 		return runtime.Readiness{Message: "options: " + err.Error()}
 	}
-	resp, err := b.client.Check(ctx, &pb.CheckRequest{Backend: b.info.Name, Env: req.Env, OptionsJson: opts})
+	resp, err := b.client.Check(ctx, creq)
 	if err != nil {
 		return runtime.Readiness{Message: b.owner.describeErr("check", err).Error()}
 	}
-	return readinessFromProto(resp)
+	return fromproto.Readiness(resp)
 }
 
 // Open starts a session stream, sends Open and waits for Opened (or the
 // plugin's refusal). Events the plugin emits while opening are delivered.
 func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
-	open, err := openToProto(req)
+	open, err := toproto.Open(req)
 	if err != nil {
 		return nil, runtime.Errorf(runtime.FaultUser, "%v", err)
 	}
@@ -55,31 +56,31 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		return nil, b.owner.describeErr("open session", err)
 	}
 	s := newRemoteSession(b.owner, stream, cancel, host)
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Open{Open: open}}); err != nil {
+	if err := s.send(toproto.OpenSession(open)); err != nil {
 		cancel()
 		return nil, b.owner.describeErr("open session", err)
 	}
 	go s.recvLoop()
 	select {
 	case o := <-s.opened:
-		s.id = o.GetSessionId()
-		s.setProcess(processFromProto(o.GetProcess()))
-		if s.startFields, err = unmarshalObject(o.GetStartFieldsJson()); err != nil {
+		s.id = o.SessionID
+		s.setProcess(o.Process)
+		if s.startFields, err = fromproto.Object(o.StartFields); err != nil {
 			s.logger().Error("ignoring malformed session.start fields from the plugin", "error", err)
 		}
 		return s, nil
-	case c := <-s.closed:
+	case err := <-s.closed:
 		cancel()
 		<-s.done
-		if err := errorFromProto(c.GetError()); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		return nil, runtime.Errorf(runtime.FaultPlugin, "plugin closed the session while opening it")
 	case <-s.done:
 		cancel()
 		select { // the plugin's own refusal beats the broken stream it left
-		case c := <-s.closed:
-			if err := errorFromProto(c.GetError()); err != nil {
+		case err := <-s.closed:
+			if err != nil {
 				return nil, err
 			}
 		default:
@@ -92,11 +93,11 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	}
 }
 
-func newRemoteSession(owner *Client, stream pb.Runtime_SessionClient, cancel context.CancelFunc, host runtime.Host) *remoteSession {
+func newRemoteSession(owner *Client, stream grpc.ClientStream, cancel context.CancelFunc, host runtime.Host) *remoteSession {
 	return &remoteSession{
 		owner: owner, stream: stream, cancel: cancel, host: host,
-		turnEnded: make(chan *pb.TurnEnded, 1), closed: make(chan *pb.Closed, 1),
-		opened: make(chan *pb.Opened, 1), done: make(chan struct{}),
+		turnEnded: make(chan fromproto.TurnEnd, 1), closed: make(chan error, 1),
+		opened: make(chan fromproto.Opening, 1), done: make(chan struct{}),
 		waits: map[string]context.CancelFunc{}, inflight: map[string]runtime.PermissionDecision{},
 	}
 }
@@ -104,7 +105,7 @@ func newRemoteSession(owner *Client, stream pb.Runtime_SessionClient, cancel con
 // remoteSession is the host side of one Session stream.
 type remoteSession struct {
 	owner  *Client
-	stream pb.Runtime_SessionClient
+	stream grpc.ClientStream
 	cancel context.CancelFunc
 	host   runtime.Host
 	id     string
@@ -113,9 +114,9 @@ type remoteSession struct {
 
 	sendMu sync.Mutex
 
-	opened    chan *pb.Opened
-	turnEnded chan *pb.TurnEnded
-	closed    chan *pb.Closed
+	opened    chan fromproto.Opening
+	turnEnded chan fromproto.TurnEnd
+	closed    chan error    // why the plugin closed the session; nil: cleanly
 	done      chan struct{} // recvLoop returned
 	recvErr   error         // set before done is closed
 
@@ -160,10 +161,10 @@ func (s *remoteSession) setProcess(p runtime.ProcessInfo) {
 	}
 }
 
-func (s *remoteSession) send(m *pb.HostMessage) error {
+func (s *remoteSession) send(m goproto.Message) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	return s.stream.Send(m)
+	return s.stream.SendMsg(m)
 }
 
 // Prompt sends the turn and waits for its end. It returns early with
@@ -194,7 +195,7 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	s.mu.Unlock()
 	var err error
 	if !adopt { // an adopted turn runs already: wait for its end
-		err = s.stream.Send(&pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: turn.ID, Text: turn.Text}}})
+		err = s.stream.SendMsg(toproto.Prompt(turn))
 	}
 	if err == nil {
 		s.mu.Lock()
@@ -208,14 +209,14 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	for {
 		select {
 		case te := <-s.turnEnded:
-			if te.GetTurnId() != turn.ID {
+			if te.TurnID != turn.ID {
 				continue
 			}
 			return s.turnResult(te)
 		case <-s.done:
 			select { // a turn end that arrived just before the stream broke wins
 			case te := <-s.turnEnded:
-				if te.GetTurnId() == turn.ID {
+				if te.TurnID == turn.ID {
 					return s.turnResult(te)
 				}
 			default:
@@ -227,8 +228,8 @@ func (s *remoteSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime.
 	}
 }
 
-func (s *remoteSession) turnResult(te *pb.TurnEnded) (runtime.TurnResult, error) {
-	res, err := turnEndedFromProto(te)
+func (s *remoteSession) turnResult(te fromproto.TurnEnd) (runtime.TurnResult, error) {
+	res, err := te.Result, te.Err
 	if res.SessionID != "" {
 		s.mu.Lock()
 		s.id = res.SessionID
@@ -242,7 +243,7 @@ func (s *remoteSession) Cancel(ctx context.Context) error {
 	s.mu.Lock()
 	turnID := s.turnID
 	s.mu.Unlock()
-	err := s.stream.Send(&pb.HostMessage{Msg: &pb.HostMessage_Cancel{Cancel: &pb.Cancel{TurnId: turnID}}})
+	err := s.stream.SendMsg(toproto.Cancel(turnID))
 	s.sendMu.Unlock()
 	if err != nil {
 		return s.goneErr("cancel")
@@ -263,16 +264,16 @@ func (s *remoteSession) PromptSent(turnID string) bool {
 // Close asks the plugin to close the session and waits for it, bounded by ctx.
 func (s *remoteSession) Close(ctx context.Context) error {
 	defer s.cancel()
-	if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_Close{Close: &pb.Close{}}}); err != nil {
+	if err := s.send(toproto.Close()); err != nil {
 		return nil // the stream is gone: nothing left to close on this side
 	}
 	select {
-	case c := <-s.closed:
-		return errorFromProto(c.GetError())
+	case err := <-s.closed:
+		return err
 	case <-s.done:
 		select {
-		case c := <-s.closed:
-			return errorFromProto(c.GetError())
+		case err := <-s.closed:
+			return err
 		default:
 		}
 		return nil
@@ -306,7 +307,7 @@ func (s *remoteSession) recvLoop() {
 		}
 		close(s.done)
 	}()
-	var dec objectDecoder // this loop's alone
+	var dec fromproto.ObjectDecoder // this loop's alone
 	// A host that takes JSON gets each event's bytes as they crossed the
 	// wire, decoded by nobody (issue 25); it reports malformed ones.
 	_, takesJSON := s.host.(runtime.JSONEmitter)
@@ -324,46 +325,41 @@ func (s *remoteSession) recvLoop() {
 				continue
 			}
 		}
-		msg := &pb.PluginMessage{}
-		if err := goproto.Unmarshal(raw.b, msg); err != nil {
+		msg, err := fromproto.ReadMessage(raw.b)
+		if err != nil {
 			// What gRPC's own decoding says of a message it cannot read.
 			s.recvErr = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 			return
 		}
-		if _, ok := msg.Msg.(*pb.PluginMessage_Events); !ok {
+		if msg.Kind() != fromproto.KindEvents {
 			// Whatever follows events in the stream — a permission
 			// request, a turn end, the close — acts only once they were
 			// all emitted, as when this loop emitted them itself.
 			em.drain()
 		}
-		switch m := msg.Msg.(type) {
-		case *pb.PluginMessage_Opened:
-			if o := m.Opened; o.GetReattached() {
-				replay = int(o.GetReplayEvents())
-				if o.GetTurnRunning() || o.GetBufferedEvents() > 0 {
+		switch msg.Kind() {
+		case fromproto.KindOpened:
+			o := msg.Opened()
+			if o.Reattached {
+				replay = int(o.ReplayEvents)
+				if o.TurnRunning || o.BufferedEvents > 0 {
 					// Before anything the plugin kept, the log says where
 					// the new host took over a turn (one that goes on, or
 					// ended while no host was there); a parked session's
 					// log keeps its session.end last.
 					em.emit([]runtime.Event{{Type: runtime.EventSupervisorReattached, Fields: map[string]any{
-						"buffered": o.GetBufferedEvents(), "gap_ms": o.GetGapMs(),
+						"buffered": o.BufferedEvents, "gap_ms": o.GapMs,
 					}}})
 					em.drain()
 				}
 			}
-			s.opened <- m.Opened
-		case *pb.PluginMessage_Events:
+			s.opened <- o
+		case fromproto.KindEvents:
 			// The replay after a re-attach is decoded: the host says how
 			// many of those events its log already has.
-			batch := make([]runtime.Event, 0, len(m.Events.GetEvents()))
-			for _, pe := range m.Events.GetEvents() {
-				ev, err := eventFromProto(pe, &dec)
-				if err != nil {
-					s.logger().Error("dropping a malformed event from the plugin", "error", err)
-					continue
-				}
-				batch = append(batch, ev)
-			}
+			batch := msg.Events(&dec, func(err error) {
+				s.logger().Error("dropping a malformed event from the plugin", "error", err)
+			})
 			if replay > 0 {
 				// The first Events after a re-attach are the replay.
 				replay = 0
@@ -372,9 +368,9 @@ func (s *remoteSession) recvLoop() {
 				}
 			}
 			em.emit(batch)
-		case *pb.PluginMessage_PermissionRequest:
-			s.permission(m.PermissionRequest)
-		case *pb.PluginMessage_TurnEnded:
+		case fromproto.KindPermissionRequest:
+			s.permission(msg.PermissionRequest())
+		case fromproto.KindTurnEnded:
 			// A turn ended: any permission still pending for it is moot,
 			// and every decision sent for it was received.
 			s.mu.Lock()
@@ -384,17 +380,18 @@ func (s *remoteSession) recvLoop() {
 			}
 			clear(s.inflight)
 			s.mu.Unlock()
+			te := msg.TurnEnded()
 			select {
-			case s.turnEnded <- m.TurnEnded:
+			case s.turnEnded <- te:
 			default:
 				<-s.turnEnded // drop a stale one nobody read
-				s.turnEnded <- m.TurnEnded
+				s.turnEnded <- te
 			}
-		case *pb.PluginMessage_Process:
-			s.setProcess(processFromProto(m.Process))
-		case *pb.PluginMessage_Closed:
+		case fromproto.KindProcess:
+			s.setProcess(msg.Process())
+		case fromproto.KindClosed:
 			select {
-			case s.closed <- m.Closed:
+			case s.closed <- msg.Closed():
 			default:
 			}
 		}
@@ -403,11 +400,10 @@ func (s *remoteSession) recvLoop() {
 
 // permission records the request in stream order (when the host can), then
 // waits for the decision without holding up the stream.
-func (s *remoteSession) permission(p *pb.PermissionRequest) {
-	req, err := permissionRequestFromProto(p)
+func (s *remoteSession) permission(req runtime.PermissionRequest, err error) {
 	if err != nil {
 		s.logger().Error("malformed permission request; answering cancelled", "error", err)
-		_ = s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(p.GetRequestId(), runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled})}})
+		_ = s.send(toproto.Decide(req.ID, runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}))
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -430,7 +426,7 @@ func (s *remoteSession) permission(p *pb.PermissionRequest) {
 			d = runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}
 		}
 		abandoned := err != nil // the wait ended without a decision (turn over, plugin gone)
-		if err := s.send(&pb.HostMessage{Msg: &pb.HostMessage_PermissionDecision{PermissionDecision: decisionToProto(req.ID, d)}}); err != nil {
+		if err := s.send(toproto.Decide(req.ID, d)); err != nil {
 			if !abandoned {
 				// Only a real decision that failed to leave is news; a
 				// wait abandoned because the plugin died has nothing to

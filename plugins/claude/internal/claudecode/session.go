@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/turn"
 )
@@ -85,23 +86,15 @@ func (t *streamTurn) isCancelled() bool { return t.rt.IsCancelled() }
 // resumed session that Claude Code does not know makes it exit at once;
 // that is the user's fault (ErrSessionNotFound).
 func openStream(ctx context.Context, cfg streamConfig, host runtime.Host) (*streamSession, error) {
-	if cfg.InitTimeout <= 0 {
-		cfg.InitTimeout = defaultInitTimeout
-	}
-	if cfg.CancelWait <= 0 {
-		cfg.CancelWait = defaultCancelWait
-	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = defaultStopGrace
-	}
-	log := host.Logger()
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	s := &streamSession{cfg: cfg, host: host, log: log, gone: make(chan struct{}),
-		pending: map[string]chan controlResponse{}, streamed: map[string]bool{}, tools: map[string]string{},
-		gate: turn.NewGate(host, maxHeld, cfg.Backend)}
-	s.Runner = turn.New(turn.Config{Backend: cfg.Backend, Grace: cfg.CancelWait, Gate: s.gate, OnOverdue: s.overdue})
+	procsession.Default(&cfg.InitTimeout, defaultInitTimeout)
+	procsession.Default(&cfg.CancelWait, defaultCancelWait)
+	procsession.Default(&cfg.StopGrace, defaultStopGrace)
+	s := &streamSession{cfg: cfg, host: host, gone: make(chan struct{}),
+		pending: map[string]chan controlResponse{}, streamed: map[string]bool{}, tools: map[string]string{}}
+	sk := procsession.New(procsession.Config{Backend: cfg.Backend, Host: host, MaxHeld: maxHeld,
+		Grace: cfg.CancelWait, OnOverdue: s.overdue})
+	s.log, s.gate, s.Runner = sk.Log, sk.Gate, sk.Runner
+	log := s.log
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
 		InstallHint: cfg.InstallHint, CancelGrace: cfg.StopGrace, Logger: log.Named("claude"),
@@ -114,9 +107,7 @@ func openStream(ctx context.Context, cfg streamConfig, host runtime.Host) (*stre
 		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s: %v", cfg.Backend, cfg.Binary, err)
 	}
 	s.proc = proc
-	if r, ok := host.(runtime.ProcessRecorder); ok {
-		r.RecordProcess(s.Process())
-	}
+	procsession.Record(host, s.Process())
 	go s.read()
 
 	resp, err := s.control(ctx, map[string]any{"subtype": "initialize", "hooks": nil}, cfg.InitTimeout)
@@ -639,10 +630,5 @@ func (s *streamSession) Close(context.Context) error {
 }
 
 func (s *streamSession) shutdown() {
-	s.Runner.Close(func() {
-		if err := s.proc.Stop(s.cfg.StopGrace); err != nil {
-			s.log.Debug("stopping claude", "error", err)
-		}
-		<-s.gone
-	})
+	s.Runner.Close(procsession.Stop{Proc: s.proc, Grace: s.cfg.StopGrace, Wait: s.gone, Log: s.log, What: "stopping claude"}.Run)
 }

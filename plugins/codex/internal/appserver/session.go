@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/turn"
 )
@@ -94,21 +95,14 @@ var _ runtime.Session = (*Session)(nil)
 // the thread. Every failure is a *runtime.Error; the process never
 // outlives a failed open.
 func open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) {
-	if cfg.InitTimeout <= 0 {
-		cfg.InitTimeout = DefaultInitTimeout
-	}
-	if cfg.CancelWait <= 0 {
-		cfg.CancelWait = DefaultCancelWait
-	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = DefaultStopGrace
-	}
-	log := host.Logger()
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	s := &Session{cfg: cfg, host: host, log: log, gate: turn.NewGate(host, maxBuffered, Name)}
-	s.Runner = turn.New(turn.Config{Backend: Name, Grace: cfg.CancelWait, Gate: s.gate, Interrupt: s.interruptTurn, OnOverdue: s.overdue})
+	procsession.Default(&cfg.InitTimeout, DefaultInitTimeout)
+	procsession.Default(&cfg.CancelWait, DefaultCancelWait)
+	procsession.Default(&cfg.StopGrace, DefaultStopGrace)
+	s := &Session{cfg: cfg, host: host}
+	sk := procsession.New(procsession.Config{Backend: Name, Host: host, MaxHeld: maxBuffered,
+		Grace: cfg.CancelWait, Interrupt: s.interruptTurn, OnOverdue: s.overdue})
+	s.log, s.gate, s.Runner = sk.Log, sk.Gate, sk.Runner
+	log := s.log
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: cfg.Binary, Args: []string{"app-server"}, Dir: cfg.Dir, Env: cfg.Env,
 		MaxLineBytes: MaxLineBytes, InstallHint: installHint, CancelGrace: cfg.StopGrace, Logger: log.Named("codex"),
@@ -125,9 +119,7 @@ func open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s app-server: %v", Name, cfg.Binary, err)
 	}
 	s.proc = proc
-	if r, ok := host.(runtime.ProcessRecorder); ok {
-		r.RecordProcess(s.Process())
-	}
+	procsession.Record(host, s.Process())
 	s.conn = jsonrpc.NewConn(jsonrpc.ProcessLines(proc.Lines()), noVersionWriter{proc.Stdin()}, s,
 		jsonrpc.ConnOptions{Logger: log, MaxFrame: MaxLineBytes, OnFrameError: s.frameError})
 	if err := s.handshake(ctx); err != nil {
@@ -471,14 +463,10 @@ func (s *Session) Close(context.Context) error {
 }
 
 func (s *Session) shutdown() {
-	s.Runner.Close(func() {
-		s.conn.Close()
-		if err := s.proc.Stop(s.cfg.StopGrace); err != nil {
-			s.log.Debug("stopping codex", "error", err)
-		}
-		<-s.conn.Done()
-		s.log.Debug("codex session closed", "thread", s.id, "unknown_frames", s.unknown.Load())
-	})
+	s.Runner.Close(procsession.Stop{Conn: s.conn, Proc: s.proc, Grace: s.cfg.StopGrace, Log: s.log, What: "stopping codex",
+		Then: func() {
+			s.log.Debug("codex session closed", "thread", s.id, "unknown_frames", s.unknown.Load())
+		}}.Run)
 }
 
 // extra is what every session.end carries beyond the contract: the frames

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/turn"
 	"github.com/hashicorp/go-hclog"
@@ -55,11 +56,8 @@ func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 	if err != nil {
 		return nil, err
 	}
-	log := host.Logger()
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	log = log.Named(Name)
+	sk := procsession.New(procsession.Config{Backend: Name, Host: host})
+	log := sk.Log.Named(Name)
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path: l.binary, Args: l.args, Dir: l.dir, Env: l.env,
 		InstallHint: installHint, Logger: log.Named("stderr"),
@@ -75,7 +73,7 @@ func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 		host: host, log: log, proc: proc, binary: l.binary, version: version, gate: l.gate,
 		pending: map[string]chan frame{},
 		dialogs: map[string]*dialog{},
-		Runner:  turn.New(turn.Config{Backend: Name}),
+		Runner:  sk.Runner,
 	}
 	go s.read()
 
@@ -455,11 +453,10 @@ func (s *session) Close(context.Context) error {
 func (s *session) stop() {
 	s.stopOnce.Do(func() {
 		s.cancelDialogs()
-		if err := s.proc.Stop(stopGrace); err != nil {
-			s.log.Debug("pi stopped", "result", err)
-		}
-		_ = agentproc.KillGroup(s.proc.PGID())
-		s.log.Debug("pi session closed", "session_id", s.id, "unknown_frames", s.unknown.Load(), "runtime_version", s.version)
+		procsession.Stop{Proc: s.proc, Grace: stopGrace, Log: s.log, What: "pi stopped", Then: func() {
+			_ = agentproc.KillGroup(s.proc.PGID())
+			s.log.Debug("pi session closed", "session_id", s.id, "unknown_frames", s.unknown.Load(), "runtime_version", s.version)
+		}}.Run()
 	})
 }
 

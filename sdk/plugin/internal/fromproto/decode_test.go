@@ -1,4 +1,4 @@
-package plugin
+package fromproto
 
 import (
 	"encoding/json"
@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// assertSameDecode fails unless objectDecoder and json.Unmarshal agree: the
+// assertSameDecode fails unless ObjectDecoder and json.Unmarshal agree: the
 // same value, or both an error. The decoder is reused, as the receive loop
 // reuses it, so the key cache is exercised too.
-func assertSameDecode(t *testing.T, d *objectDecoder, data []byte) {
+func assertSameDecode(t *testing.T, d *ObjectDecoder, data []byte) {
 	t.Helper()
 	var want map[string]any
 	werr := json.Unmarshal(data, &want)
-	got, gerr := d.decode(data)
+	got, gerr := d.Decode(data)
 	if len(data) == 0 {
 		// unmarshalObject's rule, kept: empty input is no fields.
 		if got != nil || gerr != nil {
@@ -23,7 +23,7 @@ func assertSameDecode(t *testing.T, d *objectDecoder, data []byte) {
 		return
 	}
 	if (werr != nil) != (gerr != nil) {
-		t.Fatalf("%q: json.Unmarshal error %v, objectDecoder error %v", data, werr, gerr)
+		t.Fatalf("%q: json.Unmarshal error %v, ObjectDecoder error %v", data, werr, gerr)
 	}
 	if werr != nil {
 		return
@@ -75,7 +75,7 @@ func TestObjectDecoderMatchesUnmarshal(t *testing.T) {
 		{"too deep for encoding/json", strings.Repeat(`[`, 10001)},
 		{"too deep object", `{"a":` + strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001) + `}`},
 	}
-	var d objectDecoder
+	var d ObjectDecoder
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { assertSameDecode(t, &d, []byte(tt.in)) })
 	}
@@ -84,9 +84,9 @@ func TestObjectDecoderMatchesUnmarshal(t *testing.T) {
 // The key cache hands out the same keys, stays bounded, and never caches
 // a value string.
 func TestObjectDecoderKeyCache(t *testing.T) {
-	var d objectDecoder
+	var d ObjectDecoder
 	for i := range 2 * maxInterned {
-		if _, err := d.decode([]byte(`{"k` + strings.Repeat("x", i%80) + `":"value","i":` + string(rune('0'+i%10)) + `}`)); err != nil {
+		if _, err := d.Decode([]byte(`{"k` + strings.Repeat("x", i%80) + `":"value","i":` + string(rune('0'+i%10)) + `}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +100,7 @@ func TestObjectDecoderKeyCache(t *testing.T) {
 	}
 }
 
-// FuzzObjectDecoder: for any bytes, objectDecoder gives what json.Unmarshal
+// FuzzObjectDecoder: for any bytes, ObjectDecoder gives what json.Unmarshal
 // gives.
 func FuzzObjectDecoder(f *testing.F) {
 	for _, seed := range []string{
@@ -111,17 +111,17 @@ func FuzzObjectDecoder(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	var d objectDecoder
+	var d ObjectDecoder
 	f.Fuzz(func(t *testing.T, data []byte) { assertSameDecode(t, &d, data) })
 }
 
 func BenchmarkObjectDecoder(b *testing.B) {
 	data := []byte(`{"content":{"text":"Running the tests now; this may take a moment.","type":"text"},"messageId":"msg_42","session_id":"ses_0123456789","session_update":"agent_message_chunk"}`)
-	b.Run("objectDecoder", func(b *testing.B) {
-		var d objectDecoder
+	b.Run("ObjectDecoder", func(b *testing.B) {
+		var d ObjectDecoder
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := d.decode(data); err != nil {
+			if _, err := d.Decode(data); err != nil {
 				b.Fatal(err)
 			}
 		}

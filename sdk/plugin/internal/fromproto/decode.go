@@ -1,4 +1,4 @@
-package plugin
+package fromproto
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 
 // Every event crosses the wire as a JSON object and is decoded back into a
 // map on the host; under a flood json.Unmarshal into map[string]any was a
-// quarter of the host's receive loop (issue 11). objectDecoder decodes the
+// quarter of the host's receive loop (issue 11). ObjectDecoder decodes the
 // JSON a plugin sends into exactly what json.Unmarshal would give —
 // map[string]any, []any, string, float64, bool and nil — without
 // reflection, and interns the short keys that every event repeats. Whatever
@@ -20,7 +20,7 @@ import (
 // object) it hands to json.Unmarshal, so the result and the error are
 // always json.Unmarshal's. FuzzObjectDecoder holds it to that.
 
-// maxFastDepth bounds the nesting objectDecoder follows itself;
+// maxFastDepth bounds the nesting ObjectDecoder follows itself;
 // encoding/json's own limit (10 000) then applies in the fallback.
 const maxFastDepth = 1000
 
@@ -31,17 +31,17 @@ const (
 	maxInterned  = 1024
 )
 
-// objectDecoder is not safe for concurrent use: one belongs to one
+// ObjectDecoder is not safe for concurrent use: one belongs to one
 // session's receive loop.
-type objectDecoder struct {
+type ObjectDecoder struct {
 	keys map[string]string
 	data []byte
 	pos  int
 }
 
-// decode decodes a JSON object as json.Unmarshal into a map[string]any does;
+// Decode decodes a JSON object as json.Unmarshal into a map[string]any does;
 // empty input is a nil map.
-func (d *objectDecoder) decode(data []byte) (map[string]any, error) {
+func (d *ObjectDecoder) Decode(data []byte) (map[string]any, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
@@ -56,7 +56,7 @@ func (d *objectDecoder) decode(data []byte) (map[string]any, error) {
 }
 
 // fast reports false for anything it leaves to json.Unmarshal.
-func (d *objectDecoder) fast(data []byte) (m map[string]any, ok bool) {
+func (d *ObjectDecoder) fast(data []byte) (m map[string]any, ok bool) {
 	d.data, d.pos = data, 0
 	defer func() { d.data = nil }()
 	d.space()
@@ -71,7 +71,7 @@ func (d *objectDecoder) fast(data []byte) (m map[string]any, ok bool) {
 	return m, d.pos == len(d.data)
 }
 
-func (d *objectDecoder) space() {
+func (d *ObjectDecoder) space() {
 	for d.pos < len(d.data) {
 		switch d.data[d.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -83,7 +83,7 @@ func (d *objectDecoder) space() {
 }
 
 // object decodes from the '{' at pos.
-func (d *objectDecoder) object(depth int) (map[string]any, bool) {
+func (d *ObjectDecoder) object(depth int) (map[string]any, bool) {
 	if depth > maxFastDepth {
 		return nil, false
 	}
@@ -128,7 +128,7 @@ func (d *objectDecoder) object(depth int) (map[string]any, bool) {
 // next steps over what follows a member or an element: a comma (more:
 // another follows) or closer (the object or array ends); anything else,
 // or the end of the data, is not JSON the fast path takes.
-func (d *objectDecoder) next(closer byte) (more, ok bool) {
+func (d *ObjectDecoder) next(closer byte) (more, ok bool) {
 	d.space()
 	if d.pos >= len(d.data) {
 		return false, false
@@ -145,7 +145,7 @@ func (d *objectDecoder) next(closer byte) (more, ok bool) {
 	return false, false
 }
 
-func (d *objectDecoder) array(depth int) ([]any, bool) {
+func (d *ObjectDecoder) array(depth int) ([]any, bool) {
 	if depth > maxFastDepth {
 		return nil, false
 	}
@@ -173,7 +173,7 @@ func (d *objectDecoder) array(depth int) ([]any, bool) {
 }
 
 // value decodes the value at pos (whitespace already skipped).
-func (d *objectDecoder) value(depth int) (any, bool) {
+func (d *ObjectDecoder) value(depth int) (any, bool) {
 	if d.pos >= len(d.data) {
 		return nil, false
 	}
@@ -196,7 +196,7 @@ func (d *objectDecoder) value(depth int) (any, bool) {
 	return nil, false
 }
 
-func (d *objectDecoder) literal(lit string) bool {
+func (d *ObjectDecoder) literal(lit string) bool {
 	if len(d.data)-d.pos < len(lit) || string(d.data[d.pos:d.pos+len(lit)]) != lit {
 		return false
 	}
@@ -206,7 +206,7 @@ func (d *objectDecoder) literal(lit string) bool {
 
 // number checks the JSON number grammar, then parses as json.Unmarshal
 // does; a number out of float64's range is left to it (its error).
-func (d *objectDecoder) number() (any, bool) {
+func (d *ObjectDecoder) number() (any, bool) {
 	b, i := d.data, d.pos
 	if b[i] == '-' {
 		i++
@@ -252,7 +252,7 @@ func (d *objectDecoder) number() (any, bool) {
 
 // str decodes the string at pos ('"'), as encoding/json unquotes it:
 // escapes resolved, invalid UTF-8 bytes each replaced by U+FFFD.
-func (d *objectDecoder) str(key bool) (string, bool) {
+func (d *ObjectDecoder) str(key bool) (string, bool) {
 	b := d.data
 	start := d.pos + 1
 	i := start
@@ -316,7 +316,7 @@ func (d *objectDecoder) str(key bool) (string, bool) {
 }
 
 // makeString returns b as a string; a short key comes from the cache.
-func (d *objectDecoder) makeString(b []byte, key bool) string {
+func (d *ObjectDecoder) makeString(b []byte, key bool) string {
 	if !key || len(b) > maxInternLen {
 		return string(b)
 	}
