@@ -5,10 +5,10 @@
 //     process per session, permissions relayed over stdio, resumable across
 //     avenor runs by session id;
 //   - claude: the interactive TUI in a pseudo-terminal, or with
-//     AVENOR_CLAUDE_TERMINAL=tmux in a private tmux server (contract §7.7),
+//     AVENOR_CLAUDE_TERMINAL=tmux in a private tmux server (docs/backends.md#claude-plugin-claude),
 //     events from its JSONL transcript, idle/busy and permission dialogs read
 //     from the screen rendered by a terminal emulator;
-//   - claude-channel (experimental, contract §7.8): the same TUI started
+//   - claude-channel (experimental, docs/backends.md#claude-channel-plugin-claude-experimental): the same TUI started
 //     with a development channel, an MCP server (this binary, run as
 //     `avenor-plugin-claude claude-channel …`) that connects Claude Code to
 //     a broker the session owns (internal/channel).

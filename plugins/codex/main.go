@@ -1,6 +1,6 @@
 // Command avenor-plugin-codex serves avenor's codex-app-server backend: the
 // Codex CLI driven over its app-server protocol (`codex app-server`,
-// contract §7.3, runtime-protocols.md §3).
+// docs/backends.md#codex-app-server-plugin-codex, runtime-protocols.md §3).
 //
 // The protocol is JSON-RPC without the "jsonrpc" field, one message per
 // line on stdio. A session is one app-server process and one Codex thread;

@@ -1,5 +1,5 @@
 // Command avenor-plugin-gemini serves avenor's gemini-acp backend: Gemini
-// CLI driven over ACP (`gemini --acp`, contract §7.4, runtime-protocols.md
+// CLI driven over ACP (`gemini --acp`, docs/backends.md#gemini-acp-plugin-gemini, runtime-protocols.md
 // §6.1).
 package main
 

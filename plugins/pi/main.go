@@ -1,5 +1,5 @@
 // Command avenor-plugin-pi serves avenor's pi backend: the pi coding agent
-// driven over its RPC mode (`pi --mode rpc`, contract §7.6,
+// driven over its RPC mode (`pi --mode rpc`, docs/backends.md#pi-plugin-pi,
 // runtime-protocols.md §4).
 package main
 

@@ -305,7 +305,7 @@ func TestThinking(t *testing.T) {
 	}
 }
 
-// TestInitializeParams pins the initialize request of contract §7.3:
+// TestInitializeParams pins the initialize request of docs/backends.md#codex-app-server-plugin-codex:
 // clientInfo names avenor (Codex turns it into the model request's
 // originator) and capabilities.experimentalApi is true, as the original
 // sent; the rate-limit opt-out stays.

@@ -81,7 +81,7 @@ type Backend struct{}
 func New() runtime.Backend { return Backend{} }
 
 // Info describes the backend. Permission relay is "unverified" as in the
-// contract's matrix (§7.12).
+// contract's matrix (docs/backends.md#capability-matrix).
 func (Backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,

@@ -1,5 +1,5 @@
 // Package ochttp is the opencode-http backend: an `opencode serve` driven
-// over its HTTP routes and its /event SSE stream (contract §7.2,
+// over its HTTP routes and its /event SSE stream (docs/backends.md#opencode-http-plugin-opencode,
 // runtime-protocols.md §2). It owns the HTTP client of one session, the
 // bounded SSE parser, the reconnect-and-reconcile logic that makes up for
 // OpenCode's lack of Last-Event-ID, the health wait that lets a session
