@@ -133,7 +133,7 @@ func checkOutFile(t *testing.T, w *world, want bool) {
 }
 
 // TestAvenor drives the built avenor with --backend opencode-acp and
-// gemini-acp through the harness scenarios of issue 4.
+// gemini-acp through the harness scenarios of the ACP backends.
 func TestAvenor(t *testing.T) {
 	for _, rt := range runtimes {
 		t.Run(rt.backend, func(t *testing.T) {
@@ -181,7 +181,7 @@ func finalText(evs []event) string {
 	return b.String()
 }
 
-// permissionFile is the .req the file handler writes (contract §4.1).
+// permissionFile is the .req the file handler writes (docs/permission-handler.md#the-file-handler).
 type permissionFile struct {
 	RequestID string `json:"request_id"`
 	SessionID string `json:"session_id"`

@@ -17,7 +17,7 @@ import (
 )
 
 // piSpec is the pi coding agent (`@mariozechner/pi-coding-agent`), driven by
-// the pi backend over `pi --mode rpc` (contract §7.6), configured offline as
+// the pi backend over `pi --mode rpc` (docs/backends.md#pi-plugin-pi), configured offline as
 // real-runtimes.md says: models.json with a "fake" provider on the fake
 // LLM's Chat Completions endpoint, and settings.json making it the default.
 var piSpec = &runtimeSpec{

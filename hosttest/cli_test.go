@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestValidationErrors: the validation list of §1.2 (and §7.11 for
+// TestValidationErrors: the validation list of docs/cli.md#avenor-run (and docs/backends.md#capability-matrix for
 // --thinking) exits 1 with the exact message and a FAILED sentinel.
 func TestValidationErrors(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Exit codes of avenor await (contract §1.10).
+// Exit codes of avenor await (docs/cli.md#avenor-await).
 const (
 	awaitDone       = 0
 	awaitFailed     = 10

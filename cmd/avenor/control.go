@@ -26,7 +26,7 @@ import (
 const controlCallTimeout = 30 * time.Second
 
 // newControlCmd is `avenor control --socket <path> <command> [args]`
-// (contract §1.4).
+// (docs/cli.md#avenor-control).
 func newControlCmd(env Env) *cobra.Command {
 	var socket string
 	cmd := &cobra.Command{
@@ -336,7 +336,7 @@ func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Comm
 	return cmd
 }
 
-// spawnFlags are the flags of `avenor control spawn` (contract §1.4).
+// spawnFlags are the flags of `avenor control spawn` (docs/cli.md#avenor-control).
 type spawnFlags struct {
 	prompt, promptFile, dir, agent, label, model, thinking, backend, serverURL string
 	onEvent, sentinelFile, permissionHandler, timeout                          string

@@ -22,7 +22,7 @@ type capacityParams struct {
 	Timeout json.RawMessage `json:"timeout"`
 }
 
-// waitForCapacity is the wait_for_capacity method (contract §5.4).
+// waitForCapacity is the wait_for_capacity method (docs/control-protocol.md#methods).
 func (s *Supervisor) waitForCapacity(ctx context.Context, c *control.Call) (any, error) {
 	var p capacityParams
 	if err := c.Decode(&p); err != nil {

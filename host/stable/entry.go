@@ -5,7 +5,7 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Entry statuses (contract §5.6). A runtime parked after its turn, waiting
+// Entry statuses (docs/control-protocol.md#list). A runtime parked after its turn, waiting
 // for a follow-up, is "idle" (parked:true, exit_code says how the turn
 // ended); "ended" is only a runtime that can take no more prompts: its loop
 // or team is over, its session continues in another runtime or was lost
@@ -57,7 +57,7 @@ func (s *Supervisor) Cancel(id string) error {
 	return nil
 }
 
-// entry is the runtime's list / status entry: every field of contract §5.6,
+// entry is the runtime's list / status entry: every field of docs/control-protocol.md#list,
 // plus parked, turn_state, pid, plugin, plugin_pid, resume_scope and a few
 // more (additive).
 func (rt *runtime) entry(children []string) map[string]any {

@@ -15,7 +15,7 @@ import (
 	"github.com/avenor-go/avenor/host/control"
 )
 
-// SpawnParams are the params of spawn (contract §5.6). Relative
+// SpawnParams are the params of spawn (docs/control-protocol.md#spawn). Relative
 // loop_file, team_file and roster_file paths are resolved against the
 // spawn's dir.
 type SpawnParams struct {
@@ -51,9 +51,9 @@ type SpawnParams struct {
 }
 
 // validate checks what needs no backend, in the order of avenor run's
-// validation (contract §1.2). A refused combination (or no prompt at all)
+// validation (docs/cli.md#avenor-run). A refused combination (or no prompt at all)
 // is the spawn's own logic failing: a plain error, -32000 with its text
-// (§5.2). A value no spawn could take — a timeout that does not parse, a
+// (docs/control-protocol.md#errors). A value no spawn could take — a timeout that does not parse, a
 // negative max_retries — is -32602, as params that do not decode are.
 func (p *SpawnParams) validate() error {
 	switch {
@@ -84,7 +84,7 @@ func (p *SpawnParams) validate() error {
 }
 
 // validateRoster checks the roster params as avenor run checks its roster
-// flags (contract §1.2): roster_file with roster_entry is direct mode and
+// flags (docs/loop.md#rosters): roster_file with roster_entry is direct mode and
 // excludes backend, agent and model; with loop_file or team_file,
 // roster_file alone is the phases' fallback roster.
 func (p *SpawnParams) validateRoster() error {
