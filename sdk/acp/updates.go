@@ -150,7 +150,7 @@ func (m *mapper) tool(id string) string {
 }
 
 // nativeEvent is an avenor.native event: a frame passed on without a
-// mapping (ARCHITECTURE §3).
+// mapping (docs/events.md#avenornative).
 func nativeEvent(nativeType, sessionID string, payload any) runtime.Event {
 	f := map[string]any{"native_type": nativeType, "payload": payload}
 	if sessionID != "" {
