@@ -6,7 +6,7 @@
 // open against a server that is still starting (retries of
 // GET /global/health, each on a fresh connection, within option
 // health_timeout), and, when no server URL is given, the `opencode serve`
-// it starts for the session (contract decision 15).
+// it starts for the session (docs/backends.md#opencode-http-plugin-opencode).
 //
 // The plugin's main registers it; nothing else should import it.
 package ochttp

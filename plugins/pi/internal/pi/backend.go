@@ -235,7 +235,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// sessionDir is where pi keeps this plugin's sessions (ARCHITECTURE §4).
+// sessionDir is where pi keeps this plugin's sessions: under the state directory the host gives
+// it (OpenRequest.StateDir), so a fresh process can resume them.
 func sessionDir(stateDir string) string { return filepath.Join(stateDir, "sessions") }
 
 // findSession returns the session file of id under dir. pi names them
