@@ -347,7 +347,7 @@ func testResume(t *testing.T, rt *runtimeSpec) {
 
 // testModel checks --model: opencode must ask the fake LLM for the selected
 // model; gemini applies it through session/set_model where offered, or says
-// it did not (contract decision 13).
+// it did not (docs/backends.md#gemini-acp-plugin-gemini).
 func testModel(t *testing.T, rt *runtimeSpec) {
 	w := newWorld(t, rt, fakellm.Config{})
 	model, wantID := "fake/fake-model-2", "fake-model-2"

@@ -18,7 +18,7 @@ import (
 
 // opencodeHTTP is OpenCode driven by the opencode-http backend: with no
 // server URL the plugin starts its own `opencode serve` in the run's
-// directory (contract decision 15), with the same offline config as
+// directory (docs/backends.md#opencode-http-plugin-opencode), with the same offline config as
 // opencode-acp (real-runtimes.md, "opencode serve"). Its process must be
 // gone with avenor's: checkNoLeftovers in every run sees to it.
 var opencodeHTTP = &runtimeSpec{

@@ -185,7 +185,7 @@ func keys(m map[string]any) []string {
 }
 
 // testPiSessionDir pins where pi keeps its sessions, a deliberate
-// difference from the original (contract decision 17, docs/backends.md):
+// difference from the original (docs/backends.md#pi-plugin-pi):
 // pi runs with --session-dir under the plugin's state directory and without
 // --no-session, so its session file outlives the process, lies there and
 // nowhere else, and a second avenor process resumes it.

@@ -12,8 +12,9 @@ const refuseGuard = 10 * time.Second
 
 // validationRules are docs/cli.md#avenor-run's validation list, in its order, as far
 // as the test plugins can reach it: rule 2 (--server-url for opencode-http)
-// is superseded by decision 15, and rule 3 (--pony-config) belongs to the
-// pony backend, not asked for yet (scope notes); without their plugins both
+// is superseded by opencode-http starting its own server
+// (docs/backends.md#opencode-http-plugin-opencode), and rule 3 (--pony-config) belongs to the
+// pony backend, which avenor does not have; without their plugins both
 // backends are unknown, which rule 1 covers.
 var validationRules = []struct {
 	msg      string

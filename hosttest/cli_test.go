@@ -106,7 +106,7 @@ func TestThinkingAccepted(t *testing.T) {
 
 // TestUsageErrors: a command line the parser cannot take exits 2, says
 // what was wrong and still writes a FAILED sentinel when one was asked for
-// (decision 10).
+// (docs/cli.md#avenor-run).
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -195,7 +195,7 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 // TestSingleDashHelp: -help is the original's spelling of --help (Go's flag
-// package); single-dash long flags keep working (decision 11).
+// package); single-dash long flags keep working (docs/cli.md).
 func TestSingleDashHelp(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"-help"}, {"run", "-help"}, {"-backend", "echo", "-prompt", "x", "-help"}} {

@@ -439,7 +439,7 @@ func sentinelBytes(status, session, stop string, exitCode int, runID string) str
 // validationSentinel is the sentinel of a run refused before it started, given
 // the refusal's stderr text after "avenor: ": a loop or team config that fails
 // to load says STOP_REASON=error (docs/run.md#sentinel); every other refusal derives its stop
-// reason from exit 1, exit_1 (decision 16).
+// reason from exit 1, exit_1 (docs/run.md#lifecycle).
 func validationSentinel(msg, runID string) string {
 	stop := "exit_1"
 	if strings.HasPrefix(msg, "load loop config:") || strings.HasPrefix(msg, "load team config:") {

@@ -112,7 +112,7 @@ Examples:
 }
 
 // writeUsageSentinel writes FAILED with EXIT_CODE=2 when a run's command line
-// could not be parsed but a sentinel path is recognisable in it (decision 10).
+// could not be parsed but a sentinel path is recognisable in it (docs/cli.md#avenor-run).
 func writeUsageSentinel(args []string, stderr io.Writer) {
 	path := rawFlagValue(args, "sentinel-file")
 	if path == "" {
@@ -123,7 +123,7 @@ func writeUsageSentinel(args []string, stderr io.Writer) {
 
 // writeExitSentinel writes the FAILED sentinel of a run that ended before a
 // runtime started. As in the original, the stop reason is derived from the
-// exit code (docs/run.md#exit-codes's inverse map): refusal for 2, exit_1 for 1 (decision 16).
+// exit code (docs/run.md#exit-codes's inverse map): refusal for 2, exit_1 for 1 (docs/run.md#lifecycle).
 // Only a loop/team config that fails to load says STOP_REASON=error.
 func writeExitSentinel(path string, exit int, runID string, stderr io.Writer) {
 	rec := sentinel.Record{ExitCode: exit, StopReason: sentinel.DefaultStopReason(exit), RunID: runID}

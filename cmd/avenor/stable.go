@@ -97,7 +97,7 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 // stableMain wires and serves the supervisor; it returns the exit code.
 func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 	if !cmd.Flags().Changed("control-socket") {
-		// Contract decision 21: the default socket, in a directory only
+		// docs/cli.md#avenor-control: the default socket, in a directory only
 		// this user can write.
 		home := env.Getenv("HOME")
 		if home == "" {

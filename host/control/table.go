@@ -85,7 +85,7 @@ type TableOptions struct {
 // RegisterTable registers the control method table (docs/control-protocol.md#methods: status,
 // result, subscribe, history, cancel, prompt, interrupt_and_prompt,
 // answer_permission) on s over sup. Call it before Start. One table serves
-// `avenor run --control-socket` and `avenor stable` (ARCHITECTURE §5), so
+// `avenor run --control-socket` and `avenor stable`, so
 // their params, answers and errors cannot drift apart.
 func RegisterTable(s *Server, sup Supervisor, opts TableOptions) {
 	t := &table{sup: sup, opts: opts}

@@ -42,7 +42,7 @@ type attemptResult struct {
 	// refused: the run's flags were refused (a thinking level the backend
 	// does not take) before a session opened. The log's session.end says
 	// error; the sentinel, as for every validation failure, derives its
-	// stop reason from the exit code: exit_1 (decision 16).
+	// stop reason from the exit code: exit_1 (docs/run.md#lifecycle).
 	refused bool
 }
 

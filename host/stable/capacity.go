@@ -18,7 +18,7 @@ const MaxCapacityWait = 10 * time.Minute
 
 type capacityParams struct {
 	// Timeout is a JSON number of seconds or a Go duration string, as
-	// spawn's (decision 3); absent or null waits MaxCapacityWait.
+	// spawn's (docs/control-protocol.md#spawn); absent or null waits MaxCapacityWait.
 	Timeout json.RawMessage `json:"timeout"`
 }
 

@@ -34,7 +34,7 @@ type SpawnParams struct {
 	PermissionHandler string `json:"permission_handler,omitempty"`
 	AutoApprove       *bool  `json:"auto_approve,omitempty"`
 	// Timeout is the runtime's wall clock per run: a JSON number of seconds
-	// or a Go duration string (decision 3).
+	// or a Go duration string (docs/control-protocol.md#spawn).
 	Timeout     json.RawMessage `json:"timeout,omitempty"`
 	MaxRetries  *int            `json:"max_retries,omitempty"`
 	LoopFile    string          `json:"loop_file,omitempty"`
@@ -109,7 +109,7 @@ func (p *SpawnParams) validateRoster() error {
 	return nil
 }
 
-// ParseTimeout reads a spawn timeout (decision 3): absent or null is 0, a
+// ParseTimeout reads a spawn timeout (docs/control-protocol.md#spawn): absent or null is 0, a
 // JSON number is seconds, a string is a Go duration ("10m") or a number of
 // seconds ("600"). Negative values are refused.
 func ParseTimeout(raw json.RawMessage) (time.Duration, error) {

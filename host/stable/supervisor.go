@@ -29,7 +29,7 @@ const (
 	ReasonCrashed     = "crashed"
 )
 
-// Shutdown modes (decision 7).
+// Shutdown modes (docs/control-protocol.md#shutdown).
 const (
 	ModeGraceful  = "graceful"
 	ModeKill      = "kill"

@@ -91,7 +91,7 @@ func (t *runTracker) observe(ev Event) (End, bool) {
 	case sdk.EventRetry:
 		a, errA := strconv.Atoi(ev.str("attempt"))
 		m, errM := strconv.Atoi(ev.str("max_retries"))
-		// attempt is the number of the attempt about to run (decision 4),
+		// attempt is the number of the attempt about to run (docs/events.md#avenorretry),
 		// and there are max_retries+1 attempts in all.
 		t.lastAttempt = errA == nil && errM == nil && a > m
 		t.settling = false

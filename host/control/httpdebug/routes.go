@@ -60,7 +60,7 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 }
 
 // route dispatches the routes of docs/control-protocol.md#http-debug (and GET /runtimes,
-// decision 6). The stable routes answer 404 "not found" for a one-shot
+// docs/control-protocol.md#http-debug). The stable routes answer 404 "not found" for a one-shot
 // run.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
