@@ -377,7 +377,7 @@ func testModel(t *testing.T, rt *runtimeSpec) {
 			warned = warned || strings.Contains(ev.str("message"), "model")
 		}
 		if !warned {
-			t.Errorf("--model %s was neither applied (requests asked for %q) nor reported by an avenor.warning (decision 13)", model, main[0].Model)
+			t.Errorf("--model %s was neither applied (requests asked for %q) nor reported by an avenor.warning (docs/backends.md#gemini-acp-plugin-gemini)", model, main[0].Model)
 		}
 	}
 }

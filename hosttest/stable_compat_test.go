@@ -212,7 +212,7 @@ func TestStableStatusSnapshot(t *testing.T) {
 	for _, k := range []string{"session_id", "run_id", "run_label", "phase", "phase_label", "last_event", "retry_attempt",
 		"max_retries", "pending_permission", "permission", "started_at", "updated_at", "turn_state"} {
 		if _, ok := st[k]; !ok {
-			t.Errorf("status {} lacks %q (§5.5): %v", k, st)
+			t.Errorf("status {} lacks %q (docs/control-protocol.md#status): %v", k, st)
 		}
 	}
 	if st["runtime_id"] != sp.RuntimeID || st["session_id"] != sp.SessionID || st["run_id"] != rt.RunID || st["run_label"] != "snapper" ||

@@ -397,7 +397,7 @@ func stopReason(status, info string, cancelled bool) runtime.StopReason {
 		}
 		return runtime.StopError
 	}
-	// An inProgress turn on an idle thread is an interrupted one (§3.8).
+	// An inProgress turn on an idle thread is an interrupted one (runtime-protocols.md §3.8).
 	if cancelled {
 		return runtime.StopCancelled
 	}
