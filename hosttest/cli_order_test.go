@@ -10,7 +10,7 @@ import (
 // happens before any plugin starts.
 const refuseGuard = 10 * time.Second
 
-// validationRules are docs/cli.md#avenor-run's validation list, in its order, as far
+// validationRules are docs/run.md#validation's list, in its order, as far
 // as the test plugins can reach it: rule 2 (--server-url for opencode-http)
 // is superseded by opencode-http starting its own server
 // (docs/backends.md#opencode-http-plugin-opencode), and rule 3 (--pony-config) belongs to the
@@ -30,7 +30,7 @@ var validationRules = []struct {
 	}},
 }
 
-// TestValidationOrder: every combination of the flags that docs/cli.md#avenor-run's
+// TestValidationOrder: every combination of the flags that docs/run.md#validation's
 // validation list is about (an unknown --backend, --prompt, --prompt-file,
 // --loop-file, --team-file, --resume; 64 command lines) is either valid or
 // refused with the message of the first rule it breaks in the contract's

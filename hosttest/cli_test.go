@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestValidationErrors: the validation list of docs/cli.md#avenor-run (and docs/backends.md#capability-matrix for
+// TestValidationErrors: the validation list of docs/run.md#validation (and docs/backends.md#capability-matrix for
 // --thinking) exits 1 with the exact message and a FAILED sentinel.
 func TestValidationErrors(t *testing.T) {
 	t.Parallel()
@@ -106,7 +106,7 @@ func TestThinkingAccepted(t *testing.T) {
 
 // TestUsageErrors: a command line the parser cannot take exits 2, says
 // what was wrong and still writes a FAILED sentinel when one was asked for
-// (docs/cli.md#avenor-run).
+// (docs/run.md#validation).
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

@@ -14,7 +14,7 @@ import (
 
 // TestPromptRefusedBeforeLaunch: a prompt that cannot reach a plugin — not
 // UTF-8, or longer than sdk.MaxPromptBytes — and a --dir whose path is not
-// UTF-8 are refused in validation (docs/cli.md#avenor-run: exit 1, a FAILED sentinel) with a
+// UTF-8 are refused in validation (docs/run.md#validation: exit 1, a FAILED sentinel) with a
 // message naming the input and the fix, before any plugin starts. They used
 // to launch the plugin and fail 2 s later with a gRPC error blaming it.
 func TestPromptRefusedBeforeLaunch(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 
 // TestReliabilityStalledSinkRefused: --on-event naming a FIFO (nobody
 // reading, or a reader that never reads) or a device is refused at once
-// as a validation error (docs/cli.md#avenor-run: exit 1, FAILED sentinel). A FIFO used to
+// as a validation error (docs/run.md#validation: exit 1, FAILED sentinel). A FIFO used to
 // block avenor for ever — in open(2), or once the pipe filled — deaf to
 // SIGTERM and --timeout, and /dev/full ended DONE with no log at all.
 func TestReliabilityStalledSinkRefused(t *testing.T) {

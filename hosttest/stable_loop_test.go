@@ -134,7 +134,7 @@ func TestStableSpawnLoop(t *testing.T) {
 		}
 	}()
 
-	// Errors: a bad config and the docs/cli.md#avenor-run combinations.
+	// Errors: a bad config and the docs/run.md#validation combinations.
 	for _, bad := range []struct {
 		params map[string]any
 		msg    string

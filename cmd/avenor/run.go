@@ -112,7 +112,7 @@ Examples:
 }
 
 // writeUsageSentinel writes FAILED with EXIT_CODE=2 when a run's command line
-// could not be parsed but a sentinel path is recognisable in it (docs/cli.md#avenor-run).
+// could not be parsed but a sentinel path is recognisable in it (docs/run.md#validation).
 func writeUsageSentinel(args []string, stderr io.Writer) {
 	path := rawFlagValue(args, "sentinel-file")
 	if path == "" {

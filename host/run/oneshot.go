@@ -67,7 +67,7 @@ const PermissionFileTimeoutEnv = "AVENOR_PERMISSION_FILE_TIMEOUT"
 const MaxStdinPrompt = 16 << 20
 
 // Prepare layers the config under req, resolves its backend and checks the
-// command line in the contract's validation order (docs/cli.md#avenor-run): the roster
+// command line in the contract's validation order (docs/run.md#validation): the roster
 // flags, the exclusive flags, the prompt (a prompt the wire cannot carry —
 // not UTF-8, over sdk.MaxPromptBytes — is the user's to fix, refused here
 // rather than by a plugin's broken stream), the working directory, then

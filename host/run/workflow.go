@@ -26,7 +26,7 @@ type Workflow struct {
 }
 
 // LoadError is a loop or team config that does not load: the run ends
-// before it starts, its sentinel saying STOP_REASON=error (docs/cli.md#avenor-run).
+// before it starts, its sentinel saying STOP_REASON=error (docs/run.md#validation).
 type LoadError struct {
 	Kind string // "loop" or "team"
 	Err  error

@@ -51,7 +51,7 @@ type SpawnParams struct {
 }
 
 // validate checks what needs no backend, in the order of avenor run's
-// validation (docs/cli.md#avenor-run). A refused combination (or no prompt at all)
+// validation (docs/run.md#validation). A refused combination (or no prompt at all)
 // is the spawn's own logic failing: a plain error, -32000 with its text
 // (docs/control-protocol.md#errors). A value no spawn could take — a timeout that does not parse, a
 // negative max_retries — is -32602, as params that do not decode are.
