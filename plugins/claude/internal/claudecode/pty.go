@@ -19,7 +19,7 @@ import (
 const PTYName = "claude"
 
 // TerminalEnv chooses the launcher: unset or "pty" is the built-in
-// pseudo-terminal, "tmux" a private tmux server (docs/configuration.md#other-environment-variables).
+// pseudo-terminal, "tmux" a private tmux server (docs/backends.md#claude-plugin-claude).
 const TerminalEnv = "AVENOR_CLAUDE_TERMINAL"
 
 // EventPromptSubmitted says the prompt was typed into the TUI (docs/events.md#backend-events).
