@@ -46,7 +46,7 @@ install: build
 	install -m 0755 $(addprefix $(BIN)/,$(SHIPPED)) $(DESTDIR)$(PREFIX)/bin/
 
 # Every module, tests included (the e2e and reliability ones too), type-checks
-# for macOS (issue 20): Linux-only calls (Pdeathsig, SO_PEERCRED, prctl) must
+# for macOS, where the release ships binaries: Linux-only calls (Pdeathsig, SO_PEERCRED, prctl) must
 # sit behind build tags with a fallback. make release builds the shipped
 # binaries for darwin too.
 CROSS ?= darwin/arm64
@@ -55,7 +55,7 @@ cross:
 		echo "cd $$m && GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet -tags 'e2e reliability' ./..."; \
 		(cd $$m && GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet -tags 'e2e reliability' ./...) || exit 1; done; done
 
-# The release (issue 20): dist/avenor_<VERSION>_<os>_<arch>.tar.gz for linux
+# The release: dist/avenor_<VERSION>_<os>_<arch>.tar.gz for linux
 # and darwin on amd64 and arm64, stripped static binaries, SHA256SUMS and
 # install.sh (.goreleaser.yaml), then checks them (internal/release): each
 # archive holds exactly $(SHIPPED), stripped; install.sh installs the host's
@@ -101,7 +101,7 @@ test: build
 test-short:
 	$(GO) test -short ./... && (cd sdk && $(GO) test -short ./...)
 
-# Real runtimes (issue 4): installs the pinned agent CLIs from npm into the user
+# Real runtimes: installs the pinned agent CLIs from npm into the user
 # cache (e2e/install.sh, reused across runs) and drives them through the built
 # avenor, offline against the fake LLM in e2e/fakellm. Only an unreachable npm
 # registry turns this into a loud SKIP; any install or test failure fails.
@@ -126,10 +126,10 @@ e2e: build
 docs: build
 	$(BIN)/avenor docs --src docs --plugin-dir $(BIN)
 
-# Every benchmark in bench/ once (bench/RESULTS.md records them), then issue 11 §6, the real
+# Every benchmark in bench/ once (bench/RESULTS.md records them), then the real
 # runtime's overhead: one opencode-acp prompt through avenor against the
 # same prompt driven directly over ACP, and spawn → first agent event under avenor stable with a warm
-# pool against without (issue 25), fake LLM, median of 10 each (e2e TestTimingOpencode, TestTimingWarmOpencode). Its CLIs
+# pool against without, fake LLM, median of 10 each (e2e TestTimingOpencode, TestTimingWarmOpencode). Its CLIs
 # come from e2e/install.sh (cached in ~/.cache/avenor-e2e); only opencode's and gemini's pins are
 # installed (the e2e harness needs both set); an unreachable npm registry is a loud SKIP. All output
 # goes to bench/out.txt.
@@ -148,7 +148,7 @@ bench: build
 	echo "AVENOR_TEST_BIN=$(BIN) AVENOR_E2E_TIMING_ROUNDS=10 $(GO) test -tags e2e -count=1 -run '^TestTiming(Opencode|WarmOpencode)$$' -v ./e2e/"; \
 	AVENOR_TEST_BIN=$(BIN) AVENOR_E2E_TIMING_ROUNDS=10 $(GO) test -tags e2e -count=1 -run '^TestTiming(Opencode|WarmOpencode)$$' -v -timeout 20m ./e2e/ | tee -a bench/out.txt
 
-# The reliability suite (issue 11, hosttest/reliability_*_test.go, build tag reliability): crash
+# The reliability suite (hosttest/reliability_*_test.go, build tag reliability): crash
 # matrix, soak, security, bad input. Bounded for CI; the full run is e.g.
 # RELIABILITY_TRIALS=100 RELIABILITY_SOAK_RUNS=1000 RELIABILITY_SOAK_SPAWNS=200.
 # RELIABILITY_SEED replays a failed run's random choices.
@@ -156,7 +156,7 @@ RELIABILITY_TRIALS ?= 20
 reliability: build
 	AVENOR_TEST_BIN=$(BIN) RELIABILITY_TRIALS=$(RELIABILITY_TRIALS) $(GO) test -tags reliability -count=1 -timeout 30m -run 'Reliability|CrashMatrix|Soak|BadInput|BadRuntimeOutput|StablePluginKilledDuringPermission|ControlSocketModes|HTTPDebugRefusesNonLoopback|HTTPDebugRequiresToken|PinnedPluginWrongHash|SecretsAcrossFailures' ./hosttest/
 
-# Fuzzing (issue 11): every Fuzz* target of every module, FUZZTIME each, one
+# Fuzzing: every Fuzz* target of every module, FUZZTIME each, one
 # after another — the long runs, outside CI. A failing input is written to
 # the package's testdata/fuzz/<FuzzName>/: fix the bug and commit it as a
 # seed; `make test` (CI) replays every committed seed. FUZZMINIMIZETIME bounds

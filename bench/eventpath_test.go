@@ -21,7 +21,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// The event-path cases of issue 11 (§1–3) that BenchmarkFlood leaves out: a
+// The event-path cases of the benchmark plan that BenchmarkFlood leaves out: a
 // raw baseline next to the flood through the host to a real file, the flood
 // to a control-socket subscriber, emit → subscriber latency at 1k events/s,
 // and the permission round trip through answer_permission.
@@ -31,14 +31,14 @@ const pathFloodEvents = 20000
 // BenchmarkFloodToFile: the flood through the whole host into a real file,
 // each mode, next to two raw baselines: a Go loop appending the very lines
 // the host wrote to a file of its own, one write per line (what the host's
-// writer did before it batched, issue 11) and through a 64 KiB buffer (the
+// writer did before it batched, until 2026-11-29) and through a 64 KiB buffer (the
 // floor: what writing those bytes costs at all).
 //
 // Out of process, this process is the host alone (the plugin is a child), so
 // host-cpu-us/event (user+system CPU of this process) and host-allocs/event
 // (heap allocations in it) are the host's cost per event, and
 // plugin-cpu-us/event the plugin's; in process they include the plugin's. The last case, ratios, relates the modes of this
-// run: out/raw-batched and out/in, the figures issue 25 sets targets for,
+// run: out/raw-batched and out/in, the figures with targets in bench/RESULTS.md,
 // for the whole run and for its streaming window alone.
 func BenchmarkFloodToFile(b *testing.B) {
 	var lines [][]byte

@@ -29,7 +29,7 @@ const (
 	fleetScript = "chunks 5 every=20ms"
 )
 
-// BenchmarkFleetSpawnThroughput (issue 24): spawn-to-completion throughput
+// BenchmarkFleetSpawnThroughput: spawn-to-completion throughput
 // through a fleet — an embedded JetStream server, two node agents
 // (`avenor stable --fleet`, 4 slots each) and `avenor fleet serve` — against
 // one `avenor stable` with the same 8 slots, in the same run. fleetJobs

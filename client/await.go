@@ -32,7 +32,7 @@ const (
 )
 
 // PhaseOf is the phase of a runtime that ended with exit code code
-// (contract §1.2.4): 0 done, 124 timeout, 130 killed, anything else failed.
+// (docs/run.md#exit-codes): 0 done, 124 timeout, 130 killed, anything else failed.
 func PhaseOf(code int) string {
 	switch code {
 	case 0:
@@ -88,7 +88,7 @@ type AwaitOutcome struct {
 }
 
 // Await waits on a runtime of a stable supervisor until it needs attention
-// (opts.Until) or its run ends (contract §1.10). It reads the status, the
+// (opts.Until) or its run ends (docs/cli.md#avenor-await). It reads the status, the
 // latest history seq, subscribes from it with replay and reads the status
 // again, so nothing between the first look and the stream is lost. A
 // supervisor that goes away is ErrSupervisorLost; an RPC error is returned

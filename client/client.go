@@ -15,7 +15,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/jsonrpc"
 )
 
-// JSON-RPC error codes of contract §5.2: JSON-RPC 2.0's own (sdk/jsonrpc's),
+// JSON-RPC error codes of docs/control-protocol.md#errors: JSON-RPC 2.0's own (sdk/jsonrpc's),
 // then avenor's.
 const (
 	CodeParseError          = jsonrpc.CodeParseError
@@ -131,7 +131,7 @@ const closeWait = time.Second
 // Close closes the connection; pending calls fail with ErrClosed and the
 // subscription's channel is closed. It first half-closes and waits (up to
 // a second) for the server to close its side, so that when Close returns
-// the server has released this connection's ownership (contract §5.3) and
+// the server has released this connection's ownership (docs/control-protocol.md#ownership) and
 // the next connection may mutate at once.
 func (c *Client) Close() error {
 	c.mu.Lock()

@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// Default sockets (contract decision 21). `avenor stable` without
+// Default sockets (docs/cli.md#avenor-control). `avenor stable` without
 // --control-socket listens on DefaultSocketPath; `avenor control`, `avenor
 // await`, `avenor board` and Dial with an empty path use SocketEnv, else
 // that default. This file is the one place that decides which socket "no

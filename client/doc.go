@@ -1,4 +1,4 @@
-// Package client is a Go client of avenor's control protocol (contract §5),
+// Package client is a Go client of avenor's control protocol (docs/control-protocol.md),
 // for harness authors and for `avenor control` itself.
 //
 // An avenor started with `avenor run --control-socket PATH` (or `avenor
@@ -22,7 +22,7 @@
 // dropped_count, exactly as a server-side lag is reported. Calls stay usable
 // while events are pending.
 //
-// Ownership (contract §5.3): the first connection that calls a mutating
+// Ownership (docs/control-protocol.md#ownership): the first connection that calls a mutating
 // method (Cancel, Prompt, InterruptAndPrompt, AnswerPermission, spawn,
 // shutdown) owns the runtime until it disconnects; other connections get an
 // *RPCError with code CodePermissionDenied (-32010). Keep one Client for

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 )
 
-// Status is the one-shot status snapshot (contract §5.5). Raw keeps the
+// Status is the one-shot status snapshot (docs/control-protocol.md#status). Raw keeps the
 // whole answer, including fields this version does not know.
 type Status struct {
 	SessionID         string          `json:"session_id"`

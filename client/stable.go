@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Runtime is a stable supervisor's runtime entry (contract §5.6): the list
+// Runtime is a stable supervisor's runtime entry (docs/control-protocol.md#list): the list
 // method's items and status {runtime_id}'s answer. Raw keeps the whole
 // entry, including fields this version does not know.
 type Runtime struct {
@@ -46,7 +46,7 @@ type Runtime struct {
 	Raw       json.RawMessage `json:"-"`
 }
 
-// SpawnParams are spawn's params (contract §5.6); empty fields are not
+// SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not
 // sent. Timeout is a number of seconds or a Go duration string ("10m").
 type SpawnParams struct {
 	Prompt            string `json:"prompt,omitempty"`
@@ -133,7 +133,7 @@ type Spawned struct {
 }
 
 // Capacity is the typed, retryable capacity error of a full supervisor or
-// tree (contract §8): the error.data of the refused spawn or prompt.
+// tree (docs/stable.md#limits): the error.data of the refused spawn or prompt.
 type Capacity struct {
 	Source    string `json:"source"` // "local" (--max-runtimes) or "tree"
 	Retryable bool   `json:"retryable"`

@@ -53,7 +53,7 @@ func (e Event) Fields() (map[string]any, error) {
 // Decode unmarshals the event into v.
 func (e Event) Decode(v any) error { return json.Unmarshal(e.Raw, v) }
 
-// SubscribeOptions are the subscribe params (contract §5.7); the zero value
+// SubscribeOptions are the subscribe params (docs/control-protocol.md#subscribe); the zero value
 // subscribes to live events from the next one on.
 type SubscribeOptions struct {
 	// RuntimeID filters a stable supervisor's events to one runtime; stable

@@ -27,7 +27,7 @@ func wireFields(t reflect.Type) map[string]reflect.Type {
 }
 
 // TestSpawnParamsMatchTheServer pins client.SpawnParams to the params the
-// supervisor decodes, field by field (issue 18): a field the client cannot
+// supervisor decodes, field by field: a field the client cannot
 // send, or sends in a shape that loses a value (a bool with omitempty where
 // the server tells false from absent), is a drift this test names.
 func TestSpawnParamsMatchTheServer(t *testing.T) {
@@ -82,7 +82,7 @@ func TestSpawnParamsWithAbsPaths(t *testing.T) {
 	}
 }
 
-// TestErrorCodesPinned: the codes of contract §5.2 never change, and the
+// TestErrorCodesPinned: the codes of docs/control-protocol.md#errors never change, and the
 // client's are the server's (host/control's).
 func TestErrorCodesPinned(t *testing.T) {
 	for _, c := range []struct {

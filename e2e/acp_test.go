@@ -133,7 +133,7 @@ func checkOutFile(t *testing.T, w *world, want bool) {
 }
 
 // TestAvenor drives the built avenor with --backend opencode-acp and
-// gemini-acp through the harness scenarios of issue 4.
+// gemini-acp through the harness scenarios of the ACP backends.
 func TestAvenor(t *testing.T) {
 	for _, rt := range runtimes {
 		t.Run(rt.backend, func(t *testing.T) {
@@ -181,7 +181,7 @@ func finalText(evs []event) string {
 	return b.String()
 }
 
-// permissionFile is the .req the file handler writes (contract §4.1).
+// permissionFile is the .req the file handler writes (docs/permission-handler.md#the-file-handler).
 type permissionFile struct {
 	RequestID string `json:"request_id"`
 	SessionID string `json:"session_id"`
@@ -347,7 +347,7 @@ func testResume(t *testing.T, rt *runtimeSpec) {
 
 // testModel checks --model: opencode must ask the fake LLM for the selected
 // model; gemini applies it through session/set_model where offered, or says
-// it did not (contract decision 13).
+// it did not (docs/backends.md#gemini-acp-plugin-gemini).
 func testModel(t *testing.T, rt *runtimeSpec) {
 	w := newWorld(t, rt, fakellm.Config{})
 	model, wantID := "fake/fake-model-2", "fake-model-2"
@@ -377,7 +377,7 @@ func testModel(t *testing.T, rt *runtimeSpec) {
 			warned = warned || strings.Contains(ev.str("message"), "model")
 		}
 		if !warned {
-			t.Errorf("--model %s was neither applied (requests asked for %q) nor reported by an avenor.warning (decision 13)", model, main[0].Model)
+			t.Errorf("--model %s was neither applied (requests asked for %q) nor reported by an avenor.warning (docs/backends.md#gemini-acp-plugin-gemini)", model, main[0].Model)
 		}
 	}
 }

@@ -145,7 +145,7 @@ func testTmuxRun(t *testing.T, rt *runtimeSpec) {
 		t.Errorf("session.start %v, want one with terminal tmux", starts)
 	}
 	if subs := only(evs, "agent.prompt_submitted"); len(subs) != 1 || subs[0].str("source") != "tmux" || subs[0].str("delivery") != "tmux" || subs[0]["prompt_length"] == nil {
-		t.Errorf("agent.prompt_submitted %v, want one with source and delivery tmux and a prompt_length (§2.5)", subs)
+		t.Errorf("agent.prompt_submitted %v, want one with source and delivery tmux and a prompt_length (docs/events.md#agentprompt_submitted)", subs)
 	}
 	for _, typ := range []string{"session.start", "agent.prompt_submitted", "tool.call", "tool.call_update", "agent.message_chunk"} {
 		if len(only(evs, typ)) == 0 {

@@ -81,7 +81,7 @@ enabled = false
 }
 
 // TestCodex drives the built avenor with --backend codex-app-server and the
-// real codex CLI through issue 8's scenarios.
+// real codex CLI through the harness scenarios.
 func TestCodex(t *testing.T) {
 	codex.bin = func() string { return codexBin(t) }
 	if _, err := os.Stat(filepath.Join(bins.dir, "avenor-plugin-codex")); err != nil {
@@ -171,7 +171,7 @@ func testCodexThinking(t *testing.T) {
 	}
 }
 
-// checkCodexEnd checks the protocol-drift fields of session.end (issue 8)
+// checkCodexEnd checks the protocol-drift fields of session.end
 // and logs them for the closing note.
 func checkCodexEnd(t *testing.T, evs []event) {
 	t.Helper()

@@ -417,7 +417,7 @@ func only(evs []event, name string) []event {
 	return out
 }
 
-// sentinel is the parsed sentinel file (contract §3).
+// sentinel is the parsed sentinel file (docs/run.md#sentinel).
 type sentinel struct {
 	raw     string
 	status  string

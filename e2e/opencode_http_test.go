@@ -18,7 +18,7 @@ import (
 
 // opencodeHTTP is OpenCode driven by the opencode-http backend: with no
 // server URL the plugin starts its own `opencode serve` in the run's
-// directory (contract decision 15), with the same offline config as
+// directory (docs/backends.md#opencode-http-plugin-opencode), with the same offline config as
 // opencode-acp (real-runtimes.md, "opencode serve"). Its process must be
 // gone with avenor's: checkNoLeftovers in every run sees to it.
 var opencodeHTTP = &runtimeSpec{
@@ -30,7 +30,7 @@ var opencodeHTTP = &runtimeSpec{
 }
 
 // TestOpencodeHTTP drives the built avenor with --backend opencode-http
-// and the real opencode through issue 8's scenarios.
+// and the real opencode through the harness scenarios.
 func TestOpencodeHTTP(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bins.dir, "avenor-plugin-opencode")); err != nil {
 		t.Fatalf("the opencode plugin is not built: %v", err)
@@ -47,7 +47,7 @@ func TestOpencodeHTTP(t *testing.T) {
 }
 
 // testOpencodeHTTPServerStarting is the harness that runs
-// `opencode serve --port P &` and avenor at once (issue 17): avenor's first
+// `opencode serve --port P &` and avenor at once (as harnesses of the original do): avenor's first
 // health check meets a server that does not listen yet, and must wait for
 // it rather than fail.
 func testOpencodeHTTPServerStarting(t *testing.T) {

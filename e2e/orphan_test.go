@@ -19,7 +19,7 @@ import (
 // target and mode (default 1): `make e2e` runs one each, a measurement runs more.
 const orphanTrialsEnv = "AVENOR_E2E_ORPHAN_TRIALS"
 
-// orphanGrace is how long the process tree may outlive a kill (issue 16).
+// orphanGrace is how long the process tree may outlive a kill.
 const orphanGrace = 5 * time.Second
 
 // TestOrphan kills the plugin, the runtime CLI or the host while the real

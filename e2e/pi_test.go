@@ -17,7 +17,7 @@ import (
 )
 
 // piSpec is the pi coding agent (`@mariozechner/pi-coding-agent`), driven by
-// the pi backend over `pi --mode rpc` (contract §7.6), configured offline as
+// the pi backend over `pi --mode rpc` (docs/backends.md#pi-plugin-pi), configured offline as
 // real-runtimes.md says: models.json with a "fake" provider on the fake
 // LLM's Chat Completions endpoint, and settings.json making it the default.
 var piSpec = &runtimeSpec{
@@ -185,7 +185,7 @@ func keys(m map[string]any) []string {
 }
 
 // testPiSessionDir pins where pi keeps its sessions, a deliberate
-// difference from the original (contract decision 17, docs/backends.md):
+// difference from the original (docs/backends.md#pi-plugin-pi):
 // pi runs with --session-dir under the plugin's state directory and without
 // --no-session, so its session file outlives the process, lies there and
 // nowhere else, and a second avenor process resumes it.

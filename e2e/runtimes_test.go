@@ -16,7 +16,7 @@ type runtimeSpec struct {
 	// environment.
 	setup func(w *world)
 	// acpArgs start the CLI as an ACP agent over stdio in dir, as the
-	// plugin does (contract §7.1, §7.4).
+	// plugin does (docs/backends.md#opencode-acp-plugin-opencode, docs/backends.md#gemini-acp-plugin-gemini).
 	acpArgs func(dir string) []string
 	bin     func() string
 	// model is the model id the CLI asks the fake LLM for by default.

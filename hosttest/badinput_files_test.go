@@ -119,7 +119,7 @@ func TestStableSpawnBadPromptFile(t *testing.T) {
 		start := time.Now()
 		_, err := spawnRaw(t, c, map[string]any{"backend": "scripted", "dir": w.work, "prompt_file": tc.path})
 		if err == nil || !strings.Contains(err.Error(), "prompt_file: "+tc.path+" "+tc.says) || !strings.Contains(err.Error(), "-32000") {
-			t.Errorf("spawn with prompt_file %s: %v; want a server error (-32000, issue 17) saying %q", tc.path, err, tc.says)
+			t.Errorf("spawn with prompt_file %s: %v; want a server error (-32000) saying %q", tc.path, err, tc.says)
 		}
 		if d := time.Since(start); d > refuseGuard {
 			t.Errorf("spawn with prompt_file %s took %v to refuse", tc.path, d)

@@ -469,7 +469,7 @@ func TestBoardAuth(t *testing.T) {
 	}
 
 	// A generated token is printed on stdout as the ready-to-open URL even
-	// on a pipe (contract decision 18), and it is enforced.
+	// on a pipe (docs/board.md), and it is enforced.
 	gen := w.startBoardProc("", "--scan", w.path("none"))
 	tok, ok := strings.CutPrefix(gen.printed, gen.url+"?token=")
 	if !ok || len(tok) != 32 || strings.Trim(tok, "0123456789abcdef") != "" {

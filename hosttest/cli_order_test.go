@@ -10,10 +10,11 @@ import (
 // happens before any plugin starts.
 const refuseGuard = 10 * time.Second
 
-// validationRules are contract §1.2's validation list, in its order, as far
+// validationRules are docs/run.md#validation's list, in its order, as far
 // as the test plugins can reach it: rule 2 (--server-url for opencode-http)
-// is superseded by decision 15, and rule 3 (--pony-config) belongs to the
-// pony backend, not asked for yet (scope notes); without their plugins both
+// is superseded by opencode-http starting its own server
+// (docs/backends.md#opencode-http-plugin-opencode), and rule 3 (--pony-config) belongs to the
+// pony backend, which avenor does not have; without their plugins both
 // backends are unknown, which rule 1 covers.
 var validationRules = []struct {
 	msg      string
@@ -29,7 +30,7 @@ var validationRules = []struct {
 	}},
 }
 
-// TestValidationOrder: every combination of the flags that §1.2's
+// TestValidationOrder: every combination of the flags that docs/run.md#validation's
 // validation list is about (an unknown --backend, --prompt, --prompt-file,
 // --loop-file, --team-file, --resume; 64 command lines) is either valid or
 // refused with the message of the first rule it breaks in the contract's
@@ -92,7 +93,7 @@ func TestValidationOrder(t *testing.T) {
 	}
 }
 
-// TestRosterAndHandlerConflicts: the pairwise conflicts §1.2 names beyond
+// TestRosterAndHandlerConflicts: the pairwise conflicts docs/loop.md#rosters names beyond
 // its list (--roster-file and --roster-entry go together and then forbid
 // --agent, --model and --backend; --roster-entry is direct mode only; the
 // permission handler is file: only) each exit 1 with their own message and

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestValidationErrors: the validation list of §1.2 (and §7.11 for
+// TestValidationErrors: the validation list of docs/run.md#validation (and docs/backends.md#capability-matrix for
 // --thinking) exits 1 with the exact message and a FAILED sentinel.
 func TestValidationErrors(t *testing.T) {
 	t.Parallel()
@@ -106,7 +106,7 @@ func TestThinkingAccepted(t *testing.T) {
 
 // TestUsageErrors: a command line the parser cannot take exits 2, says
 // what was wrong and still writes a FAILED sentinel when one was asked for
-// (decision 10).
+// (docs/run.md#validation).
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -195,7 +195,7 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 // TestSingleDashHelp: -help is the original's spelling of --help (Go's flag
-// package); single-dash long flags keep working (decision 11).
+// package); single-dash long flags keep working (docs/cli.md).
 func TestSingleDashHelp(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"-help"}, {"run", "-help"}, {"-backend", "echo", "-prompt", "x", "-help"}} {

@@ -22,8 +22,8 @@ type conformanceCase struct {
 	keys         []string
 }
 
-// controlConformance is the control method table's contract (§5.2, §5.4),
-// the same for a one-shot run and for a stable runtime (issue 18): one
+// controlConformance is the control method table's contract (docs/control-protocol.md#errors, docs/control-protocol.md#methods),
+// the same for a one-shot run and for a stable runtime: one
 // table serves both. The runtime is in a long turn; runtime_id is added
 // to every call.
 var controlConformance = []conformanceCase{

@@ -22,7 +22,7 @@ const otherUID = 65534
 const peerGuard = 15 * time.Second
 
 // TestControlPeerOtherUID: a process running as another uid cannot control
-// an avenor run or stable (contract §5.1, host/control doc): (a) the
+// an avenor run or stable (docs/control-protocol.md#transport-and-framing, host/control doc): (a) the
 // socket's 0700 directory alone keeps it out (connect: permission denied);
 // (b) with the directory and socket opened up by hand, the host's own
 // SO_PEERCRED check refuses the connection and logs the peer's pid and uid,

@@ -13,7 +13,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// TestDefaultSocket (contract decision 21): `avenor stable` without
+// TestDefaultSocket (docs/cli.md#avenor-control): `avenor stable` without
 // --control-socket listens on ~/.avenor/sockets/default.sock (0700);
 // `avenor control` and `avenor await` without --socket find it, or the
 // socket of AVENOR_SOCKET; the board lists it and a supervisor whose

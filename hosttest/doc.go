@@ -3,7 +3,7 @@
 // --on-event NDJSON log, a --sentinel-file, an exit code and signals. The
 // tests run the real avenor and the echo and scripted plugins as separate
 // processes and assert the exact bytes and events the contract promises
-// (the avenor contract, §1–3: run flags, exit codes, events, sentinel).
+// (docs/cli.md#avenor-run, docs/run.md, docs/events.md: run flags, exit codes, events, sentinel).
 //
 // The binaries come from $AVENOR_TEST_BIN (what `make test` passes); when it
 // is unset, TestMain builds them once into a temporary directory. Each test

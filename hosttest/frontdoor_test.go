@@ -12,7 +12,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Issue 18: a Go client's auto_approve:false reaches the supervisor even
+// A Go client's auto_approve:false reaches the supervisor even
 // over a config that says true, and the spawn is not auto-approved.
 func TestStableSpawnAutoApproveFalseOverConfig(t *testing.T) {
 	w := newWorld(t)
@@ -67,7 +67,7 @@ func altPlugin(t *testing.T, w *world) (marker string) {
 	return marker
 }
 
-// Issue 18: [backends.X] plugin applies in every command that finds a
+// [backends.X] plugin applies in every command that finds a
 // backend's plugin: run, probe, backends, claude-channel and stable spawns.
 func TestBackendPluginMappingEverywhere(t *testing.T) {
 	mapped := func(t *testing.T, backend string) (*world, string) {
@@ -136,7 +136,7 @@ func TestBackendPluginMappingEverywhere(t *testing.T) {
 	})
 }
 
-// Issue 18: a Go client's max_retries:0 reaches the supervisor over a
+// A Go client's max_retries:0 reaches the supervisor over a
 // config that sets retries, and the failing spawn is not retried; left out,
 // the config's max_retries applies.
 func TestStableSpawnMaxRetriesZeroOverConfig(t *testing.T) {
@@ -171,7 +171,7 @@ func TestStableSpawnMaxRetriesZeroOverConfig(t *testing.T) {
 	}
 }
 
-// Issue 18: avenor probe opens its transcript as avenor run opens
+// avenor probe opens its transcript as avenor run opens
 // --on-event: a named pipe or a device is refused at once, naming the path
 // (os.Create blocked on a pipe with no reader for ever).
 func TestProbeOutNotRegular(t *testing.T) {

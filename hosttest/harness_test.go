@@ -305,7 +305,7 @@ func (e event) num(key string) (float64, bool) { f, ok := e[key].(float64); retu
 
 // readEvents reads an NDJSON log. Every line must be one JSON object written
 // exactly as encoding/json writes a map (compact, keys sorted, <>& escaped:
-// contract §2.1).
+// docs/events.md#the-envelope).
 func readEvents(t *testing.T, path string) []event {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -336,7 +336,7 @@ func readEvents(t *testing.T, path string) []event {
 	return evs
 }
 
-// checkEnvelope checks the stamped fields of every event (§2.1): seq
+// checkEnvelope checks the stamped fields of every event (docs/events.md#the-envelope): seq
 // 1..n without gaps, run_id, ts in Unix ms within the run and never going
 // back.
 func checkEnvelope(t *testing.T, evs []event, runID string, from, to time.Time) {
@@ -424,7 +424,7 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// sentinelBytes is the sentinel the contract (§3) prescribes.
+// sentinelBytes is the sentinel the contract (docs/run.md#sentinel) prescribes.
 func sentinelBytes(status, session, stop string, exitCode int, runID string) string {
 	s := fmt.Sprintf("%s\nSESSION=%s\nSTOP_REASON=%s\n", status, session, stop)
 	if status == "KILLED" || status == "FAILED" {
@@ -438,8 +438,8 @@ func sentinelBytes(status, session, stop string, exitCode int, runID string) str
 
 // validationSentinel is the sentinel of a run refused before it started, given
 // the refusal's stderr text after "avenor: ": a loop or team config that fails
-// to load says STOP_REASON=error (§3); every other refusal derives its stop
-// reason from exit 1, exit_1 (decision 16).
+// to load says STOP_REASON=error (docs/run.md#sentinel); every other refusal derives its stop
+// reason from exit 1, exit_1 (docs/run.md#lifecycle).
 func validationSentinel(msg, runID string) string {
 	stop := "exit_1"
 	if strings.HasPrefix(msg, "load loop config:") || strings.HasPrefix(msg, "load team config:") {

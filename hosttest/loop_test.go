@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The loop and team runs of contract §6, end to end: the built avenor, the
+// The loop and team runs of docs/loop.md, end to end: the built avenor, the
 // scripted plugin as every phase's backend (each phase's prompt is its
 // script), one --on-event log and one --sentinel-file per run.
 
@@ -363,7 +363,7 @@ func TestRequiresNudges(t *testing.T) {
 }
 
 // TestRosterSelectsPhases: a phase's roster_entry picks its backend and
-// model; direct mode runs one entry; the §1.2 rules hold.
+// model; direct mode runs one entry; the docs/loop.md#rosters rules hold.
 func TestRosterSelectsPhases(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -473,7 +473,7 @@ func TestGitDeltas(t *testing.T) {
 	}
 }
 
-// TestVerifyCommand: `avenor verify` on good and bad configs (§1.11).
+// TestVerifyCommand: `avenor verify` on good and bad configs (docs/loop.md#avenor-verify).
 func TestVerifyCommand(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

@@ -12,7 +12,7 @@ import (
 
 // TestOneShotTurnsEachEnd: a one-shot run that takes more prompts over its
 // control socket ends every turn with its own session.end — its stop reason
-// and final_output — as the original does (§1.2.3), so a harness waiting for
+// and final_output — as the original does (docs/run.md#multi-turn), so a harness waiting for
 // each turn's end sees it and turn 1's output is not lost. The sentinel is
 // written once, after the last turn, with that turn's values.
 func TestOneShotTurnsEachEnd(t *testing.T) {
@@ -71,7 +71,7 @@ func TestOneShotTurnsEachEnd(t *testing.T) {
 
 // TestOneShotRefusesStableForms: a one-shot run answers the stable-only forms
 // — status, result and cancel naming a runtime that is not the run's own —
-// with -32601 (§5.2, §5.4), while the same calls naming the run itself, or
+// with -32601 (docs/control-protocol.md#errors, docs/control-protocol.md#methods), while the same calls naming the run itself, or
 // nothing, work.
 func TestOneShotRefusesStableForms(t *testing.T) {
 	t.Parallel()

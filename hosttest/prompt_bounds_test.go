@@ -14,7 +14,7 @@ import (
 
 // TestPromptRefusedBeforeLaunch: a prompt that cannot reach a plugin — not
 // UTF-8, or longer than sdk.MaxPromptBytes — and a --dir whose path is not
-// UTF-8 are refused in validation (§1.2: exit 1, a FAILED sentinel) with a
+// UTF-8 are refused in validation (docs/run.md#validation: exit 1, a FAILED sentinel) with a
 // message naming the input and the fix, before any plugin starts. They used
 // to launch the plugin and fail 2 s later with a gRPC error blaming it.
 func TestPromptRefusedBeforeLaunch(t *testing.T) {
@@ -62,7 +62,7 @@ func TestPromptRefusedBeforeLaunch(t *testing.T) {
 				t.Errorf("took %v: refused after launching the plugin, not in validation", res.elapsed)
 			}
 			checkSentinel(t, sent, validationSentinel(tc.msg, "b"))
-			// A loop run opens its log before it loads its config (§1.2.1).
+			// A loop run opens its log before it loads its config (docs/run.md#lifecycle).
 			if _, err := os.Stat(evPath); err == nil && !containsArg(args, "--loop-file") {
 				t.Errorf("an event log was opened: the run went past validation")
 			}
@@ -127,7 +127,7 @@ func TestPromptAtTheLimitReachesThePlugin(t *testing.T) {
 
 // TestStablePromptBounds: stable refuses a spawn's prompt or a follow-up
 // prompt over the limit as invalid params (-32602), a prompt_file whose
-// content is over it as the spawn's own failure (-32000, issue 17 item 3),
+// content is over it as the spawn's own failure (-32000, as the original answers),
 // each naming the limit; the supervisor goes on serving.
 func TestStablePromptBounds(t *testing.T) {
 	t.Parallel()

@@ -16,7 +16,7 @@ import (
 // floodPrompt streams events as fast as the plugin can send them.
 const floodPrompt = "flood 20000"
 
-// TestReliabilityBatchedWriterHostKill (issue 18): one-shot, loop, team and
+// TestReliabilityBatchedWriterHostKill: one-shot, loop, team and
 // stable runtimes write through the batched writer; a host SIGKILL in the
 // middle of a flood tears no line of their logs (the crash matrix's
 // checkNoTornLine), RELIABILITY_TRIALS times each at a random moment —

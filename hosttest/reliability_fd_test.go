@@ -22,7 +22,7 @@ import (
 	"github.com/avenor-go/avenor/host/control"
 )
 
-// Issue 16, item 4: under `ulimit -n 256` a flood of control connections
+// Under `ulimit -n 256` a flood of control connections
 // made avenor's accept loop retry EMFILE at once (3 CPU-s and 190 MB of log
 // in 3 s), and the owner could not connect after the flood had gone.
 //
@@ -239,7 +239,7 @@ func openFDs(t *testing.T, pid int) int {
 	return len(ents)
 }
 
-// Issue 16, item 4: 300 connections to the HTTP debug adapter without a
+// 300 connections to the HTTP debug adapter without a
 // token (idle, or asking once and keeping the connection) held a
 // descriptor each for ever, and under `ulimit -n 256` the control socket's
 // owner could no longer connect. Now a refused request closes its

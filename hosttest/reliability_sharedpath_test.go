@@ -19,8 +19,8 @@ import (
 )
 
 // These tests play another local user (uid 65534) against an avenor run as
-// root, on the paths avenor writes in shared directories (issue 16, items
-// 3, 9 and 11). They need root to own files as another uid.
+// root, on the paths avenor writes in shared directories.
+// They need root to own files as another uid.
 
 func needRootOther(t *testing.T) {
 	t.Helper()

@@ -17,7 +17,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/plugintest/scripted"
 )
 
-// Issue 16 item 5: what a supervisor holds must grow with the work it does,
+// What a supervisor holds must grow with the work it does,
 // not with the runtimes it has seen.
 
 // livePlugins counts the supervisor's plugin processes that still run.
@@ -95,7 +95,7 @@ func TestReliabilityStableParkedFDsBounded(t *testing.T) {
 // TestReliabilityStableParkedInProcessBounded: 40 spawns of a backend whose
 // sessions live in their plugin (resume scope in_process) under
 // --max-runtimes 2 used to leave 40 plugin processes running. Parked
-// runtimes still do not count against --max-runtimes (contract §1.3), but
+// runtimes still do not count against --max-runtimes (docs/stable.md), but
 // their kept plugins are bounded: at most --max-runtimes executing plus
 // DefaultMaxKeptPlugins kept. The newest ones still continue in their
 // plugin; the oldest, whose plugin was stopped for room, refuse a follow-up

@@ -17,7 +17,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Issue 16 item 6: `avenor stable` runs a project's pinned plugins exactly
+// `avenor stable` runs a project's pinned plugins exactly
 // as `avenor run` does, and what runs is what was hashed.
 
 // pinWorld is a world whose project (w.work) pins the scripted plugin to

@@ -19,14 +19,14 @@ import (
 	hostevent "github.com/avenor-go/avenor/host/event"
 )
 
-// Issue 16 items 1 and 8: an event log that blocks or fails. A named pipe
+// An event log that blocks or fails. A named pipe
 // or device is refused before it is opened; a regular file whose writes
 // fail, or block past hostevent.MaxWriteStall, ends the run FAILED with a
 // sentinel, and control and signals keep working meanwhile.
 
 // TestReliabilityStalledSinkRefused: --on-event naming a FIFO (nobody
 // reading, or a reader that never reads) or a device is refused at once
-// as a validation error (§1.2: exit 1, FAILED sentinel). A FIFO used to
+// as a validation error (docs/run.md#validation: exit 1, FAILED sentinel). A FIFO used to
 // block avenor for ever — in open(2), or once the pipe filled — deaf to
 // SIGTERM and --timeout, and /dev/full ended DONE with no log at all.
 func TestReliabilityStalledSinkRefused(t *testing.T) {

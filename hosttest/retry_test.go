@@ -7,7 +7,7 @@ import (
 )
 
 // TestRetryResumesSession: after an attempt that exits 1, --max-retries
-// starts a fresh plugin process that resumes the same session (§1.2.2): the
+// starts a fresh plugin process that resumes the same session (docs/run.md#retry): the
 // scripted backend keeps its sessions on disk and counts their turns.
 func TestRetryResumesSession(t *testing.T) {
 	t.Parallel()
@@ -61,7 +61,7 @@ func TestRetryResumesSession(t *testing.T) {
 }
 
 // TestNoRetry: --max-retries retries only exit 1 from a fault that is not
-// the user's (§1.2.2).
+// the user's (docs/run.md#retry).
 func TestNoRetry(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

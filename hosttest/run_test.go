@@ -37,7 +37,7 @@ func TestEndTurn(t *testing.T) {
 			usage: map[string]any{"input_tokens": 3.0, "output_tokens": 4.0, "total_tokens": 7.0, "cached_read_tokens": 0.0},
 		},
 		{
-			// <, > and & come out HTML-escaped in the log (§2.1); readEvents checks the bytes.
+			// <, > and & come out HTML-escaped in the log (docs/events.md#the-envelope); readEvents checks the bytes.
 			name: "echo", backend: "echo", sessionPrefix: "echo_",
 			prompt: "<hi> & bye",
 			names: []string{"session.start", "avenor.turn.start", "agent.status", "agent.thought_chunk", "agent.thought_chunk",
@@ -127,7 +127,7 @@ func TestEndTurn(t *testing.T) {
 }
 
 // TestStopReasons: the turn's stop reason decides the exit code and the
-// sentinel (§1.2.4, §3).
+// sentinel (docs/run.md#exit-codes, docs/run.md#sentinel).
 func TestStopReasons(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -182,7 +182,7 @@ func TestStopReasons(t *testing.T) {
 }
 
 // TestOnEventTruncated: --on-event is created or truncated at start, so
-// the file holds this run's events only (§1.2).
+// the file holds this run's events only (docs/cli.md#avenor-run).
 func TestOnEventTruncated(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -216,7 +216,7 @@ func TestNoSentinelWithoutFlag(t *testing.T) {
 }
 
 // TestStaleFilesRemovedAtStart: the previous run's sentinel and permission
-// files go before the first attempt (§1.2.1 step 3), so a harness never
+// files go before the first attempt (docs/run.md#lifecycle step 3), so a harness never
 // mistakes them for this run's, even when this run is SIGKILLed.
 func TestStaleFilesRemovedAtStart(t *testing.T) {
 	t.Parallel()
@@ -239,8 +239,8 @@ func TestStaleFilesRemovedAtStart(t *testing.T) {
 }
 
 // TestSentinelValuesOneLine: CR and LF inside values become spaces in the
-// sentinel (§3) while the event log keeps them; --label is stamped on every
-// event as run_label (§2.1).
+// sentinel (docs/run.md#sentinel) while the event log keeps them; --label is stamped on every
+// event as run_label (docs/events.md#the-envelope).
 func TestSentinelValuesOneLine(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -262,7 +262,7 @@ func TestSentinelValuesOneLine(t *testing.T) {
 }
 
 // TestSentinelDirMissing: a sentinel whose directory does not exist is not
-// written; stderr says why (§3), and the run that ended well exits 1: a
+// written; stderr says why (docs/run.md#sentinel), and the run that ended well exits 1: a
 // harness waiting for the sentinel would never see it end.
 func TestSentinelDirMissing(t *testing.T) {
 	t.Parallel()

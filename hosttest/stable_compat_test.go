@@ -12,9 +12,9 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Issue 17 items 3–6: how `avenor stable` answers a harness written for the
-// original — error codes (§5.2), list statuses (§5.6), status {} (§5.5) and
-// wait_for_capacity (§5.4).
+// Four compatibility points: how `avenor stable` answers a harness written for the
+// original — error codes (docs/control-protocol.md#errors), list statuses (docs/control-protocol.md#list), status {} (docs/control-protocol.md#status) and
+// wait_for_capacity (docs/control-protocol.md#methods).
 
 // rawCall sends one JSON-RPC line on a fresh connection and returns the
 // response line decoded.
@@ -52,7 +52,7 @@ func rawError(t *testing.T, req string, resp map[string]any) (int, string) {
 	return int(code), msg
 }
 
-// TestStableHandlerErrorsAreServerErrors (issue 17 item 3, §5.2): a method
+// TestStableHandlerErrorsAreServerErrors (docs/control-protocol.md#errors): a method
 // whose own logic fails — an unknown runtime_id, a spawn without any of
 // prompt / prompt_file / loop_file / team_file, a refused combination, a
 // file it cannot use — answers -32000 with the error text as message.
@@ -130,7 +130,7 @@ func TestStableHandlerErrorsAreServerErrors(t *testing.T) {
 	}
 }
 
-// TestStableParkedListsIdle (issue 17 item 4, §5.6): a runtime parked after
+// TestStableParkedListsIdle (docs/control-protocol.md#list): a runtime parked after
 // its turn, waiting for a follow-up, lists as idle (parked:true beside it);
 // during a turn it is running; a loop runtime whose loop has ended can take
 // no prompt and is ended. avenor await still reports the parked turn's END.
@@ -181,7 +181,7 @@ func TestStableParkedListsIdle(t *testing.T) {
 	}
 }
 
-// TestStableStatusSnapshot (issue 17 item 5, §5.5): status {} on a
+// TestStableStatusSnapshot (docs/control-protocol.md#status): status {} on a
 // supervisor is the one-shot snapshot of its default runtime — the root
 // runtime spawned last — with the supervisor's summary beside it; without
 // a runtime, the summary alone.
@@ -212,7 +212,7 @@ func TestStableStatusSnapshot(t *testing.T) {
 	for _, k := range []string{"session_id", "run_id", "run_label", "phase", "phase_label", "last_event", "retry_attempt",
 		"max_retries", "pending_permission", "permission", "started_at", "updated_at", "turn_state"} {
 		if _, ok := st[k]; !ok {
-			t.Errorf("status {} lacks %q (§5.5): %v", k, st)
+			t.Errorf("status {} lacks %q (docs/control-protocol.md#status): %v", k, st)
 		}
 	}
 	if st["runtime_id"] != sp.RuntimeID || st["session_id"] != sp.SessionID || st["run_id"] != rt.RunID || st["run_label"] != "snapper" ||
@@ -254,7 +254,7 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// TestStableWaitForCapacity (issue 17 item 6, §5.4): wait_for_capacity
+// TestStableWaitForCapacity (docs/control-protocol.md#wait_for_capacity): wait_for_capacity
 // answers at once while a spawn would be admitted, times out (saying so)
 // while --max-runtimes is full, and wakes when a slot is given back — in
 // this supervisor or, through the tree budget, in another of its tree. The

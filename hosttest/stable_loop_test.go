@@ -32,7 +32,7 @@ func checkLoopStream(t *testing.T, path, runtimeID string) []event {
 	return evs
 }
 
-// A stable spawn with loop_file (contract §6.8): session_id "" in the
+// A stable spawn with loop_file (docs/control-protocol.md#spawn): session_id "" in the
 // result, the whole loop is the runtime's run — its events in the
 // runtime's log, DONE in its sentinel — a follow-up prompt on the ended
 // loop is refused, and cancel ends a running loop KILLED.
@@ -134,7 +134,7 @@ func TestStableSpawnLoop(t *testing.T) {
 		}
 	}()
 
-	// Errors: a bad config and the §1.2 combinations.
+	// Errors: a bad config and the docs/run.md#validation combinations.
 	for _, bad := range []struct {
 		params map[string]any
 		msg    string
@@ -149,7 +149,7 @@ func TestStableSpawnLoop(t *testing.T) {
 	}
 }
 
-// A roster-selected stable spawn (contract §5.6, §1.2 direct mode): the
+// A roster-selected stable spawn (docs/control-protocol.md#spawn, docs/loop.md#rosters direct mode): the
 // entry is the runtime's backend, model and default thinking; the loop's
 // phases pick entries from the spawn's roster_file; the rules hold.
 func TestStableSpawnRoster(t *testing.T) {

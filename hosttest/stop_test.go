@@ -10,7 +10,7 @@ import (
 
 // TestTimeouts: --timeout and --progress-timeout end the run with 124, a
 // TIMEOUT sentinel and a session.end carrying the reason and what the
-// runtime said so far (§1.2, §2.3, §3).
+// runtime said so far (docs/cli.md#avenor-run, docs/events.md#host-events, docs/run.md#sentinel).
 func TestTimeouts(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -69,7 +69,7 @@ func TestTimeouts(t *testing.T) {
 }
 
 // TestTimeoutDuringRetryBackoff: the run clock also bounds the backoff
-// between attempts (§1.2.2): exit 124, not a second attempt 2 s later.
+// between attempts (docs/run.md#retry): exit 124, not a second attempt 2 s later.
 func TestTimeoutDuringRetryBackoff(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

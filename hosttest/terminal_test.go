@@ -15,7 +15,7 @@ import (
 )
 
 // TestHTTPDebugTokenOnTerminal: with --http-debug and stderr a terminal the
-// token line of contract §5.8 is printed, above the live view, so a person
+// token line of docs/control-protocol.md#http-debug is printed, above the live view, so a person
 // can use the listener; the live view's writer in front of stderr must not
 // hide that stderr is a terminal.
 func TestHTTPDebugTokenOnTerminal(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// These tests drive `avenor watch` as a harness does (issue 17 item 8): a
+// These tests drive `avenor watch` as a harness does: a
 // follow over a log another process writes must not stop at the first
 // session.end of a loop, a retried run or a multi-turn run, and a pipe is a
 // log too.

@@ -10,7 +10,7 @@ import (
 	"github.com/avenor-go/avenor/host/permission"
 )
 
-// newAnswerCmd is `avenor answer [flags] <perm-base>` (contract §1.6).
+// newAnswerCmd is `avenor answer [flags] <perm-base>` (docs/permission-handler.md#avenor-answer).
 func newAnswerCmd(env Env) *cobra.Command {
 	var a permission.Answer
 	var force bool

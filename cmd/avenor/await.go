@@ -17,7 +17,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Exit codes of avenor await (contract §1.10).
+// Exit codes of avenor await (docs/cli.md#avenor-await).
 const (
 	awaitDone       = 0
 	awaitFailed     = 10
@@ -84,7 +84,7 @@ Exit codes: 0 done, 10 failed, 11 timeout (the runtime's), 12 killed, 20 pending
 	return cmd
 }
 
-// awaitUsage prints a usage error and exits 2 (decision 9).
+// awaitUsage prints a usage error and exits 2 (docs/run.md#exit-codes).
 func awaitUsage(env Env, msg string) error {
 	fmt.Fprintf(env.Stderr, "avenor await: %s\n", msg)
 	return exitError{exitUsage}
@@ -187,7 +187,7 @@ func awaitSockets(f *awaitFlags, env Env) ([]string, error) {
 		}
 		return []string{f.socket}, nil
 	}
-	// Contract decision 21: AVENOR_SOCKET names the one socket.
+	// docs/cli.md#avenor-control: AVENOR_SOCKET names the one socket.
 	if p := env.Getenv(client.SocketEnv); p != "" {
 		return []string{p}, nil
 	}

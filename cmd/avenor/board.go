@@ -74,7 +74,7 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 	)
 	if f.socket == "" {
 		scan = strings.Split(f.scan, ",")
-		// Contract decision 21: the socket of AVENOR_SOCKET, and every
+		// docs/board.md: the socket of AVENOR_SOCKET, and every
 		// running supervisor's record, wherever its socket is.
 		if p := env.Getenv(client.SocketEnv); p != "" {
 			named = append(named, p)
@@ -93,7 +93,7 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 		return exitUsage
 	}
 	// One line on stdout, token included, whatever stdout is (contract
-	// decision 18): stdout belongs to whoever started the board, and a
+	// docs/board.md): stdout belongs to whoever started the board, and a
 	// script opens the page from it. The token never goes to a log.
 	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.TokenURL())
 	if f.noAuth {

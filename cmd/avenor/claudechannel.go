@@ -15,10 +15,10 @@ import (
 const channelBackend = "claude-channel"
 
 // channelServerPrefix names the .mcp.json entries claude-channel sessions
-// add (contract §7.8): avenor-channel-<slug>.
+// add (docs/backends.md#claude-channel-plugin-claude-experimental): avenor-channel-<slug>.
 const channelServerPrefix = "avenor-channel-"
 
-// errChannelFlags is contract §1.9's message, exact.
+// errChannelFlags is docs/cli.md#avenor-claude-channel's message, exact.
 var errChannelFlags = errors.New("--run-id, --token, and --broker-url are required")
 
 // newClaudeChannelCmd is the MCP stdio sidecar Claude Code starts from
@@ -64,7 +64,7 @@ this command finds and executes with the same arguments.`,
 // the usual search order.
 func findChannelPlugin(env Env) (string, error) {
 	// As run resolves it: the config's [backends.claude-channel] plugin,
-	// the project's pins (issue 18).
+	// the project's pins, as every other command does.
 	resolved, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
 	if err != nil {
 		return "", err
@@ -77,7 +77,7 @@ func findChannelPlugin(env Env) (string, error) {
 }
 
 // newChannelCleanupCmd removes the .mcp.json entries a crashed
-// claude-channel session left behind (contract §1.9).
+// claude-channel session left behind (docs/cli.md#avenor-claude-channel).
 func newChannelCleanupCmd(env Env) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{

@@ -12,7 +12,7 @@ import (
 
 // newCompletionCmd is `avenor completion bash|zsh|fish`. cobra's own
 // completion command is off (DisableDefaultCmd): cobra adds it only while
-// executing, too late for the dispatch (§1.1) to know that "completion" is
+// executing, too late for the dispatch (docs/cli.md#avenor) to know that "completion" is
 // a sub-command and not the start of a run.
 func newCompletionCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{

@@ -26,7 +26,7 @@ import (
 const controlCallTimeout = 30 * time.Second
 
 // newControlCmd is `avenor control --socket <path> <command> [args]`
-// (contract §1.4).
+// (docs/cli.md#avenor-control).
 func newControlCmd(env Env) *cobra.Command {
 	var socket string
 	cmd := &cobra.Command{
@@ -68,7 +68,7 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 
 	sock := func() (string, error) {
 		if !cmd.PersistentFlags().Lookup("socket").Changed {
-			// Contract decision 21: AVENOR_SOCKET, else the default socket.
+			// docs/cli.md#avenor-control: AVENOR_SOCKET, else the default socket.
 			p, err := client.ResolveSocket(env.Getenv)
 			if err != nil {
 				return "", controlUsage(env, err.Error())
@@ -196,7 +196,7 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 	return cmd
 }
 
-// controlUsage prints a usage error and exits 2 (decision 9).
+// controlUsage prints a usage error and exits 2 (docs/run.md#exit-codes).
 func controlUsage(env Env, msg string) error {
 	fmt.Fprintf(env.Stderr, "avenor control: %s\n", msg)
 	return exitError{exitUsage}
@@ -293,7 +293,7 @@ func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Comm
 			if err != nil {
 				return err
 			}
-			// Decision 3, as spawn --timeout: seconds or a Go duration.
+			// As spawn's timeout (docs/control-protocol.md#spawn): seconds or a Go duration.
 			var param any
 			wait := stable.MaxCapacityWait
 			if timeout != "" {
@@ -336,7 +336,7 @@ func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Comm
 	return cmd
 }
 
-// spawnFlags are the flags of `avenor control spawn` (contract §1.4).
+// spawnFlags are the flags of `avenor control spawn` (docs/cli.md#avenor-control).
 type spawnFlags struct {
 	prompt, promptFile, dir, agent, label, model, thinking, backend, serverURL string
 	onEvent, sentinelFile, permissionHandler, timeout                          string
@@ -414,7 +414,7 @@ func spawnParams(fl *pflag.FlagSet, f *spawnFlags) (client.SpawnParams, error) {
 		p.AutoApprove = client.Bool(true)
 	}
 	if f.timeout != "" {
-		// Decision 3: a number of seconds or a Go duration string.
+		// docs/control-protocol.md#spawn: a number of seconds or a Go duration string.
 		if n, err := strconv.Atoi(f.timeout); err == nil && n >= 0 {
 			p.Timeout = n
 		} else if _, err := time.ParseDuration(f.timeout); err == nil {

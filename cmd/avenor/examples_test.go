@@ -8,7 +8,7 @@ import (
 )
 
 // TestEveryCommandHasExamples: every command a user can see, each `avenor
-// control` sub-command included, shows examples in its --help (issue 20).
+// control` sub-command included, shows examples in its --help, for a person at a terminal.
 func TestEveryCommandHasExamples(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

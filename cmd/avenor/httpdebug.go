@@ -9,7 +9,7 @@ import (
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 )
 
-// startHTTPDebug starts the --http-debug adapter (contract §5.8) on addr
+// startHTTPDebug starts the --http-debug adapter (docs/control-protocol.md#http-debug) on addr
 // for cfg's target (run's or stable's), writing tokenFile when set; the
 // token is printed only when stderr is a terminal.
 func startHTTPDebug(addr, tokenFile string, cfg httpdebug.Config, env Env, logger hclog.Logger) (*httpdebug.Server, error) {
@@ -17,7 +17,7 @@ func startHTTPDebug(addr, tokenFile string, cfg httpdebug.Config, env Env, logge
 	cfg.TokenFile = tokenFile
 	cfg.Stderr = env.Stderr
 	// Through the live view's writer the token line lands above the view
-	// (contract §5.8: shown whenever stderr is a terminal).
+	// (docs/control-protocol.md#http-debug: shown whenever stderr is a terminal).
 	cfg.ShowToken = env.stderrIsTerminal()
 	cfg.Logger = logger.Named("httpdebug")
 	srv, err := httpdebug.Start(context.Background(), cfg)

@@ -17,7 +17,7 @@ import (
 	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
-// mcpFlags are the flags of `avenor mcp` (contract §1.8, reference
+// mcpFlags are the flags of `avenor mcp` (docs/mcp.md, reference
 // mcp-board-original.md §1).
 type mcpFlags struct {
 	transport, addr, authToken, authTokenFile string

@@ -21,7 +21,7 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// runFlags are the flags of `avenor run` (contract §1.2).
+// runFlags are the flags of `avenor run` (docs/cli.md#avenor-run).
 type runFlags struct {
 	agent, prompt, promptFile, loopFile, teamFile, rosterFile, rosterEntry string
 	label, dir, resume, serverURL, backend, model, thinking                string
@@ -112,7 +112,7 @@ Examples:
 }
 
 // writeUsageSentinel writes FAILED with EXIT_CODE=2 when a run's command line
-// could not be parsed but a sentinel path is recognisable in it (decision 10).
+// could not be parsed but a sentinel path is recognisable in it (docs/run.md#validation).
 func writeUsageSentinel(args []string, stderr io.Writer) {
 	path := rawFlagValue(args, "sentinel-file")
 	if path == "" {
@@ -123,7 +123,7 @@ func writeUsageSentinel(args []string, stderr io.Writer) {
 
 // writeExitSentinel writes the FAILED sentinel of a run that ended before a
 // runtime started. As in the original, the stop reason is derived from the
-// exit code (§1.2.4's inverse map): refusal for 2, exit_1 for 1 (decision 16).
+// exit code (docs/run.md#exit-codes's inverse map): refusal for 2, exit_1 for 1 (docs/run.md#lifecycle).
 // Only a loop/team config that fails to load says STOP_REASON=error.
 func writeExitSentinel(path string, exit int, runID string, stderr io.Writer) {
 	rec := sentinel.Record{ExitCode: exit, StopReason: sentinel.DefaultStopReason(exit), RunID: runID}
@@ -175,7 +175,7 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 		spec.Options.Events = env.Stdout
 	} else if f.onEvent != "" {
 		// A named pipe or a device is refused here: a pipe whose reader
-		// stalls would block the log, /dev/full would fail it (issue 16).
+		// stalls would block the log, /dev/full would fail it.
 		// A regular file that stalls anyway (a hung mount) ends the run
 		// after event.MaxWriteStall.
 		file, err := regularfile.CreateLog(f.onEvent)

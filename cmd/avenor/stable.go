@@ -22,18 +22,18 @@ import (
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
-// stableFlags are the flags of `avenor stable` (contract §1.3; the workflow
+// stableFlags are the flags of `avenor stable` (docs/stable.md; the workflow
 // flags are not built yet).
 type stableFlags struct {
 	controlSocket, httpDebug, httpDebugTokenFile             string
 	maxRuntimes, maxTreeBudget                               int
 	idleTimeout, parkedTimeout, shutdownTimeout, claimTimout time.Duration
-	// linger: how long plugins outlive a supervisor that died (issue 21).
+	// linger: how long plugins outlive a supervisor that died (docs/stable.md#surviving-a-restart).
 	linger time.Duration
-	// fleet, node, pool: join a fleet (issue 24, docs/fleet.md).
+	// fleet, node, pool: join a fleet (docs/fleet.md).
 	fleet      fleetConnFlags
 	node, pool string
-	// warm: --warm BACKEND=N[,dir=…] pools (issue 25).
+	// warm: --warm BACKEND=N[,dir=…] pools (docs/stable.md#warm-pools).
 	warm     []string
 	warmIdle time.Duration
 }
@@ -98,7 +98,7 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 // stableMain wires and serves the supervisor; it returns the exit code.
 func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
 	if !cmd.Flags().Changed("control-socket") {
-		// Contract decision 21: the default socket, in a directory only
+		// docs/cli.md#avenor-control: the default socket, in a directory only
 		// this user can write.
 		home := env.Getenv("HOME")
 		if home == "" {

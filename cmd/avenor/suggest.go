@@ -130,6 +130,6 @@ func backendHint(ctx context.Context, env Env, err error) error {
 	if n, ok := nearest(nf.Backend, names); ok {
 		hint = "did you mean " + n + "? " + hint
 	}
-	// The first line stays the contract's `unknown backend "X"` (§1.2).
+	// The first line stays the contract's `unknown backend "X"` (docs/run.md#validation).
 	return fmt.Errorf("unknown backend %q\n%s\n%w", nf.Backend, hint, nf)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/avenor-go/avenor/host/loop"
 )
 
-// newVerifyCmd is `avenor verify` (contract §1.11).
+// newVerifyCmd is `avenor verify` (docs/loop.md#avenor-verify).
 func newVerifyCmd(env Env) *cobra.Command {
 	var req loop.VerifyRequest
 	cmd := &cobra.Command{

@@ -15,7 +15,7 @@ import (
 	"github.com/avenor-go/avenor/host/watch"
 )
 
-// watchFlags are the flags of `avenor watch` (contract §1.5).
+// watchFlags are the flags of `avenor watch` (docs/watch.md).
 type watchFlags struct {
 	follow, classify, noColor     bool
 	format, sinceCursor, sentinel string

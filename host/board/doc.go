@@ -1,4 +1,4 @@
-// Package board is `avenor board` (contract §1.13): a loopback web page
+// Package board is `avenor board` (docs/board.md): a loopback web page
 // over the control sockets it finds, for a person watching many runtimes —
 // which are alive, what each does now, which waits for a permission, what
 // each has cost — and, with AllowMutations, answering permissions,

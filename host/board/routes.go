@@ -13,7 +13,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// routes is the board's HTTP surface (contract §1.13, plus /api/answer and
+// routes is the board's HTTP surface (docs/board.md, plus /api/answer and
 // /api/usage):
 //
 //	GET  /api/config    {mutations_allowed, auth_required, stall_after_ms} — no token needed

@@ -178,10 +178,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // conn is a fresh control connection for one call on path and the
 // function that closes it. Never a kept one, for two reasons: a mutation
-// makes its connection the runtime's owner until it closes (contract §5.3),
+// makes its connection the runtime's owner until it closes (docs/control-protocol.md#ownership),
 // so a kept connection would lock the harness out of its own runtimes
 // after one click on the board; and a run holds its permission requests
-// for a connected control client (contract §4.2) instead of its file
+// for a connected control client (docs/permission-handler.md#precedence) instead of its file
 // handler. Close waits until the server has let go of the connection, so
 // ownership is free again when the route answers.
 func (s *Server) conn(ctx context.Context, path string) (*client.Client, func(), error) {

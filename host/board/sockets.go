@@ -26,7 +26,7 @@ type SocketEntry struct {
 	Path string `json:"path"`
 	Type string `json:"type"`
 	PID  int    `json:"pid,omitempty"`
-	// Status is the socket's status snapshot (contract §5.5; a stable
+	// Status is the socket's status snapshot (docs/control-protocol.md#status; a stable
 	// supervisor adds its summary).
 	Status json.RawMessage `json:"status,omitempty"`
 	// Runtimes counts a stable supervisor's runtimes.

@@ -12,7 +12,7 @@ import (
 )
 
 // handleEvents streams a socket's events as SSE, one `event: event` with
-// the event's JSON per control notification (contract §5.7's order,
+// the event's JSON per control notification (docs/control-protocol.md#subscribe's order,
 // subscriber.lagged included). With runtime_id only that runtime's events
 // come; with replay=1 the buffered history (up to 256 events) comes first,
 // after the last seq the browser saw (Last-Event-ID or after_seq), so an

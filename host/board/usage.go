@@ -11,7 +11,7 @@ import (
 )
 
 // UsageEntry is one runtime's line of /api/usage: the token counts of its
-// session.ends summed over its turns (contract §2.3 usage) and, when the backend reports
+// session.ends summed over its turns (docs/events.md#sessionend usage) and, when the backend reports
 // one, its cost in US dollars (session.end's cost_usd, e.g. the claude
 // backends'). A runtime that reported neither has neither field.
 type UsageEntry struct {

@@ -9,7 +9,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/jsonenc"
 )
 
-// MaxRequestLine bounds one request line (contract §5.1), newline excluded.
+// MaxRequestLine bounds one request line (docs/control-protocol.md#transport-and-framing), newline excluded.
 const MaxRequestLine = 4 << 20
 
 // Request is one decoded JSON-RPC request.
@@ -129,7 +129,7 @@ const eventPrefix = `{"jsonrpc":"2.0","method":"event","params":`
 // AppendEvent appends EncodeEvent's line to dst; on error dst is returned
 // as it was. An event map is encoded by jsonenc (the same bytes as
 // json.Marshal, without its reflection: every subscriber encodes every
-// event, issue 11).
+// event).
 func AppendEvent(dst []byte, ev any) ([]byte, error) {
 	var m map[string]any
 	switch v := ev.(type) {

@@ -144,7 +144,7 @@ func (c *Conn) write(line []byte) bool {
 }
 
 // Notify sends one event notification. The event's final_output is bounded
-// for control views (contract §2.1). It reports false when the connection
+// for control views (docs/events.md#the-envelope). It reports false when the connection
 // is gone.
 func (c *Conn) Notify(ev event.Event) bool {
 	line := c.appendNotification(nil, ev)
@@ -174,7 +174,7 @@ const maxKeptNotifyBuffer = 1 << 20
 
 // Forward sends replay at once, then the subscription's live events from a
 // goroutine, skipping every event whose seq is not above the last one sent
-// (contract §5.7: replay and live are de-duplicated by seq, after_seq skips
+// (docs/control-protocol.md#subscribe: replay and live are de-duplicated by seq, after_seq skips
 // older events). Sending the replay before returning keeps it ahead of the
 // answers to later requests. The subscription belongs to the connection
 // from here on: it is closed when the connection closes.
@@ -210,10 +210,10 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 		// Everything queued is taken at once and sent in one write: under a
 		// flood one system call carries a whole batch of lines (whole lines
 		// only, so responses never interleave), which is what lets a
-		// subscriber keep up (issue 11). A lone event goes out at once.
+		// subscriber keep up. A lone event goes out at once.
 		// The notification is spliced around each event's line as the
-		// log has it, so no event is encoded again (issue 25); only one
-		// that may carry a final_output to bound (§2.1) is.
+		// log has it, so no event is encoded again; only one
+		// that may carry a final_output to bound (docs/events.md#the-envelope) is.
 		var batch []event.Item
 		var buf []byte
 		for {

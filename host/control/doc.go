@@ -1,9 +1,9 @@
-// Package control owns the control plane of contract §5: a JSON-RPC 2.0
+// Package control owns the control plane of docs/control-protocol.md: a JSON-RPC 2.0
 // server speaking newline-delimited JSON on a Unix socket. It owns the
-// socket's lifecycle (§5.1: 0700 parent directory, the flock'd
+// socket's lifecycle (docs/control-protocol.md#transport-and-framing: 0700 parent directory, the flock'd
 // <socket>.control.lock, stale-socket detection, a 0600 socket, unlinking
-// only its own inode), the codec and error codes (§5.2), first-mutator
-// ownership (§5.3), and the one control method table (§5.4, §5.5, §5.7):
+// only its own inode), the codec and error codes (docs/control-protocol.md#errors), first-mutator
+// ownership (docs/control-protocol.md#ownership), and the one control method table (docs/control-protocol.md#methods, docs/control-protocol.md#status, docs/control-protocol.md#subscribe):
 // status, result, subscribe, history, cancel, prompt, interrupt_and_prompt
 // and answer_permission, registered by [RegisterTable] over a
 // [Supervisor] of [Target] runtimes. A one-shot run ([Run], [RegisterRun])
@@ -22,7 +22,7 @@
 // (SO_PEERCRED) and the reason logged; the 0600 socket is the primary
 // isolation, this is a second line.
 //
-// The listener is bounded (issue 16): at most [MaxConnections] are open, one
+// The listener is bounded: at most [MaxConnections] are open, one
 // more is answered an error line and closed, and so is one more of a peer
 // process (SO_PEERCRED pid) holding [MaxConnectionsPerProcess] already, so
 // [ReservedConnections] stay free for the owner; a failed accept (EMFILE) is

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Environment variables of contract §1.14.
+// Environment variables of docs/configuration.md#other-environment-variables.
 const (
 	// EnvReadyFD names an inherited fd that gets one byte once the socket
 	// listens.

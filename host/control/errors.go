@@ -8,7 +8,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/jsonrpc"
 )
 
-// JSON-RPC error codes of contract §5.2: JSON-RPC 2.0's own (sdk/jsonrpc's),
+// JSON-RPC error codes of docs/control-protocol.md#errors: JSON-RPC 2.0's own (sdk/jsonrpc's),
 // then avenor's. They are part of the protocol and must never change.
 const (
 	CodeParseError          = jsonrpc.CodeParseError
@@ -21,7 +21,7 @@ const (
 	CodePromptUnsupported   = -32020
 )
 
-// Messages used with the codes (contract §5.2). Server errors (-32000)
+// Messages used with the codes (docs/control-protocol.md#errors). Server errors (-32000)
 // carry the handler's error text instead.
 const (
 	MsgParseError          = "parse error"

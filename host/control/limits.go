@@ -2,7 +2,7 @@ package control
 
 import "time"
 
-// Bounds of the control socket's listener (issue 16: fd exhaustion).
+// Bounds of the control socket's listener (against fd exhaustion).
 const (
 	// MaxConnections bounds the open connections of one control socket. A
 	// harness needs a few (an owner, some subscribers) and every `avenor

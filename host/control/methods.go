@@ -15,7 +15,7 @@ type Handler func(ctx context.Context, call *Call) (any, error)
 
 // Method is one entry of the method table.
 type Method struct {
-	// Mutating methods need ownership of the server (contract §5.3): the
+	// Mutating methods need ownership of the server (docs/control-protocol.md#ownership): the
 	// first connection to call one becomes the owner, other connections get
 	// -32010 until it disconnects.
 	Mutating bool

@@ -28,7 +28,7 @@ type PermissionAnswerer interface {
 	Pending() bool
 }
 
-// Bounds of history and replay (contract §5.4, §5.7).
+// Bounds of history and replay (docs/control-protocol.md#methods, docs/control-protocol.md#subscribe).
 const (
 	DefaultHistoryLimit = 64
 	MaxHistoryLimit     = 256
@@ -47,7 +47,7 @@ type RunOptions struct {
 }
 
 // RegisterRun registers the control method table of `avenor run
-// --control-socket` (contract §5.4) on s for rt: a supervisor of one whose
+// --control-socket` (docs/control-protocol.md#methods) on s for rt: a supervisor of one whose
 // default runtime is the run. Call it before Start. The stable-only methods
 // stay unregistered, so they answer -32601.
 //
@@ -86,8 +86,8 @@ func (r *Run) Pending() bool { return r.perm != nil && r.perm.Pending() }
 
 // Accept refuses a runtime_id naming anything but this run.
 //
-// A runtime_id naming another runtime is a form only stable has (§5.4), and
-// a one-shot run answers stable-only forms -32601 (§5.2), as the original
+// A runtime_id naming another runtime is a form only stable has (docs/control-protocol.md#methods), and
+// a one-shot run answers stable-only forms -32601 (docs/control-protocol.md#errors), as the original
 // does; the detail says how to call it instead.
 func (r *Run) Accept(c *Call, runtimeID string) error {
 	if runtimeID == "" || (r.runID != "" && runtimeID == r.runID) {
@@ -103,7 +103,7 @@ func (r *Run) Runtime(string) (Target, error) { return r, nil }
 // ID is "": history echoes the runtime_id param as given.
 func (r *Run) ID() string { return "" }
 
-// Status is the run's §5.5 snapshot.
+// Status is the run's docs/control-protocol.md#status snapshot.
 func (r *Run) Status() any { return r.rt.Status() }
 
 // Events is the run's event stream.
@@ -157,7 +157,7 @@ func (r *Run) trackResult(ctx context.Context) {
 	stop := context.AfterFunc(ctx, sub.Close)
 	defer stop()
 	// Items, not events: a plugin's events are then never decoded for a
-	// reader that wants only the session.end (issue 25).
+	// reader that wants only the session.end.
 	var batch []event.Item
 	for {
 		var more bool

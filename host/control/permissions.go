@@ -47,7 +47,7 @@ func (a BrokerAnswerer) Pending() bool { return len(a.Broker.Pending()) > 0 }
 
 // Resolver is the control plane's side of permission resolution: a request
 // goes to the control plane while at least one client is connected, and
-// falls through when every client has gone (contract §4.2). No client has
+// falls through when every client has gone (docs/permission-handler.md#precedence). No client has
 // reserved or released the claim in this protocol version, so the claim
 // stays unknown.
 type Resolver struct{ Server *Server }

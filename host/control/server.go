@@ -62,7 +62,7 @@ type Server struct {
 	sock    *socketFile
 	conns   map[*Conn]struct{}
 	// observers counts the connections that called observe: they watch
-	// and never answer, so they hold no permission request (§4.2).
+	// and never answer, so they hold no permission request (docs/permission-handler.md#precedence).
 	observers int
 	// perProcess counts the open connections of each peer pid (those
 	// whose pid is known).
@@ -119,7 +119,7 @@ func (s *Server) Handle(name string, m Method) {
 	s.methods[name] = m
 }
 
-// Start binds the socket (contract §5.1), calls Config.Ready and accepts
+// Start binds the socket (docs/control-protocol.md#transport-and-framing), calls Config.Ready and accepts
 // connections until Close.
 func (s *Server) Start() error {
 	s.mu.Lock()
@@ -416,7 +416,7 @@ func (s *Server) release(c *Conn) {
 // claim makes c the owner for a mutating call if there is none; false when
 // another connection owns the server. Every true must be followed by
 // settle with the call's outcome: only a call that succeeds keeps the
-// ownership (contract §5.3: the first mutator becomes the owner, and a call
+// ownership (docs/control-protocol.md#ownership: the first mutator becomes the owner, and a call
 // that failed mutated nothing). While the first call is in flight no other
 // connection may mutate.
 func (s *Server) claim(c *Conn) bool {
@@ -459,7 +459,7 @@ func (s *Server) method(name string) (Method, bool) {
 
 // Connected reports whether at least one control client that may answer
 // permissions is connected (the permission broker's "connected control
-// client", contract §4.2): a connection that called observe does not count.
+// client", docs/permission-handler.md#precedence): a connection that called observe does not count.
 func (s *Server) Connected() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

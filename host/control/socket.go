@@ -16,7 +16,7 @@ import (
 )
 
 // staleDialTimeout bounds the dial that tells a live socket from a stale one
-// (contract §5.1).
+// (docs/control-protocol.md#transport-and-framing).
 const staleDialTimeout = 250 * time.Millisecond
 
 // LockWait bounds the wait for <socket>.control.lock. Its holder keeps it
@@ -77,7 +77,7 @@ func checkFree(path string) error {
 	return nil
 }
 
-// listenSocket binds path as contract §5.1 says: parent directory created
+// listenSocket binds path as docs/control-protocol.md#transport-and-framing says: parent directory created
 // 0700, bind and cleanup serialised by an flock on <path>.control.lock, an
 // existing socket dialled — answering means in use, only ECONNREFUSED proves
 // it stale and lets it be removed — then bind under umask 077 and chmod 0600.

@@ -9,14 +9,14 @@ import (
 
 // Target is one runtime as the control method table serves it: the run of
 // `avenor run --control-socket` or one runtime of `avenor stable`. Errors a
-// method returns are the call's answer (§5.2): a *Error as it is, any other
+// method returns are the call's answer (docs/control-protocol.md#errors): a *Error as it is, any other
 // error -32000 with its text.
 type Target interface {
 	// ID is the runtime's id, echoed as history's runtime_id; "" echoes the
 	// runtime_id param as given (a one-shot run).
 	ID() string
-	// Status is status's answer: the §5.5 snapshot of a one-shot run, the
-	// §5.6 entry of a stable runtime.
+	// Status is status's answer: the docs/control-protocol.md#status snapshot of a one-shot run, the
+	// docs/control-protocol.md#list entry of a stable runtime.
 	Status() any
 	// Result is result's answer.
 	Result() any
@@ -56,14 +56,14 @@ type Supervisor interface {
 }
 
 // Snapshotter is a Supervisor whose status without runtime_id is its own
-// snapshot (stable's: the default runtime's §5.5 snapshot and the
+// snapshot (stable's: the default runtime's docs/control-protocol.md#status snapshot and the
 // supervisor's summary), not its default runtime's status.
 type Snapshotter interface {
 	Snapshot() any
 }
 
 // AllSubscriber is a Supervisor whose subscribe without runtime_id follows
-// every runtime, present and future (stable, §5.7); replay and after_seq
+// every runtime, present and future (stable, docs/control-protocol.md#subscribe); replay and after_seq
 // then need a runtime_id.
 type AllSubscriber interface {
 	// SubscribeAll starts the subscription of c's connection after the
@@ -82,10 +82,10 @@ type TableOptions struct {
 	ConcurrentPrompts bool
 }
 
-// RegisterTable registers the control method table (contract §5.4: status,
+// RegisterTable registers the control method table (docs/control-protocol.md#methods: status,
 // result, subscribe, history, cancel, prompt, interrupt_and_prompt,
 // answer_permission) on s over sup. Call it before Start. One table serves
-// `avenor run --control-socket` and `avenor stable` (ARCHITECTURE §5), so
+// `avenor run --control-socket` and `avenor stable`, so
 // their params, answers and errors cannot drift apart.
 func RegisterTable(s *Server, sup Supervisor, opts TableOptions) {
 	t := &table{sup: sup, opts: opts}

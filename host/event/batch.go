@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Bounds of the event log (issue 16): a log that cannot take the lines
+// Bounds of the event log: a log that cannot take the lines
 // must never hold up the runtime, the control plane, signals or timeouts.
 const (
 	// MaxQueuedLogBytes bounds the lines waiting for the log goroutine. A
@@ -101,7 +101,7 @@ var logPage = int64(os.Getpagesize())
 // SIGKILL, so a kill mid-flood can tear only a straddling line, and only
 // in the instant a write of its own is between its two pages — as when
 // every line had a write of its own — never a batch's worth of lines
-// (issue 18). It runs on the log goroutine only.
+// It runs on the log goroutine only.
 func (b *batcher) writeLines(buf []byte) error {
 	for len(buf) > 0 {
 		room := int(logPage - b.offset%logPage)

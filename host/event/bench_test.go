@@ -73,7 +73,7 @@ func BenchmarkWriteParallel(b *testing.B) {
 }
 
 // BenchmarkWriteFields: BenchmarkWrite's event as a plugin sends it, scanned
-// and stamped by splicing (the plugin path since issue 25), against
+// and stamped by splicing (the plugin path since 2026-12-02), against
 // decoding it into a map for Write (the path before).
 func BenchmarkWriteFields(b *testing.B) {
 	data, err := new(jsonenc.Encoder).AppendObject(nil, func() map[string]any {

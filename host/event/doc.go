@@ -1,4 +1,4 @@
-// Package event owns the host's event stream (contract §2): the event type,
+// Package event owns the host's event stream (docs/events.md): the event type,
 // the stamping of the standard fields (seq, ts, run_id, run_label,
 // runtime_id, session_id), the exact NDJSON encoding of the --on-event log,
 // the in-memory history ring used for replay, and the fan-out to live
@@ -12,11 +12,11 @@
 //
 // [HostEventTypes] documents every event type the host itself emits; events
 // from plugins pass through unchanged. [FinalOutput] and [Truncate] implement
-// the final_output rules of §2.1.
+// the final_output rules of docs/events.md#the-envelope.
 //
 // The log lines are encoded by sdk/jsonenc, byte for byte what
 // json.Encoder wrote before it (the old encoder is the tests' oracle).
-// Plugin events are not decoded at all (issue 25): ScanFields checks that a
+// Plugin events are not decoded at all: ScanFields checks that a
 // plugin's JSON is already canonical and finds the few members the host
 // reads, and WriteFields stamps the line by splicing, byte for byte the line
 // Write writes for the decoded map (FuzzWriteFields); subscribers get the
@@ -24,9 +24,9 @@
 // Every Writer hands its lines to a bounded queue (MaxQueuedLogBytes) and a
 // goroutine that writes them many to a system call and exists only while
 // lines wait; the log is never written under the Writer's lock, so a log
-// that blocks cannot hold up control, signals or other runtimes (issue 16).
+// that blocks cannot hold up control, signals or other runtimes.
 // With Options.Batched, Write returns once its line is queued — the
-// runtime's own writer (issue 11), whose owner flushes before the sentinel;
+// runtime's own writer, whose owner flushes before the sentinel;
 // without it Write waits for its line. A write that does not return within
 // MaxWriteStall, or fails, fails the log for good: Failed is closed and the
 // owner ends its run FAILED, while history and subscribers go on. A

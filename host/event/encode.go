@@ -2,7 +2,7 @@ package event
 
 import "github.com/avenor-go/avenor/sdk/jsonenc"
 
-// The contract's line encoding (§2.1) is what json.Encoder.Encode writes for
+// The contract's line encoding (docs/events.md#the-envelope) is what json.Encoder.Encode writes for
 // the event map with its defaults: keys sorted, <, > and & escaped, and a
 // trailing newline. encoding/json gets there through reflection and a sorted
 // copy of every map's keys, which was the largest cost of a flood (issue

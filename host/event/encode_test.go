@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// oracleLine is the encoder the contract names (§2.1) and the Writer used
+// oracleLine is the encoder the contract names (docs/events.md#the-envelope) and the Writer used
 // before lineEncoder: json.Encoder.Encode with its defaults.
 func oracleLine(ev Event) ([]byte, error) {
 	var buf bytes.Buffer

@@ -1,7 +1,7 @@
 package event
 
 // Event is one event of the stream: a flat JSON object whose "event" key
-// names its type (contract §2.1). Values must marshal to JSON; values decoded
+// names its type (docs/events.md#the-envelope). Values must marshal to JSON; values decoded
 // from JSON are float64, string, bool, nil, []any and map[string]any.
 //
 // An event handed to or returned by a [Writer] is shared with the history
@@ -15,7 +15,7 @@ func (e Event) Type() string {
 	return s
 }
 
-// Keys of the envelope (contract §2.1).
+// Keys of the envelope (docs/events.md#the-envelope).
 const (
 	KeyEvent     = "event"
 	KeySeq       = "seq"

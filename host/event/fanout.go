@@ -5,7 +5,7 @@ import "sync"
 // Subscription receives a Writer's events from the moment it was created.
 //
 // Each subscription has a bounded queue. When the queue is full, the oldest
-// queued event is dropped to make room (contract §5.7), so Write never waits
+// queued event is dropped to make room (docs/control-protocol.md#subscribe), so Write never waits
 // for a subscriber. Drops are counted and coalesced: before the first event
 // that follows a gap, the subscriber receives one subscriber.lagged event
 // with dropped_count, then the live events resume. (Drops that happen while
@@ -115,7 +115,7 @@ func (s *Subscription) C() <-chan Event {
 
 // Receive waits for events and returns everything queued at once, appended
 // to buf, oldest first: a subscriber.lagged notice first when events were
-// dropped since the last call (§5.7). It returns false, with nothing
+// dropped since the last call (docs/control-protocol.md#subscribe). It returns false, with nothing
 // appended, once the subscription is closed, or once the Writer closed and
 // everything queued was returned. A consumer that writes events out (a
 // control socket) pays one write per batch instead of one per event. The

@@ -6,11 +6,11 @@ import (
 )
 
 // FinalOutputLimit bounds final_output in control views (status, history,
-// subscriptions; contract §2.1 and §5.6). The log keeps it whole.
+// subscriptions; docs/events.md#the-envelope and docs/control-protocol.md#spawn). The log keeps it whole.
 const FinalOutputLimit = 4096
 
 // FinalOutput synthesizes a session.end final_output when the backend gives
-// none (contract §2.1): the agent.message_chunk text received since the last
+// none (docs/events.md#the-envelope): the agent.message_chunk text received since the last
 // tool.call. Text before a tool call is the agent thinking aloud; what it
 // says after its last tool is its answer. The zero value is ready to use and
 // it is safe for concurrent use.
@@ -92,7 +92,7 @@ func chunkText(ev Event) string {
 
 // Truncate returns ev with final_output bounded to runes runes (<= 0:
 // FinalOutputLimit) and final_output_truncated set to true, for the control
-// views of contract §2.1. When final_output is absent, not a string or short
+// views of docs/events.md#the-envelope. When final_output is absent, not a string or short
 // enough, ev itself is returned; otherwise a shallow copy, so the shared
 // event (and the log) keep the complete text.
 func Truncate(ev Event, runes int) Event {

@@ -29,7 +29,7 @@ func (l *writeLog) Write(p []byte) (int, error) {
 // Under a flood a batch goes to the log in writes that stay inside one
 // page of the file, or hold one line that straddles a page boundary: a
 // SIGKILL, which cuts a write only between pages, then tears no line
-// (issue 18).
+// (one writer for every kind of run).
 func TestBatchedWritesStayInsideAPage(t *testing.T) {
 	log := &writeLog{}
 	w := NewWriter(log, Stamp{RunID: "r"}, Options{Batched: true})

@@ -26,10 +26,10 @@ const (
 )
 
 // TypeSupervisorReattached: avenor stable took a runtime's session over
-// from a plugin that outlived the supervisor before it (issue 21).
+// from a plugin that outlived the supervisor before it (docs/stable.md#surviving-a-restart).
 const TypeSupervisorReattached = sdk.EventSupervisorReattached
 
-// Plugin event types the host reads (final output synthesis, §2.1).
+// Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
 	TypeThoughtChunk = sdk.EventThoughtChunk
@@ -49,7 +49,7 @@ type EventType struct {
 }
 
 // HostEventTypes lists every event type the host itself emits, in the
-// vocabulary of contract §2.3–§2.6 and §6. The docs are generated from it and
+// vocabulary of docs/events.md and docs/loop.md#lifecycle-events. The docs are generated from it and
 // a test keeps IsHostEvent in step with it. Treat it as read-only.
 var HostEventTypes = []EventType{
 	{

@@ -37,7 +37,7 @@ func TestHostEventTypes(t *testing.T) {
 	}
 }
 
-// The turn.start fields are ours to choose (contract §2.3); pin them.
+// The turn.start fields are ours to choose (docs/events.md#host-events); pin them.
 func TestTurnStartFields(t *testing.T) {
 	for _, et := range HostEventTypes {
 		if et.Name == TypeTurnStart {

@@ -10,7 +10,7 @@ import (
 // It holds each event as its encoded NDJSON line, not as the map: a line is
 // about a third of the map's memory, and `avenor stable` keeps a ring per
 // runtime (at 200 runtimes the maps were half the supervisor's live heap,
-// issue 11). Replays are rare and short, so decoding them on demand costs
+// measured 2026-11-29). Replays are rare and short, so decoding them on demand costs
 // little. Decoding keeps other numbers as json.Number, so a replayed event
 // encodes to the very bytes of its line.
 type ring struct {

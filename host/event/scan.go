@@ -10,9 +10,9 @@ import (
 )
 
 // A plugin sends every event as its type and the JSON object of its fields
-// (ARCHITECTURE §3). Decoding that object into a map only to stamp it and
+// (the plugin protocol, sdk/plugin). Decoding that object into a map only to stamp it and
 // encode it again was most of the host's cost per event under a flood
-// (issue 25). The host reads only a few of the fields (session_id, the
+// (to keep the event path near the disk's speed). The host reads only a few of the fields (session_id, the
 // chunk text, a title), so Fields scans the object instead: it checks that
 // the bytes are already canonical — exactly what the line encoder would
 // write for their decoding: no whitespace, keys sorted and unique, strings

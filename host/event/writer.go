@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Defaults for Options and Subscribe (contract §5.7: per-runtime history
+// Defaults for Options and Subscribe (docs/control-protocol.md#subscribe: per-runtime history
 // window and per-subscriber queue are both 256 events).
 const (
 	DefaultHistory = 256
@@ -30,7 +30,7 @@ var (
 )
 
 // Stamp holds the envelope fields a Writer adds to every event that lacks
-// them (contract §2.1).
+// them (docs/events.md#the-envelope).
 type Stamp struct {
 	// RunID is stamped as run_id; omitted when empty.
 	RunID string
@@ -135,7 +135,7 @@ func (w *Writer) SetSessionID(id string) {
 // in the history ring, one item for every subscriber. It returns the stamped
 // event.
 //
-// Stamping, per contract §2.1: seq is always assigned (1, 2, 3… per writer);
+// Stamping, per docs/events.md#the-envelope: seq is always assigned (1, 2, 3… per writer);
 // ts (Unix ms), run_id, run_label and runtime_id are added only when absent
 // and, for the Stamp fields, only when non-empty; session_id is the event's
 // own when it is a non-empty string, else the SetSessionID value, and is
@@ -230,7 +230,7 @@ const maxKeptBuffer = 1 << 20
 
 // Kept lines (the history ring's and the subscribers' copy) are carved out
 // of arenas of arenaSize bytes instead of one allocation each: under a flood
-// that was one of the last few allocations per event (issue 25). An arena
+// that was one of the last few allocations per event. An arena
 // lives while any line in it is referenced — the ring holds the latest 256,
 // so a writer keeps about its ring's bytes plus one arena. A line longer
 // than maxArenaLine gets its own allocation.

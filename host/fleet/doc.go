@@ -1,5 +1,5 @@
 // Package fleet places stable runtimes on many machines and keeps one place
-// to spawn, watch, answer and cancel them (issue 24). It builds on NATS
+// to spawn, watch, answer and cancel them (docs/fleet.md). It builds on NATS
 // JetStream and owns no scheduler or transport of its own:
 //
 //   - Spawns go to a work-queue stream ([StreamSpawns], one subject per

@@ -23,7 +23,7 @@ import (
 type GatewayConfig struct {
 	NC     *nats.Conn
 	Stores *Stores
-	// Socket is the local control socket it serves (contract §5.1).
+	// Socket is the local control socket it serves (docs/control-protocol.md#transport-and-framing).
 	Socket string
 	// SpawnTimeout bounds how long a spawn waits for a node to start it;
 	// default DefaultSpawnTimeout.

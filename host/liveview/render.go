@@ -423,7 +423,7 @@ func kindSuffix(ev event.Event) string {
 }
 
 // chunkText is a message chunk's text: content.text, or delta for
-// non-ACP backends (contract §2.2).
+// non-ACP backends (docs/events.md#backend-events).
 func chunkText(ev event.Event) string {
 	if c, ok := ev["content"].(map[string]any); ok {
 		if t, ok := c["text"].(string); ok {

@@ -10,7 +10,7 @@ import (
 )
 
 // WriteRuntimeTable prints a supervisor's list answer (a JSON array of
-// runtime entries, contract §5.6) as a table for a person: id, label,
+// runtime entries, docs/control-protocol.md#spawn) as a table for a person: id, label,
 // backend, status, phase, age, tokens and the pending permission. now is
 // the clock for the age. The JSON shape itself is `avenor control list
 // --json`'s, unchanged.

@@ -23,7 +23,7 @@ const (
 
 // Limits and defaults of the configs.
 const (
-	// DefaultMaxIterations is a loop's max_iterations when missing or 0 (§6.1).
+	// DefaultMaxIterations is a loop's max_iterations when missing or 0 (docs/loop.md#loop-config).
 	DefaultMaxIterations = 10
 	// MaxIterationsLimit is the largest max_iterations accepted: a loop of
 	// more iterations is a typo, not a plan, and would run for days.
@@ -41,7 +41,7 @@ const (
 	maxNesting = 8
 )
 
-// Phase is one phase object of a loop or team config (§6.2).
+// Phase is one phase object of a loop or team config (docs/loop.md#phase).
 type Phase struct {
 	// Name is required and unique across the config's sections.
 	Name string `json:"name"`
@@ -97,7 +97,7 @@ type OnIncomplete struct {
 	MaxNudges int `json:"max_nudges,omitempty"`
 }
 
-// LoopConfig is a loop config file (§6.1).
+// LoopConfig is a loop config file (docs/loop.md#loop-config).
 type LoopConfig struct {
 	// MaxIterations bounds the loop phases' repetitions; 0/missing means
 	// DefaultMaxIterations, above MaxIterationsLimit is refused.
@@ -115,7 +115,7 @@ type LoopConfig struct {
 	Roster *Roster `json:"-"`
 }
 
-// TeamConfig is a team config file (§6.7).
+// TeamConfig is a team config file (docs/loop.md#teams).
 type TeamConfig struct {
 	Pre        []Phase `json:"pre"`
 	Team       []Phase `json:"team"`

@@ -114,7 +114,7 @@ func TestConfigErrorsGolden(t *testing.T) {
 	}
 }
 
-// The messages the contract spells out (§6.2) are exactly these.
+// The messages the contract spells out (docs/loop.md#phase) are exactly these.
 func TestConfigErrorsOfTheContract(t *testing.T) {
 	for _, c := range []struct{ json, want string }{
 		{`{}`, "loop config: at least one of pre or loop must be non-empty"},

@@ -31,7 +31,7 @@ func (l *slowLog) String() string {
 	return string(l.data)
 }
 
-// Loop and team runs write through a batched writer (issue 18): the
+// Loop and team runs write through a batched writer, as every run does: the
 // sentinel must still come after the last line, loop.end or team.end.
 func TestBatchedWriterFlushedBeforeTheSentinel(t *testing.T) {
 	for _, kind := range []string{"loop", "team"} {

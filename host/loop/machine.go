@@ -6,7 +6,7 @@ import (
 	"github.com/avenor-go/avenor/host/sentinel"
 )
 
-// Exit reasons of avenor.loop.end (§6.5) and avenor.team.end (§6.7).
+// Exit reasons of avenor.loop.end (docs/loop.md#lifecycle-events) and avenor.team.end (docs/loop.md#teams).
 const (
 	ReasonMarker        = "marker"
 	ReasonAbort         = "abort"
@@ -51,7 +51,7 @@ type End struct {
 	StopReason string
 }
 
-// Machine is the phase state machine of a loop (§6.5): pre phases once,
+// Machine is the phase state machine of a loop (docs/loop.md#lifecycle-events): pre phases once,
 // loop phases top to bottom and again until an exit or abort marker, a
 // failure or max_iterations, then post phases. It is pure: the runner asks
 // Next, runs the phase, and tells Done (or Stop, when the run's context
@@ -200,7 +200,7 @@ type TeamOutcome struct {
 	Completed, Aborted int
 }
 
-// DecideTeam applies the team rules (§6.7) to its members' ends, listed in
+// DecideTeam applies the team rules (docs/loop.md#teams) to its members' ends, listed in
 // the order they ended: the first member's abort marker wins (BLOCKED,
 // post skipped); else the first member that ended other than end_turn
 // fails the team (phase_failure, its exit code); else every member

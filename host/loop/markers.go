@@ -10,7 +10,7 @@ import (
 )
 
 // Directive is what a loop marker asks for; a larger value is more severe
-// (§6.4: abort > exit > continue).
+// (docs/loop.md#markers: abort > exit > continue).
 type Directive int
 
 // Directives of loop markers.
@@ -39,7 +39,7 @@ type Marker struct {
 	Label     string
 }
 
-// The marker syntaxes of §6.4. Each must be the whole line.
+// The marker syntaxes of docs/loop.md#markers. Each must be the whole line.
 var (
 	legacyMarker    = regexp.MustCompile(`(?i)^\s*\[loop:\s*(\w+)(?:\s*\|\s*([^\]]*))?\]\s*$`)
 	canonicalMarker = regexp.MustCompile(`(?i)^\s*<\|workflow:\s*(\w+)\s*(?:\|\s*(.*))?\|>\s*$`)

@@ -9,7 +9,7 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// RosterEntry is one named loadout of a roster file (§1.2): backend and at
+// RosterEntry is one named loadout of a roster file (docs/loop.md#rosters): backend and at
 // least one of agent and model, and optionally a default thinking level
 // that an explicit run-level --thinking overrides.
 type RosterEntry struct {
@@ -81,7 +81,7 @@ func (e RosterEntry) validate() error {
 }
 
 // CheckThinkingLevel refuses a level outside the --thinking vocabulary
-// (§7.11) with the same words as --thinking; whether the backend accepts it
+// (docs/backends.md#capability-matrix) with the same words as --thinking; whether the backend accepts it
 // is checked when its plugin starts.
 func CheckThinkingLevel(level string) error {
 	if level == "" {
@@ -105,7 +105,7 @@ func (id Identity) String() string {
 }
 
 // sameSession reports whether a session of id can be resumed as other: the
-// backend, agent and model must all match (§1.2).
+// backend, agent and model must all match (docs/cli.md#avenor-run).
 func (id Identity) sameSession(other Identity) bool {
 	return id.Backend == other.Backend && id.Agent == other.Agent && id.Model == other.Model
 }

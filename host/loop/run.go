@@ -89,7 +89,7 @@ type Result struct {
 }
 
 // RunLoop runs a loop config to its end and writes the run's one sentinel
-// (§6.6). ctx cancelled with hostrt.ErrInterrupted as its cause ends it as
+// (docs/loop.md#outcomes). ctx cancelled with hostrt.ErrInterrupted as its cause ends it as
 // cancelled (exit 130).
 func RunLoop(ctx context.Context, cfg *LoopConfig, o Options) Result {
 	return runTop(ctx, o, func(ctx context.Context, r *runner) Result { return r.loop(ctx, cfg, o.Initial) })
@@ -152,7 +152,7 @@ func (r *runner) emit(ev event.Event) {
 
 // incompleteLog makes the run FAILED (exit 1, "error") when its event log
 // failed, however its phases ended: the sentinel must not say DONE over a
-// log missing lines (issue 16).
+// log missing lines.
 func (r *runner) incompleteLog(res Result) Result {
 	// The sentinel follows: every line queued by a batched writer must be
 	// in the log first. Flush returns within the writer's stall bound.

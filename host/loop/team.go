@@ -13,7 +13,7 @@ import (
 // errTeamAbort is the cause members are cancelled with when one aborts.
 var errTeamAbort = errors.New("another team member aborted")
 
-// team runs a team config (§6.7): pre phases serially, the members in
+// team runs a team config (docs/loop.md#teams): pre phases serially, the members in
 // parallel in fresh sessions, post phases serially if every member
 // succeeded.
 func (r *runner) team(ctx context.Context, cfg *TeamConfig, initial string) Result {
@@ -155,7 +155,7 @@ func (r *runner) members(ctx context.Context, cfg *TeamConfig, idx []int, pre ch
 }
 
 // skipInstructions tells the last pre phase how to skip conditional members
-// (§6.7); "" when there are none. It is one Markdown line of its own, after
+// (docs/loop.md#teams); "" when there are none. It is one Markdown line of its own, after
 // a blank line, so it reads as a note and changes nothing above it.
 func skipInstructions(team []Phase) string {
 	var names []string

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// LoopVars are the template variables of a loop's phase prompts (§6.3).
+// LoopVars are the template variables of a loop's phase prompts (docs/loop.md#prompt-templates).
 type LoopVars struct {
 	RunID string
 	Phase string

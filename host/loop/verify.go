@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// VerifyRequest is what `avenor verify` checks (§1.11).
+// VerifyRequest is what `avenor verify` checks (docs/loop.md#avenor-verify).
 type VerifyRequest struct {
 	// Dir is the base of relative paths; default ".".
 	Dir string
@@ -20,7 +20,7 @@ type VerifyRequest struct {
 
 // Verify loads and validates configs without running anything, following
 // nested loop_file / team_file phases. It returns one message per config
-// that is fine and one per error, in the order found (§1.11's "ok: " and
+// that is fine and one per error, in the order found (docs/loop.md#avenor-verify's "ok: " and
 // "error: " lines, without those prefixes).
 func Verify(req VerifyRequest) (oks, errs []string) {
 	v := verifier{dir: req.Dir, seen: map[string]bool{}}

@@ -1,7 +1,7 @@
 // Package mcpserver is `avenor mcp`: an MCP server (Model Context Protocol,
 // through github.com/modelcontextprotocol/go-sdk) that lets a coding agent
 // spawn, watch, answer and follow up other agents, each a runtime of an
-// `avenor stable` supervisor (contract §1.8, §8; reference
+// `avenor stable` supervisor (docs/mcp.md, docs/mcp.md#the-supervisor; reference
 // mcp-board-original.md §1).
 //
 // It is a thin front door. Everything a run does happens in the supervisor,
@@ -20,7 +20,7 @@
 //     --control-socket <sock> --idle-timeout <d>` (attaching instead when a
 //     healthy supervisor already answers there); one persistent connection
 //     per supervisor, which is therefore the owner of every mutation
-//     (contract §5.3); a dead connection is dialled again, a dead autostarted
+//     (docs/control-protocol.md#ownership); a dead connection is dialled again, a dead autostarted
 //     supervisor started anew;
 //   - the run registry (registry.go): one small JSON record per run in a
 //     private directory under avenor's state directory, keyed by the

@@ -67,7 +67,7 @@ func permissionSchema() *jsonschema.Schema {
 // usageSchema is a run's token usage as the runtime reports it.
 func usageSchema() *jsonschema.Schema { return obj("token usage as the runtime reports it", nil) }
 
-// eventSchema is one event of a run's log (contract §2: flat, `event`
+// eventSchema is one event of a run's log (docs/events.md: flat, `event`
 // names the type).
 func eventSchema() *jsonschema.Schema {
 	return obj("one event of the run's log", map[string]*jsonschema.Schema{

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Defaults of `avenor mcp` (contract §1.8).
+// Defaults of `avenor mcp` (docs/mcp.md).
 const (
 	DefaultAddr        = "127.0.0.1:3748"
 	DefaultIdleTimeout = 30 * time.Minute

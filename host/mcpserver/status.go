@@ -11,7 +11,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Run statuses, the vocabulary of every tool result (contract §8): an agent
+// Run statuses, the vocabulary of every tool result (docs/mcp.md#tools): an agent
 // reads these, never the supervisor's idle/running/ended.
 const (
 	StatusRunning = "running"
@@ -171,11 +171,11 @@ func rawValue(raw json.RawMessage) any {
 	return v
 }
 
-// exitStatus maps a run's exit code (contract §1.2.4), as avenor await
+// exitStatus maps a run's exit code (docs/run.md#exit-codes), as avenor await
 // does: the ended statuses are client.Await's phases.
 func exitStatus(code int) string { return client.PhaseOf(code) }
 
-// sentinelInfo is a sentinel file (contract §3).
+// sentinelInfo is a sentinel file (docs/run.md#sentinel).
 type sentinelInfo struct {
 	Status, Session, StopReason string
 }

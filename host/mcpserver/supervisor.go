@@ -30,7 +30,7 @@ const (
 	ShutdownWait = 30 * time.Second
 )
 
-// Environment of an autostarted supervisor (host/control's contract §1.14
+// Environment of an autostarted supervisor (host/control's docs/configuration.md#other-environment-variables
 // variables; named here so this package needs nothing of host/control).
 const (
 	envReadyFD       = "AVENOR_CONTROL_READY_FD"
@@ -41,7 +41,7 @@ const (
 // supervisors holds the connections to the supervisors the tools reach:
 // one persistent connection per socket, which is the owner of every
 // mutation this server makes there (ownership is per connection, contract
-// §5.3: a fresh connection per call would be refused once another holds
+// docs/control-protocol.md#ownership: a fresh connection per call would be refused once another holds
 // it).
 type supervisors struct {
 	o *Options

@@ -46,7 +46,7 @@ func ReadRequest(base string) (FileRequest, error) {
 	return r, nil
 }
 
-// WriteAnswer is `avenor answer` (contract §1.6): it validates a against
+// WriteAnswer is `avenor answer` (docs/permission-handler.md#avenor-answer): it validates a against
 // <base>.req — outcome, option offered, message — and writes
 // <base>.req.response atomically: a temporary file in the same directory,
 // then a hard link that refuses to replace an existing response, or with

@@ -5,14 +5,14 @@ import (
 	"strings"
 )
 
-// File names of the file protocol (contract §4.1), relative to a base.
+// File names of the file protocol (docs/permission-handler.md#the-file-handler), relative to a base.
 const (
 	ReqSuffix      = ".req"
 	ResponseSuffix = ".req.response"
 )
 
 // DerivePermBase is the permission file base of a sentinel path (contract
-// §1.2.1): one trailing ".done" becomes ".perm"; anything else gets ".perm"
+// docs/run.md#lifecycle): one trailing ".done" becomes ".perm"; anything else gets ".perm"
 // appended (/tmp/x.done → /tmp/x.perm, /tmp/x → /tmp/x.perm,
 // /tmp/foo.done.done → /tmp/foo.done.perm).
 func DerivePermBase(sentinelPath string) string {
@@ -35,7 +35,7 @@ func ParseHandler(value string) (string, error) {
 	return path, nil
 }
 
-// FileBase is the effective file handler base of a run (contract §1.2.1):
+// FileBase is the effective file handler base of a run (docs/run.md#lifecycle):
 // an explicit --permission-handler wins; otherwise, when a sentinel path is
 // set and auto-approve is off, the base derived from the sentinel; otherwise
 // none ("").

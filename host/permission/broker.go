@@ -57,7 +57,7 @@ type Options struct {
 }
 
 // Broker resolves the permission requests of one runtime's sessions in the
-// precedence of contract §4.2: auto-approve → the control plane (when it
+// precedence of docs/permission-handler.md#precedence: auto-approve → the control plane (when it
 // takes the request) → the file handler → none (where Options.Ask, a
 // person at the terminal, may answer). It is safe for concurrent
 // use.
@@ -124,7 +124,7 @@ func (b *Broker) Session(sessionID string) *Session {
 // Answer delivers an answer to a pending request (source "control", or
 // a.Source when it is one of AnswerSources),
 // whichever resolver announced it: a control client's answer_permission,
-// including a late one after the request fell through (contract §4.2). It
+// including a late one after the request fell through (docs/permission-handler.md#precedence). It
 // returns an ErrInvalid error for an answer the request does not accept,
 // ErrAlreadyAnswered when another answer (a control client's or the file
 // handler's) decided it or is on its way, and ErrNotPending when no such

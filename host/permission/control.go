@@ -1,6 +1,6 @@
 package permission
 
-// Claim is the control plane's claim on permission requests (contract §4.2).
+// Claim is the control plane's claim on permission requests (docs/permission-handler.md#precedence).
 type Claim int
 
 const (

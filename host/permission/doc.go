@@ -1,10 +1,10 @@
 // Package permission owns how avenor resolves the permission requests that
-// backends raise (contract §4): the [Broker] and its precedence
+// backends raise (docs/permission-handler.md): the [Broker] and its precedence
 // (auto-approve → a control client → the file handler → none), the file
 // protocol of <base>.req / <base>.req.response ([FileHandler]), the parsing
 // and validation of answers ([ParseResponse]), the writer behind
 // `avenor answer` ([WriteAnswer]), the permission.request and
-// permission.response events (§2.4), and the derivation of the file base
+// permission.response events (docs/events.md#permissionresponse), and the derivation of the file base
 // from a sentinel path ([DerivePermBase]).
 //
 // Nothing is ever allowed by default: a request the broker cannot resolve

@@ -13,7 +13,7 @@ var (
 	ErrInvalid = errors.New("invalid permission answer or request")
 
 	// ErrAlreadyPending: a second request arrived while one was pending in
-	// the same session (contract §4.2). It fails the attempt.
+	// the same session (docs/permission-handler.md#precedence). It fails the attempt.
 	ErrAlreadyPending = errors.New("another permission request is already pending")
 	// ErrMissingRequestID: the backend raised a request without an id; it
 	// is reported and stays waiting until the turn ends.

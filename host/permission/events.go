@@ -5,7 +5,7 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Resolvers announced in permission.request (contract §2.4): who is
+// Resolvers announced in permission.request (docs/events.md#permissionrequest): who is
 // expected to answer.
 const (
 	ResolverAutomatic = "automatic" // --auto-approve answers at once
@@ -14,7 +14,7 @@ const (
 	ResolverNone      = "none"      // nobody: it waits until cancel or timeout
 )
 
-// Sources of permission.response (contract §2.4): who decided.
+// Sources of permission.response (docs/events.md#permissionresponse): who decided.
 const (
 	SourceAvenor  = "avenor" // auto-approve
 	SourceControl = "control"
@@ -48,7 +48,7 @@ func ValidAnswerSource(s string) bool {
 	return false
 }
 
-// RequestEvent is the permission.request event of contract §2.4: the
+// RequestEvent is the permission.request event of docs/events.md#permissionrequest: the
 // backend's raw fields, then request_id, tool, question, options
 // ({optionId, kind, name?, requiresMessage?}), resolver and, when set,
 // requires_user_input.
@@ -84,7 +84,7 @@ func RequestEvent(req sdk.PermissionRequest, resolver string) event.Event {
 	return ev
 }
 
-// ResponseEvent is the permission.response event of contract §2.4; kind is
+// ResponseEvent is the permission.response event of docs/events.md#permissionresponse; kind is
 // the option's normalised kind (allow, reject or unknown).
 func ResponseEvent(requestID, optionID, optionKind, source string) event.Event {
 	return event.Event{
@@ -95,14 +95,14 @@ func ResponseEvent(requestID, optionID, optionKind, source string) event.Event {
 
 // cancelledResponseEvent is the permission.response of an answer whose
 // outcome is cancelled: kind "unknown" (nothing was allowed or rejected) and
-// outcome "cancelled", an addition to §2.4.
+// outcome "cancelled", an addition to docs/events.md#permissionresponse.
 func cancelledResponseEvent(requestID, optionID, source string) event.Event {
 	ev := ResponseEvent(requestID, optionID, "", source)
 	ev["outcome"] = sdk.OutcomeCancelled
 	return ev
 }
 
-// errorEvent is avenor.error{source:"permission"} (contract §2.3).
+// errorEvent is avenor.error{source:"permission"} (docs/events.md#avenorerror).
 func errorEvent(msg string) event.Event {
 	return event.Event{event.KeyEvent: event.TypeError, "source": "permission", "message": msg}
 }

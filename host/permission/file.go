@@ -18,7 +18,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
-// Defaults of the file handler (contract §4.1).
+// Defaults of the file handler (docs/permission-handler.md#the-file-handler).
 const (
 	DefaultPollInterval = 500 * time.Millisecond
 	DefaultTimeout      = 10 * time.Minute
@@ -47,7 +47,7 @@ func (o FileOptions) withDefaults() FileOptions {
 	return o
 }
 
-// FileRequest is the content of <base>.req (contract §4.1). Only
+// FileRequest is the content of <base>.req (docs/permission-handler.md#the-file-handler). Only
 // request_id is always written.
 type FileRequest struct {
 	RequestID string                 `json:"request_id"`
@@ -90,7 +90,7 @@ func (r FileRequest) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// FileHandler is the file protocol of contract §4.1 on one base path.
+// FileHandler is the file protocol of docs/permission-handler.md#the-file-handler on one base path.
 type FileHandler struct {
 	base string
 	opts FileOptions

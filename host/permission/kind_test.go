@@ -10,7 +10,7 @@ import (
 )
 
 // Kind normalisation lives in sdk/runtime (NormalizeKind, DecisionKind);
-// the broker uses nothing else. This pins the contract's table (§4.1) and
+// the broker uses nothing else. This pins the contract's table (docs/permission-handler.md#the-file-handler) and
 // what the broker makes of each kind.
 func TestKindNormalisation(t *testing.T) {
 	for _, tc := range []struct {

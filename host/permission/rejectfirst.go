@@ -11,7 +11,7 @@ import (
 // RejectFirst is `avenor probe`'s policy: every permission request is
 // answered at once with the first option whose kind starts with "reject",
 // else the first option, else cancelled when none is offered (contract
-// §1.7); the request and the answer are recorded as a run records them. It
+// docs/cli.md#avenor-probe); the request and the answer are recorded as a run records them. It
 // is a runner's Permissions (host/runner).
 type RejectFirst struct{}
 

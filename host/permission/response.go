@@ -12,7 +12,7 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Bounds of an answer (contract §4.1).
+// Bounds of an answer (docs/permission-handler.md#the-file-handler).
 const (
 	// MaxMessageBytes bounds an answer's message: 64 KiB of UTF-8.
 	MaxMessageBytes = 64 << 10
@@ -110,7 +110,7 @@ func parseResponse(data []byte, options []sdk.PermissionOption) (Answer, string,
 }
 
 // ValidateAnswer checks an answer against the offered options (contract
-// §4.1) and returns it with its outcome defaulted to selected:
+// docs/permission-handler.md#the-file-handler) and returns it with its outcome defaulted to selected:
 //   - outcome must be selected, cancelled or empty;
 //   - message must be valid UTF-8 of at most 64 KiB;
 //   - when selected: option_id must be offered, its kind allow- or

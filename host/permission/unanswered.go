@@ -15,7 +15,7 @@ import (
 // handler (--on-permission).
 const (
 	// UnansweredWait leaves the backend waiting until the turn ends, as the
-	// contract says (§4.2); a late control answer is still delivered. The
+	// contract says (docs/permission-handler.md#precedence); a late control answer is still delivered. The
 	// default.
 	UnansweredWait = "wait"
 	// UnansweredDeny answers the request's reject option (source "avenor").

@@ -2,7 +2,7 @@
 // that serves a backend, installs binaries side by side by version, keeps a
 // project's pins in its lock file, and launches plugins through sdk/plugin.
 //
-// Search order (ARCHITECTURE §4): the project's pin in .avenor/plugins.lock
+// Search order (docs/plugins.md#where-avenor-looks): the project's pin in .avenor/plugins.lock
 // (see Lock), then AVENOR_PLUGIN_PATH, the versioned install directory
 // <data>/plugins/<family>/<version>/ (highest version wins), the directory
 // of the avenor executable, then PATH. A pinned family resolves to exactly

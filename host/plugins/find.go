@@ -60,7 +60,7 @@ type Found struct {
 var ErrNotFound = errors.New("no plugin found")
 
 // UnknownBackendError is the run's message for a backend no plugin
-// serves: `unknown backend "X"` and then where avenor looked (contract §1.2).
+// serves: `unknown backend "X"` and then where avenor looked (docs/run.md#validation).
 // A pin error is not that: it is returned as it is.
 func UnknownBackendError(backend string, err error) error {
 	var nf *NotFoundError

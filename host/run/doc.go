@@ -1,4 +1,4 @@
-// Package run is the one front door of the host core (ARCHITECTURE §7).
+// Package run is the one front door of the host core.
 //
 //   - [Resolve]: every command and every stable spawn resolves its backend
 //     here (config layers, the family mapping of [backends.<name>] plugin,

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Request is one `avenor run` as its command line gave it (contract §1.2),
+// Request is one `avenor run` as its command line gave it (docs/cli.md#avenor-run),
 // before the config is layered under it. Errors name the flags.
 type Request struct {
 	// Start is where the project (and its config) is looked for: the run's
@@ -67,7 +67,7 @@ const PermissionFileTimeoutEnv = "AVENOR_PERMISSION_FILE_TIMEOUT"
 const MaxStdinPrompt = 16 << 20
 
 // Prepare layers the config under req, resolves its backend and checks the
-// command line in the contract's validation order (§1.2): the roster
+// command line in the contract's validation order (docs/run.md#validation): the roster
 // flags, the exclusive flags, the prompt (a prompt the wire cannot carry —
 // not UTF-8, over sdk.MaxPromptBytes — is the user's to fix, refused here
 // rather than by a plugin's broken stream), the working directory, then
@@ -118,7 +118,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	permBase := "" // cleaned with the sentinel (contract §1.2.1 step 3)
+	permBase := "" // cleaned with the sentinel (docs/run.md#lifecycle step 3)
 	if req.SentinelFile != "" {
 		permBase = perms.FileBase
 		if permBase == "" {
@@ -137,7 +137,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil
 }
 
-// applyRoster checks the roster flags (§1.2) and, in direct mode
+// applyRoster checks the roster flags (docs/loop.md#rosters) and, in direct mode
 // (--roster-file with --roster-entry, no loop or team file), makes the
 // entry the run's backend, agent and model, and its thinking the default
 // under an explicit run-level one.
@@ -173,7 +173,7 @@ func (req Request) applyRoster(s *config.Settings) error {
 	return nil
 }
 
-// roster loads --roster-file, resolved against the run's dir (§1.2).
+// roster loads --roster-file, resolved against the run's dir (docs/loop.md#rosters).
 func (req Request) roster(dir string) (*loop.Roster, error) {
 	path := req.RosterFile
 	if !filepath.IsAbs(path) {
@@ -258,7 +258,7 @@ func (req Request) permissions(s config.Settings, getenv func(string) string) (p
 	return o, nil
 }
 
-// Workflow loads the run's --loop-file or --team-file (§6), with
+// Workflow loads the run's --loop-file or --team-file (docs/loop.md), with
 // --roster-file as its phases' fallback roster, and resolves every backend
 // its phases name; nil when this is not a loop or team run. A config (or
 // roster) that does not load is a *LoadError, whose run ends with

@@ -23,7 +23,7 @@ func prepareWorld(t *testing.T) (Env, string) {
 }
 
 // TestPrepareRefusals: Prepare refuses a command line in the contract's
-// validation order (§1.2), naming the flags.
+// validation order (docs/run.md#validation), naming the flags.
 func TestPrepareRefusals(t *testing.T) {
 	env, project := prepareWorld(t)
 	echo := map[string]any{"backend": "echo"}

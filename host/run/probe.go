@@ -12,7 +12,7 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// ProbeBackend is the only backend `avenor probe` drives (contract §1.7).
+// ProbeBackend is the only backend `avenor probe` drives (docs/cli.md#avenor-probe).
 const ProbeBackend = "opencode-acp"
 
 // ProbePrompt is the built-in prompt of `avenor probe`: it asks for a tool

@@ -75,7 +75,7 @@ func Resolve(env Env, dir string, flags map[string]any) (*Resolved, error) {
 	finder.Logger = logger
 	if project != "" {
 		// The project's pins come first: a pinned family runs exactly its
-		// pinned binary, hash-checked, or fails (issue 10).
+		// pinned binary, hash-checked, or fails (docs/plugins.md#pin-and-lock).
 		if finder.Lock, err = plugins.ReadLock(project); err != nil {
 			return nil, err
 		}

@@ -35,7 +35,7 @@ func resolveWorld(t *testing.T, projectConfig, lock string) (Env, string) {
 }
 
 // Resolve is where every command gets its finder: the config's family
-// mapping and the project's lock are in it (issue 18).
+// mapping and the project's lock are in it.
 func TestResolveMapsFamiliesAndReadsTheLock(t *testing.T) {
 	env, project := resolveWorld(t, "[backends.fast]\nplugin = \"echo\"\n", "")
 	r, err := Resolve(env, filepath.Join(project), map[string]any{"backend": "fast"})

@@ -29,7 +29,7 @@ type Spec struct {
 	// Workflow, when set, makes this a loop or team run.
 	Workflow *Workflow
 	// ControlSocket, when set, serves the one-shot control methods there
-	// (contract §5); the broker answers through it.
+	// (docs/control-protocol.md); the broker answers through it.
 	ControlSocket string
 	// HTTPDebug, when set, starts the HTTP debug adapter for cfg (the
 	// caller adds the address, the token and the terminal); Start ends the
@@ -66,7 +66,7 @@ const HTTPDebugDrain = 2 * time.Second
 // socket and the HTTP debug adapter — runs it to its end and returns how it
 // ended. ctx cancelled with hostrt.ErrInterrupted as its cause ends the run
 // as cancelled. The one-shot and the loop/team assembly are one function so
-// that they cannot drift apart again (issue 18).
+// that they cannot drift apart again.
 func Start(ctx context.Context, spec Spec) (Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -150,7 +150,7 @@ func Start(ctx context.Context, spec Spec) (Result, error) {
 // StartControl starts the one-shot control server of `avenor run
 // --control-socket` (a loop or team run's too) on path, serving run's
 // method table. It takes AVENOR_CONTROL_IDENTITY_TOKEN and
-// AVENOR_CONTROL_READY_FD out of the environment (contract §1.14).
+// AVENOR_CONTROL_READY_FD out of the environment (docs/configuration.md#other-environment-variables).
 // onConns, when set, learns the number of connected control clients.
 func StartControl(path string, run *control.Run, onConns func(int), logger hclog.Logger) (*control.Server, error) {
 	token, ready, err := control.TakeEnv()

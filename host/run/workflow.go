@@ -9,7 +9,7 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Workflow is a loaded loop or team config (contract §6) and every backend
+// Workflow is a loaded loop or team config (docs/loop.md) and every backend
 // its phases name, resolved before the first phase runs. `avenor run
 // --loop-file/--team-file` and a stable spawn's loop_file/team_file load
 // it here, the same way.
@@ -26,7 +26,7 @@ type Workflow struct {
 }
 
 // LoadError is a loop or team config that does not load: the run ends
-// before it starts, its sentinel saying STOP_REASON=error (§1.2).
+// before it starts, its sentinel saying STOP_REASON=error (docs/run.md#validation).
 type LoadError struct {
 	Kind string // "loop" or "team"
 	Err  error

@@ -12,7 +12,7 @@ import (
 // Backend is one resolved backend: the plugin binary that serves it and the
 // config it runs with. host/run resolves it (config layers, family mapping,
 // the project's lock, the finder); a one-shot run, every loop or team phase
-// and every stable spawn run with one (issue 18: it replaces the three
+// and every stable spawn run with one (one resolver: it replaces the three
 // copies that were here, in host/loop and in host/stable).
 type Backend struct {
 	// Name is the backend, e.g. "opencode-acp".
@@ -37,7 +37,7 @@ func (b Backend) Apply(o *Options) {
 }
 
 // NewEventWriter is the event writer of every run, one-shot, loop, team or
-// stable runtime (issue 18): batched, so that under a flood the log is
+// stable runtime: batched, so that under a flood the log is
 // written by its own goroutine, many lines a system call, and a log that
 // blocks holds up no runtime. Its owner must Flush (or Close) before the
 // sentinel and before exit; Run does before its sentinel, host/loop

@@ -74,7 +74,7 @@ func (c *turnControl) next() int {
 }
 
 // following picks the next turn's text: an interrupt's text first, else a
-// queued prompt after a clean turn (contract §1.2.3), else after a clean
+// queued prompt after a clean turn (docs/run.md#multi-turn), else after a clean
 // turn what followUp (Options.FollowUp, may be nil) asks for.
 func (c *turnControl) following(interrupted, clean bool, followUp func() (string, bool)) (string, bool) {
 	c.mu.Lock()

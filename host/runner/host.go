@@ -94,7 +94,7 @@ func (h *sessionHost) tick() {
 // event as it crossed the wire, its type and the JSON object of its
 // fields. Fields that are in canonical form are never decoded: the few
 // the host reads are scanned, and the line is stamped by splicing
-// (event.Writer.WriteFields, issue 25). Any other bytes are decoded into
+// (event.Writer.WriteFields, so the event path decodes nothing). Any other bytes are decoded into
 // a map and go the way of Emit, exactly as before.
 func (h *sessionHost) EmitJSON(typ string, data []byte) {
 	f, ok := event.ScanFields(typ, data)
@@ -138,7 +138,7 @@ func (h *sessionHost) EmitJSON(typ string, data []byte) {
 
 // Emit implements sdk.Host for plugin events. It takes ev.Fields over and
 // stamps it in place: sdk/plugin hands it a map freshly decoded for this
-// event alone, and under a flood every copy of it counts (issue 11).
+// event alone, and under a flood every copy of it counts.
 func (h *sessionHost) Emit(ev sdk.Event) {
 	out := event.Event(ev.Fields)
 	if out == nil {
@@ -235,7 +235,7 @@ func (h *sessionHost) rebind(write eventSink, p Permissions, onProcess func(sdk.
 }
 
 // reopen lets the session write again after the session.end of a turn that
-// another turn of the same attempt follows (§1.2.3). Unlike rebind it keeps
+// another turn of the same attempt follows (docs/run.md#multi-turn). Unlike rebind it keeps
 // a pending fatal signal: a plugin that died between the turns must still
 // end the next one.
 func (h *sessionHost) reopen(write eventSink) {

@@ -106,7 +106,7 @@ type Options struct {
 	Held *HeldSession
 	// Reattach, when set, makes the first attempt take its session over
 	// from the plugin Launch returns — one that outlived the supervisor
-	// before this one (avenor stable, issue 21) — instead of opening one:
+	// before this one (avenor stable after a restart) — instead of opening one:
 	// no session.start is written, the log has it. With AdoptTurn, the turn
 	// in flight in that plugin is the run's first turn (awaited, not
 	// prompted, no avenor.turn.start) and Prompt is unused. Default nil.
@@ -183,7 +183,7 @@ const (
 )
 
 // BackoffJitter is the largest share of a backoff added at random (0.2:
-// a 2 s backoff waits 2–2.4 s). The contract's backoff (§1.2.2) is the
+// a 2 s backoff waits 2–2.4 s). The contract's backoff (docs/run.md#retry) is the
 // floor; the jitter keeps runs that failed together from retrying in step.
 const BackoffJitter = 0.2
 

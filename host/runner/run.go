@@ -42,7 +42,7 @@ type attemptResult struct {
 	// refused: the run's flags were refused (a thinking level the backend
 	// does not take) before a session opened. The log's session.end says
 	// error; the sentinel, as for every validation failure, derives its
-	// stop reason from the exit code: exit_1 (decision 16).
+	// stop reason from the exit code: exit_1 (docs/run.md#lifecycle).
 	refused bool
 }
 
@@ -74,7 +74,7 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 	opts.defaults()
 	w := opts.Writer
 	if w == nil {
-		// Batched (issue 11); Run flushes it before the sentinel says the
+		// Batched (for the event path's throughput); Run flushes it before the sentinel says the
 		// run is over.
 		w = NewEventWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label, Now: opts.Now})
 	}
@@ -521,7 +521,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	}
 
 	// Turns of this attempt: the prompt, then (control plane) an
-	// interrupt's text or queued prompts after a clean turn (§1.2.3).
+	// interrupt's text or queued prompts after a clean turn (docs/run.md#multi-turn).
 	text := o.Prompt
 	var out turnOutcome
 	for {
@@ -547,7 +547,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		}
 		// Another turn follows (a queued prompt, an interrupt's text): this
 		// one still ends with its own session.end — its stop reason, output
-		// and usage — as in the original (§1.2.3), so a harness waiting for
+		// and usage — as in the original (docs/run.md#multi-turn), so a harness waiting for
 		// each turn's end sees it. The stream then reopens for the next
 		// turn, whose statuses start afresh like a new attempt's.
 		r.status.update(func(s *Status) { s.TurnState = TurnEnding })
@@ -769,7 +769,7 @@ func (r *Runner) endSession(h *sessionHost, out turnOutcome) {
 }
 
 // CheckThinking validates --thinking against the levels the backend accepts
-// (contract §7.11).
+// (docs/backends.md#capability-matrix).
 func CheckThinking(info sdk.BackendInfo, level string) error {
 	if level == "" {
 		return nil

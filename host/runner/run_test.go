@@ -323,7 +323,7 @@ func TestQueuedPromptAndInterrupt(t *testing.T) {
 	if last := evs[len(evs)-1]; last["final_output"] != "two" {
 		t.Fatalf("the queued prompt must run as turn 2 after a clean turn: %v", last)
 	}
-	// Each turn ends with its own session.end (§1.2.3), turn 1's output kept.
+	// Each turn ends with its own session.end (docs/run.md#multi-turn), turn 1's output kept.
 	if got := sessionEnds(evs); strings.Join(got, ",") != "end_turn:one,end_turn:two" {
 		t.Fatalf("session.end per turn: got %v, want [end_turn:one end_turn:two]", got)
 	}

@@ -121,7 +121,7 @@ func (l *slowLog) String() string {
 	return string(l.data)
 }
 
-// A run on a shared batched writer (a stable runtime's, issue 18) says the
+// A run on a shared batched writer (a stable runtime's) says the
 // log is complete only once it is: every line, down to the session.end, is
 // in the log before the sentinel.
 func TestSharedBatchedWriterFlushedBeforeTheSentinel(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 )
 
-// Turn states of the status snapshot (contract §5.5).
+// Turn states of the status snapshot (docs/control-protocol.md#status).
 const (
 	TurnIdle       = "idle"
 	TurnStarting   = "starting"
@@ -20,7 +20,7 @@ const (
 	TurnEnded      = "ended"
 )
 
-// Agent phases of agent.status (contract §2.3); the snapshot's phase is one
+// Agent phases of agent.status (docs/events.md#agentstatus); the snapshot's phase is one
 // of these, "idle" before the first turn and between turns, or "ended".
 const (
 	PhaseIdle     = "idle"
@@ -31,7 +31,7 @@ const (
 	PhaseEnded    = "ended"
 )
 
-// Status is the one-shot status snapshot (contract §5.5).
+// Status is the one-shot status snapshot (docs/control-protocol.md#status).
 type Status struct {
 	SessionID         string
 	RunID             string
@@ -74,7 +74,7 @@ type statusTracker struct {
 	mu sync.Mutex
 	st Status
 	// markerLabel is the label of the agent's last status marker; it
-	// survives a permission wait (contract §2.3).
+	// survives a permission wait (docs/events.md#host-events).
 	markerLabel string
 }
 
@@ -100,7 +100,7 @@ func (t *statusTracker) update(f func(*Status)) {
 	t.mu.Unlock()
 }
 
-// before returns the agent.status events to write before ev (contract §2.3:
+// before returns the agent.status events to write before ev (docs/events.md#agentstatus:
 // synthesised statuses precede the event that triggers them).
 func (t *statusTracker) before(ev event.Event) []event.Event {
 	t.mu.Lock()

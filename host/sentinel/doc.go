@@ -1,5 +1,5 @@
-// Package sentinel owns the completion sentinel of contract §3 and the
-// exit-code ↔ stop-reason map of contract §1.2.4.
+// Package sentinel owns the completion sentinel of docs/run.md#sentinel and the
+// exit-code ↔ stop-reason map of docs/run.md#exit-codes.
 //
 // The sentinel is the one file a harness polls to learn that a run is over:
 // its first line is the status, and the line order is load-bearing, so the

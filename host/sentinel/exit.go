@@ -2,7 +2,7 @@ package sentinel
 
 import "strconv"
 
-// Stop reasons the exit-code map knows by name (contract §1.2.4 and §2.3).
+// Stop reasons the exit-code map knows by name (docs/run.md#exit-codes and docs/events.md#sessionend).
 const (
 	StopEndTurn           = "end_turn"
 	StopRefusal           = "refusal"
@@ -17,7 +17,7 @@ const (
 	StopSessionIDConflict = "session_id_conflict"
 )
 
-// Process exit codes of contract §1.2.4.
+// Process exit codes of docs/run.md#exit-codes.
 const (
 	ExitOK              = 0
 	ExitFailure         = 1
@@ -82,14 +82,14 @@ func DefaultStopReason(exit int) string {
 }
 
 // Retryable reports whether an attempt that ended this way may be retried
-// under --max-retries (contract §1.2.2). Only the generic failure retries; a
+// under --max-retries (docs/run.md#retry). Only the generic failure retries; a
 // session identity conflict is fatal because a retry could resume a session
 // id the backend never confirmed.
 func Retryable(exit int, stopReason string) bool {
 	return exit == ExitFailure && stopReason != StopSessionIDConflict
 }
 
-// Sentinel status lines (contract §3), the first line of the file.
+// Sentinel status lines (docs/run.md#sentinel), the first line of the file.
 const (
 	StatusDone    = "DONE"
 	StatusTimeout = "TIMEOUT"
@@ -115,7 +115,7 @@ func Status(exit int) string {
 }
 
 // sentinelStopReason is the STOP_REASON written when the record has none.
-// It follows the sentinel table of §3, not DefaultStopReason: a FAILED
+// It follows the sentinel table of docs/run.md#sentinel, not DefaultStopReason: a FAILED
 // sentinel says exit_N even for 2, 3 and 4, because the writer of the
 // original only knew the five statuses. Callers that want refusal etc. fill
 // the record from DefaultStopReason first.

@@ -15,7 +15,7 @@ import (
 // Record is what one sentinel says. The zero value is a clean end with no
 // session and no run id.
 type Record struct {
-	// ExitCode decides the status line (§3) and, for KILLED and FAILED, is
+	// ExitCode decides the status line (docs/run.md#sentinel) and, for KILLED and FAILED, is
 	// written as EXIT_CODE.
 	ExitCode int
 	// SessionID is the last attempt's session id; written even when empty.
@@ -34,7 +34,7 @@ type Record struct {
 // replaced, nothing is collapsed).
 var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
 
-// Format returns the exact bytes of the sentinel for r (contract §3):
+// Format returns the exact bytes of the sentinel for r (docs/run.md#sentinel):
 //
 //	<STATUS>
 //	SESSION=<id>
@@ -113,7 +113,7 @@ func syncDir(dir string) {
 	_ = d.Close()
 }
 
-// Remove deletes a stale sentinel before a run starts (contract §1.2.1). A
+// Remove deletes a stale sentinel before a run starts (docs/run.md#lifecycle). A
 // sentinel that does not exist is not an error.
 func Remove(path string) error {
 	if path == "" {

@@ -16,7 +16,7 @@ func TestFormat(t *testing.T) {
 		rec  Record
 		want string
 	}{
-		// The five exact examples of contract §3.
+		// The five exact examples of docs/run.md#sentinel.
 		{"contract done", Record{ExitCode: 0, SessionID: "ses_abc123", StopReason: "end_turn", RunID: "a1b2c3d4e5f60718"},
 			"DONE\nSESSION=ses_abc123\nSTOP_REASON=end_turn\nRUN=a1b2c3d4e5f60718\n"},
 		{"contract killed", Record{ExitCode: 130, SessionID: "ses_k", StopReason: "cancelled", RunID: "deadbeefcafe0002"},

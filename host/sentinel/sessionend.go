@@ -18,7 +18,7 @@ import (
 const MaxLogLine = 64 << 20
 
 // ReadLastSessionEnd returns the session id and stop reason of the last
-// session.end line of an NDJSON event log (contract §3). Malformed lines,
+// session.end line of an NDJSON event log (docs/run.md#sentinel). Malformed lines,
 // lines that are not JSON objects and lines longer than MaxLogLine are
 // skipped. The session id is read from session_id, falling back to sessionID
 // when session_id is absent, empty or not a string. Both results are empty

@@ -14,7 +14,7 @@ import (
 )
 
 // A stable runtime writes through the batched writer, as a one-shot run
-// does (issue 18): a Write returns once its line is queued, so a log that
+// does: a Write returns once its line is queued, so a log that
 // blocks (here: its lock held) holds up no runtime, and the line reaches
 // the log once it unblocks.
 func TestRuntimeWriterIsBatched(t *testing.T) {

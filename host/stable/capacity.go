@@ -18,11 +18,11 @@ const MaxCapacityWait = 10 * time.Minute
 
 type capacityParams struct {
 	// Timeout is a JSON number of seconds or a Go duration string, as
-	// spawn's (decision 3); absent or null waits MaxCapacityWait.
+	// spawn's (docs/control-protocol.md#spawn); absent or null waits MaxCapacityWait.
 	Timeout json.RawMessage `json:"timeout"`
 }
 
-// waitForCapacity is the wait_for_capacity method (contract §5.4).
+// waitForCapacity is the wait_for_capacity method (docs/control-protocol.md#methods).
 func (s *Supervisor) waitForCapacity(ctx context.Context, c *control.Call) (any, error) {
 	var p capacityParams
 	if err := c.Decode(&p); err != nil {

@@ -13,7 +13,7 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Defaults of Config (contract §1.3, decision 2).
+// Defaults of Config (docs/stable.md#limits).
 const (
 	DefaultMaxRuntimes     = 16
 	DefaultMaxTreeBudget   = 64

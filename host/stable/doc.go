@@ -1,5 +1,5 @@
-// Package stable is the supervisor of `avenor stable` (contract §1.3, §5.4,
-// §5.6–5.7, §8): one long-lived process that runs many runtimes at once,
+// Package stable is the supervisor of `avenor stable` (docs/stable.md, docs/control-protocol.md#methods,
+// docs/control-protocol.md#spawn, docs/control-protocol.md#subscribe, docs/stable.md#limits): one long-lived process that runs many runtimes at once,
 // each its own plugin process, event writer (seq from 1, runtime_id
 // stamped), status, permission broker and sentinel, all controlled through
 // one control socket.
@@ -21,12 +21,12 @@
 // lives only there, and is lost with it) only when no other is left. A
 // parked runtime holds no file open: its event log is reopened to append.
 //
-// A spawn with loop_file or team_file (§6.8) makes a runtime whose one run
+// A spawn with loop_file or team_file (docs/control-protocol.md#spawn) makes a runtime whose one run
 // is the whole loop or team (host/loop, every phase a run of its own in
 // the runtime's stream, the loop's one sentinel); its session_id is "",
 // cancel and prompt act on the whole loop, and it takes no follow-up once
 // ended. roster_file with roster_entry selects a spawn's backend, agent,
-// model and default thinking (§1.2 direct mode).
+// model and default thinking (docs/loop.md#rosters direct mode).
 //
 // It also owns the supervisor's durable state (state.go, persist.go): one
 // state.json per control socket under the user's state directory, written

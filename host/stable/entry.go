@@ -5,7 +5,7 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Entry statuses (contract §5.6, decision 19). A runtime parked after a
+// Entry statuses (docs/control-protocol.md#list). A runtime parked after a
 // turn that ended well, waiting for a follow-up, is "idle" (parked:true,
 // exit_code 0); "ended" is a runtime that can take no more prompts: its
 // turn was cancelled, failed, timed out or lost its plugin (exit_code and
@@ -59,7 +59,7 @@ func (s *Supervisor) Cancel(id string) error {
 	return nil
 }
 
-// entry is the runtime's list / status entry: every field of contract §5.6,
+// entry is the runtime's list / status entry: every field of docs/control-protocol.md#list,
 // plus parked, turn_state, pid, plugin, plugin_pid, resume_scope and a few
 // more (additive).
 func (rt *runtime) entry(children []string) map[string]any {

@@ -15,7 +15,7 @@ var (
 	// ErrShuttingDown: the supervisor is stopping and starts nothing new.
 	ErrShuttingDown = errors.New("the supervisor is shutting down; it starts no new runtime or turn")
 	// ErrIdempotencyMismatch: an idempotency key came back with other
-	// parameters (contract §5.6).
+	// parameters (docs/control-protocol.md#spawn).
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with different parameters")
 	// ErrIdempotencyFull: every one of the IdempotencyCapacity keys the
 	// store holds belongs to a spawn still in flight (finished ones are
@@ -34,13 +34,13 @@ var (
 	ErrNotDurable = errors.New("the supervisor cannot make this durable: its state file could not be written")
 )
 
-// Capacity sources of the typed capacity error (contract §8).
+// Capacity sources of the typed capacity error (docs/stable.md#limits).
 const (
 	SourceLocal = "local"
 	SourceTree  = "tree"
 )
 
-// capacityError is the typed, retryable capacity error of contract §8:
+// capacityError is the typed, retryable capacity error of docs/stable.md#limits:
 // {"source","retryable":true,"limit","active"} in error.data.
 func capacityError(source string, limit, active int) *control.Error {
 	msg := fmt.Sprintf("max runtimes (%d) reached", limit)
@@ -54,7 +54,7 @@ func capacityError(source string, limit, active int) *control.Error {
 
 // unknownRuntime answers a runtime_id that names no runtime: on the socket
 // -32000 with the original's text, runtime "rt_9" not found (contract
-// §5.2: the params decoded, the method's lookup failed), the fix in
+// docs/control-protocol.md#errors: the params decoded, the method's lookup failed), the fix in
 // error.data; ErrUnknownRuntime for errors.Is.
 func unknownRuntime(id string) error {
 	return &notFoundError{id: id, rpc: &control.Error{Code: control.CodeServerError, Message: notFoundText(id), Data: map[string]any{

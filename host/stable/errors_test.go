@@ -8,7 +8,7 @@ import (
 )
 
 // TestUnknownRuntimeIsServerError: an unknown runtime_id is the method's
-// lookup failing, -32000 with the original's text (issue 17 item 3), and
+// lookup failing, -32000 with the original's text, and
 // still ErrUnknownRuntime for errors.Is (the HTTP debug adapter's 404).
 func TestUnknownRuntimeIsServerError(t *testing.T) {
 	err := unknownRuntime("rt_9")

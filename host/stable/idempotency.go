@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Bounds of the idempotency store (contract §5.6).
+// Bounds of the idempotency store (docs/control-protocol.md#spawn).
 const (
 	// IdempotencyTTL is how long a spawn's result answers its key.
 	IdempotencyTTL = 24 * time.Hour

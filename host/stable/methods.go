@@ -12,10 +12,10 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 )
 
-// MaxParentMessage bounds send_to_parent's message (contract §5.4).
+// MaxParentMessage bounds send_to_parent's message (docs/control-protocol.md#methods).
 const MaxParentMessage = 64 << 10
 
-// register adds the control method table (contract §5.4), served over the
+// register adds the control method table (docs/control-protocol.md#methods), served over the
 // supervisor's runtimes, and the stable methods beside it to srv.
 func (s *Supervisor) register(srv *control.Server) {
 	control.RegisterTable(srv, methodTable{s}, control.TableOptions{RuntimeIDRequired: true, ConcurrentPrompts: true})
@@ -48,7 +48,7 @@ func (m methodTable) Runtime(id string) (control.Target, error) {
 // Snapshot is status without runtime_id.
 func (m methodTable) Snapshot() any { return m.s.StatusSnapshot() }
 
-// SubscribeAll follows every runtime, present and future (contract §5.7).
+// SubscribeAll follows every runtime, present and future (docs/control-protocol.md#subscribe).
 func (m methodTable) SubscribeAll(c *control.Call) {
 	a := m.s.subscribeAll(c.Conn.Context(), func(sub *event.Subscription) { c.Conn.Forward(nil, sub, 0) })
 	c.AfterReply(a.start)
@@ -61,7 +61,7 @@ func (t tableTarget) ID() string            { return t.rt.id }
 func (t tableTarget) Events() *event.Writer { return t.rt.w }
 func (t tableTarget) Cancel()               { t.rt.cancel() }
 
-// Status is the runtime's entry (§5.6).
+// Status is the runtime's entry (docs/control-protocol.md#list).
 func (t tableTarget) Status() any {
 	_, children := t.rt.s.sorted()
 	return t.rt.entry(children[t.rt.id])
@@ -119,10 +119,10 @@ func (s *Supervisor) list(_ context.Context, c *control.Call) (any, error) {
 	return s.Runtimes(), nil
 }
 
-// StatusSnapshot is status without runtime_id (contract §5.5): a harness
+// StatusSnapshot is status without runtime_id (docs/control-protocol.md#status): a harness
 // written for one-shot `avenor run --control-socket` reads the snapshot of
 // the run it started, so a supervisor answers the snapshot of its default
-// runtime (see defaultRuntime) — every §5.5 field, plus its runtime_id,
+// runtime (see defaultRuntime) — every docs/control-protocol.md#status field, plus its runtime_id,
 // status and parked — and adds its own summary beside it: supervisor,
 // supervisor_run_id, supervisor_pid, socket, runtimes, active, parked_count
 // (parked too, unless the snapshot's), max_runtimes, connections,
@@ -166,7 +166,7 @@ func defaultRuntime(list []*runtime) *runtime {
 	return nil
 }
 
-// snapshot is the runtime's current (or last) run's §5.5 snapshot, with
+// snapshot is the runtime's current (or last) run's docs/control-protocol.md#status snapshot, with
 // its runtime_id, entry status and parked.
 func (rt *runtime) snapshot() map[string]any {
 	st := rt.runStatus()

@@ -611,7 +611,7 @@ func (rt *runtime) endedLocked() string {
 
 // refusalLocked says why a parked runtime can take no follow-up prompt,
 // nil when it can; rt.mu is held. A runtime it refuses lists as ended, one
-// it would take as idle (contract §5.6).
+// it would take as idle (docs/control-protocol.md#spawn).
 func (rt *runtime) refusalLocked() error {
 	if rt.dead != "" {
 		return fmt.Errorf("%w: runtime %s %s; spawn a new runtime", ErrSessionLost, rt.id, rt.dead)

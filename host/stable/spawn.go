@@ -15,7 +15,7 @@ import (
 	"github.com/avenor-go/avenor/host/control"
 )
 
-// SpawnParams are the params of spawn (contract §5.6). Relative
+// SpawnParams are the params of spawn (docs/control-protocol.md#spawn). Relative
 // loop_file, team_file and roster_file paths are resolved against the
 // spawn's dir.
 type SpawnParams struct {
@@ -34,7 +34,7 @@ type SpawnParams struct {
 	PermissionHandler string `json:"permission_handler,omitempty"`
 	AutoApprove       *bool  `json:"auto_approve,omitempty"`
 	// Timeout is the runtime's wall clock per run: a JSON number of seconds
-	// or a Go duration string (decision 3).
+	// or a Go duration string (docs/control-protocol.md#spawn).
 	Timeout     json.RawMessage `json:"timeout,omitempty"`
 	MaxRetries  *int            `json:"max_retries,omitempty"`
 	LoopFile    string          `json:"loop_file,omitempty"`
@@ -51,9 +51,9 @@ type SpawnParams struct {
 }
 
 // validate checks what needs no backend, in the order of avenor run's
-// validation (contract §1.2). A refused combination (or no prompt at all)
+// validation (docs/run.md#validation). A refused combination (or no prompt at all)
 // is the spawn's own logic failing: a plain error, -32000 with its text
-// (§5.2). A value no spawn could take — a timeout that does not parse, a
+// (docs/control-protocol.md#errors). A value no spawn could take — a timeout that does not parse, a
 // negative max_retries — is -32602, as params that do not decode are.
 func (p *SpawnParams) validate() error {
 	switch {
@@ -84,7 +84,7 @@ func (p *SpawnParams) validate() error {
 }
 
 // validateRoster checks the roster params as avenor run checks its roster
-// flags (contract §1.2): roster_file with roster_entry is direct mode and
+// flags (docs/loop.md#rosters): roster_file with roster_entry is direct mode and
 // excludes backend, agent and model; with loop_file or team_file,
 // roster_file alone is the phases' fallback roster.
 func (p *SpawnParams) validateRoster() error {
@@ -109,7 +109,7 @@ func (p *SpawnParams) validateRoster() error {
 	return nil
 }
 
-// ParseTimeout reads a spawn timeout (decision 3): absent or null is 0, a
+// ParseTimeout reads a spawn timeout (docs/control-protocol.md#spawn): absent or null is 0, a
 // JSON number is seconds, a string is a Go duration ("10m") or a number of
 // seconds ("600"). Negative values are refused.
 func ParseTimeout(raw json.RawMessage) (time.Duration, error) {

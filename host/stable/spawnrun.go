@@ -24,7 +24,7 @@ const (
 	SentinelFile = "sentinel.env"
 )
 
-// spawn starts a runtime (contract §5.6) and answers once its session is
+// spawn starts a runtime (docs/control-protocol.md#spawn) and answers once its session is
 // open (or its first run ended without one).
 func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 	var p SpawnParams
@@ -61,7 +61,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	// is refused here, not by the plugin's broken stream after launch: the
 	// prompt param itself is -32602; a prompt_file the spawn cannot use
 	// (missing, not a regular file, its content too long) is the spawn's
-	// own failure, -32000 with the text (§5.2).
+	// own failure, -32000 with the text (docs/control-protocol.md#errors).
 	prompt := p.Prompt
 	if p.PromptFile != "" {
 		var err error
@@ -86,7 +86,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	keys := p.configKeys()
 	var entry loop.RosterEntry
 	if p.RosterEntry != "" {
-		// Direct mode (§1.2): the entry is the backend, agent and model; its
+		// Direct mode (docs/loop.md#rosters): the entry is the backend, agent and model; its
 		// thinking is the default under an explicit one.
 		if entry, err = rosterEntry(roster, p.RosterEntry); err != nil {
 			return nil, err
@@ -228,7 +228,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	sp := rt.spec
 	sid := rt.session()
 	if wf != nil {
-		sid = "" // every phase has a session of its own (§6.8)
+		sid = "" // every phase has a session of its own (docs/control-protocol.md#spawn)
 	}
 	res := map[string]any{
 		"runtime_id": id, "session_id": sid, "on_event": sp.onEvent, "sentinel_file": sp.sentinel,
@@ -297,7 +297,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	}
 	hostrt.CleanFiles(sp.sentinel, sp.permBase, s.log.Warn)
 	// A named pipe or device is refused, as for `run --on-event`: a pipe
-	// nobody reads would block the open or the log (issue 16).
+	// nobody reads would block the open or the log.
 	evlog, err := createEventLog(sp.onEvent)
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
@@ -306,7 +306,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		s: s, id: id, n: n, spec: sp, evlog: evlog, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
 		state: stateRunning,
 	}
-	// Batched, as every run's (issue 18): each run flushes it before its
+	// Batched, as every run's: each run flushes it before its
 	// sentinel, and closeStream before the log closes.
 	rt.w = hostrt.NewEventWriter(evlog, event.Stamp{RunID: sp.runID, RunLabel: sp.label, RuntimeID: id, Now: s.cfg.Now})
 	perms := permission.Options{

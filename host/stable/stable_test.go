@@ -45,7 +45,7 @@ func TestParseTimeout(t *testing.T) {
 }
 
 // TestSpawnParamsValidate: refused combinations are the spawn's own
-// failure (-32000 with the text, issue 17 item 3); values no spawn could
+// failure (-32000 with the text, as the original answers); values no spawn could
 // take are invalid params (-32602) with the text as detail.
 func TestSpawnParamsValidate(t *testing.T) {
 	neg := -1
@@ -398,7 +398,7 @@ func TestInProcessSessionLost(t *testing.T) {
 	}
 	held.Plugin().Client.Kill()
 	// The loss shows in the runtime's entry at once, before any follow-up;
-	// the stream gets nothing after its session.end (contract §2.1).
+	// the stream gets nothing after its session.end (docs/events.md#the-envelope).
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		rt, err := c.Runtime(ctx, ids[0])
 		if err != nil {

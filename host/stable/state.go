@@ -16,7 +16,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
-// The supervisor's durable state (issue 21): one directory per control
+// The supervisor's durable state (docs/stable.md#surviving-a-restart): one directory per control
 // socket under the user's state directory, <state>/stable/<key>/, holding
 // state.json. It says, for every runtime the supervisor has, what a new
 // supervisor on the same socket needs after this one died without a

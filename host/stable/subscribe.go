@@ -7,7 +7,7 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 )
 
-// SubscriberQueue is each runtime subscription's queue (contract §5.7).
+// SubscriberQueue is each runtime subscription's queue (docs/control-protocol.md#subscribe).
 const SubscriberQueue = event.DefaultQueue
 
 // allSub is a subscription to every runtime, present and future (subscribe

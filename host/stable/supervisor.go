@@ -29,7 +29,7 @@ const (
 	ReasonCrashed     = "crashed"
 )
 
-// Shutdown modes (decision 7).
+// Shutdown modes (docs/control-protocol.md#shutdown).
 const (
 	ModeGraceful  = "graceful"
 	ModeKill      = "kill"
@@ -279,7 +279,7 @@ func (s *Supervisor) idleCheckLocked() {
 }
 
 // admitLocked takes an executing slot for id: the local limit first, then
-// the tree budget (contract §8).
+// the tree budget (docs/stable.md#limits).
 func (s *Supervisor) admitLocked(id string) error {
 	if s.closing {
 		return ErrShuttingDown
@@ -371,7 +371,7 @@ func (s *Supervisor) sorted() ([]*runtime, map[string][]string) {
 // keepLocked records rt as keeping its plugin while parked and returns the
 // runtimes whose kept plugins must stop to stay within MaxKeptPlugins.
 // Every kept plugin counts, in_process ones too: parked runtimes do not
-// count against --max-runtimes (contract §1.3), so without this bound each
+// count against --max-runtimes (docs/stable.md), so without this bound each
 // parked in_process runtime held a process for its whole parking (40
 // spawns under --max-runtimes 2 left 40 plugins running). The longest
 // parked cross_process runtime goes first, since it loses only speed (its

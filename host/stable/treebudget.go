@@ -16,7 +16,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
-// EnvTreeBudget names the inherited tree budget file (contract §1.14).
+// EnvTreeBudget names the inherited tree budget file (docs/configuration.md#other-environment-variables).
 const EnvTreeBudget = "AVENOR_TREE_BUDGET"
 
 // Tree budget modes (tree_budget's "mode").
@@ -47,7 +47,7 @@ type reservation struct {
 }
 
 // treeBudget is this supervisor's view of its tree's budget file (contract
-// §8). Every read-modify-write of the file holds an flock on it. When the
+// docs/stable.md#limits). Every read-modify-write of the file holds an flock on it. When the
 // file cannot be created or used, the budget is degraded: only the local
 // limit applies, and tree_budget says why.
 type treeBudget struct {
@@ -104,7 +104,7 @@ func openTreeBudget(inherited, home, runID string, capacity int, now func() time
 }
 
 // treeBudgetPrefix starts a budget file's name:
-// tree-budget-<root pid>-<random>.tree-budget (contract §8).
+// tree-budget-<root pid>-<random>.tree-budget (docs/stable.md#limits).
 const treeBudgetPrefix = "tree-budget-"
 
 // createBudgetFile creates a new budget file, refusing anything already at

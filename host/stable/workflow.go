@@ -20,7 +20,7 @@ import (
 // supervisors of its tree free tree budget without telling it.
 const PhaseSlotRetry = 250 * time.Millisecond
 
-// workflow is what a loop_file / team_file runtime runs (contract §6.8),
+// workflow is what a loop_file / team_file runtime runs (docs/control-protocol.md#spawn),
 // loaded by host/run as `avenor run --loop-file` loads it: the whole loop
 // or team is the runtime's one run, every phase a host/runner run of its
 // own writing into the runtime's stream.

@@ -1,5 +1,5 @@
 // Package suprecord keeps the records of the running `avenor stable`
-// supervisors in the user's state directory (contract decision 21): one
+// supervisors in the user's state directory (docs/cli.md#avenor-control): one
 // small JSON file per supervisor, <state>/supervisors/<pid>.json, holding
 // its socket, pid and run id, written when it starts and removed when it
 // stops. `avenor board` lists them beside the sockets it scans, so a

@@ -8,7 +8,7 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Class is what an event means to someone skimming a run (contract §1.5).
+// Class is what an event means to someone skimming a run (docs/watch.md).
 // The string is the prefix of a classified plain line and the value of the
 // "classify" field in JSON output.
 type Class string
@@ -29,7 +29,7 @@ var confidenceRE = regexp.MustCompile(`(?i)confidence:\s*([0-9]+(?:\.[0-9]+)?)\s
 
 const findingConfidence = 60
 
-// Classify sorts an event into a [Class] (contract §1.5):
+// Classify sorts an event into a [Class] (docs/watch.md):
 //
 // MILESTONE: session.end, permission.request, avenor.loop.start and
 // avenor.loop.end, avenor.phase.end, avenor.retry, avenor.error,

@@ -2,7 +2,7 @@ package watch
 
 import "testing"
 
-// TestClassify covers every MILESTONE and FINDING rule of contract §1.5 and
+// TestClassify covers every MILESTONE and FINDING rule of docs/watch.md and
 // the ACTIVITY fallback next to each.
 func TestClassify(t *testing.T) {
 	cases := []struct {

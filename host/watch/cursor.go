@@ -10,7 +10,7 @@ import (
 )
 
 // ReadCursor reads a cursor file: a decimal byte offset and a newline
-// (contract §1.5). A missing file is offset 0 with ok false: the first watch
+// (docs/watch.md). A missing file is offset 0 with ok false: the first watch
 // of a log starts at its beginning.
 func ReadCursor(path string) (offset int64, ok bool, err error) {
 	b, err := os.ReadFile(path)

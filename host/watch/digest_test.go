@@ -16,7 +16,7 @@ func mustParse(t *testing.T, line string) Event {
 	return ev
 }
 
-// TestPlainLinesOfTheContract pins the example lines of contract §1.5.
+// TestPlainLinesOfTheContract pins the example lines of docs/watch.md.
 func TestPlainLinesOfTheContract(t *testing.T) {
 	cases := []struct{ line, want string }{
 		{`{"event":"tool.call","session_id":"ses_123","kind":"read","title":"/repo/main.go","status":"pending","toolCallId":"t1"}`,

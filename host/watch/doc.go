@@ -1,5 +1,5 @@
-// Package watch owns `avenor watch` (contract §1.5): turning an NDJSON event
-// log (§2) into one digest line per event, classifying events as MILESTONE,
+// Package watch owns `avenor watch` (docs/watch.md): turning an NDJSON event
+// log (docs/events.md) into one digest line per event, classifying events as MILESTONE,
 // FINDING or ACTIVITY, and reading the log once or following it as it grows,
 // with an optional cursor file so a second watch resumes where the first
 // stopped.

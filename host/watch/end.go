@@ -14,12 +14,12 @@ import (
 // DefaultSettle is how long `--follow` waits, with nothing new in the log,
 // after a session.end that more turns could follow (a clean or cancelled
 // end outside a loop or team) before it takes the run as over. A next turn
-// or an interrupt's turn starts at once (contract §1.2.3), so its
+// or an interrupt's turn starts at once (docs/run.md#multi-turn), so its
 // avenor.turn.start arrives long before this.
 const DefaultSettle = 2 * time.Second
 
 // DefaultRetrySettle is the same wait after a session.end that a retry could
-// follow (a retryable failure, §1.2.2, before the last attempt is known):
+// follow (a retryable failure, docs/run.md#retry, before the last attempt is known):
 // avenor.retry comes only after the failed attempt's session is closed,
 // which the host gives 5 seconds, so this waits a little longer.
 const DefaultRetrySettle = 6 * time.Second
@@ -46,7 +46,7 @@ const (
 )
 
 // runTracker follows the events of a log to tell when its run is over
-// (issue 17): a loop or team ends with its end event, not at a phase's
+// (as in the original avenor): a loop or team ends with its end event, not at a phase's
 // session.end; a one-shot run writes a session.end per turn and per attempt,
 // and only the log's context says whether another can follow.
 type runTracker struct {
@@ -91,7 +91,7 @@ func (t *runTracker) observe(ev Event) (End, bool) {
 	case sdk.EventRetry:
 		a, errA := strconv.Atoi(ev.str("attempt"))
 		m, errM := strconv.Atoi(ev.str("max_retries"))
-		// attempt is the number of the attempt about to run (decision 4),
+		// attempt is the number of the attempt about to run (docs/events.md#avenorretry),
 		// and there are max_retries+1 attempts in all.
 		t.lastAttempt = errA == nil && errM == nil && a > m
 		t.settling = false

@@ -24,7 +24,7 @@ var (
 	ErrCursorPipe = errors.New("a cursor needs a log file")
 )
 
-// CursorAheadError is [ErrCursorAhead] with the contract's exact text (§1.5):
+// CursorAheadError is [ErrCursorAhead] with the contract's exact text (docs/watch.md):
 // "log <p> shorter than cursor (offset N > size M) (cursor <c>)".
 type CursorAheadError struct {
 	Log, Cursor  string

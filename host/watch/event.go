@@ -9,7 +9,7 @@ import (
 )
 
 // Event is one decoded line of an event log: the flat JSON object of
-// contract §2.1. Numbers are kept as json.Number, so an event re-encoded for
+// docs/events.md#the-envelope. Numbers are kept as json.Number, so an event re-encoded for
 // `--format json --classify` keeps them digit for digit.
 type Event map[string]any
 
@@ -68,7 +68,7 @@ func scalar(v any) string {
 }
 
 // chunkText is the text of a message, thought or user chunk: content.text
-// (ACP), or "delta" / "text" for backends that send them instead (§2.2).
+// (ACP), or "delta" / "text" for backends that send them instead (docs/events.md#backend-events).
 func (e Event) chunkText() string {
 	switch c := e["content"].(type) {
 	case map[string]any:

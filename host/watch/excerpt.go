@@ -10,10 +10,10 @@ import (
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// MaxExcerptRunes bounds an excerpt (contract §1.5: at most 120 characters).
+// MaxExcerptRunes bounds an excerpt (docs/watch.md: at most 120 characters).
 const MaxExcerptRunes = 120
 
-// envelope are the standard fields of §2.1 (and ACP bookkeeping) that the
+// envelope are the standard fields of docs/events.md#the-envelope (and ACP bookkeeping) that the
 // generic excerpt leaves out: they are on every line and say nothing about
 // this one.
 var envelope = map[string]bool{
@@ -24,7 +24,7 @@ var envelope = map[string]bool{
 // Excerpt is the last column of a plain digest line: one line of at most
 // [MaxExcerptRunes] runes, every run of white space (newlines included) and
 // control characters collapsed into one space. The forms are the original
-// avenor's (issue 17), so a harness that matches them keeps working:
+// avenor's, so a harness that matches them keeps working:
 //
 //	agent.message_chunk, agent.thought_chunk, user.message_chunk   the text
 //	tool.call, tool.call_update     kind:title [status]   (read:/repo/main.go [pending], read [completed])

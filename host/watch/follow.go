@@ -13,11 +13,11 @@ import (
 )
 
 // DefaultPollInterval is the follow-mode sleep between two looks at the log
-// (contract §1.5: --poll-interval 250ms).
+// (docs/watch.md: --poll-interval 250ms).
 const DefaultPollInterval = 250 * time.Millisecond
 
 // DefaultCursorEvery is how many events apart follow mode saves the cursor
-// (contract §1.5: every 10 events).
+// (docs/watch.md: every 10 events).
 const DefaultCursorEvery = 10
 
 // Config is one `avenor watch`. The zero value reads the whole log once and
@@ -29,7 +29,7 @@ type Config struct {
 	// until its writer closes it).
 	Follow bool
 	// SentinelPath, when set while following, is the run's sentinel file
-	// (contract §3): once it holds this run's sentinel the log is complete,
+	// (docs/run.md#sentinel): once it holds this run's sentinel the log is complete,
 	// and Run returns after reading it to its end. It then decides alone:
 	// no settle time applies. Default "": no sentinel.
 	SentinelPath string

@@ -10,7 +10,7 @@ import (
 // Format is the output format of `avenor watch --format`.
 type Format string
 
-// The two formats (contract §1.5).
+// The two formats (docs/watch.md).
 const (
 	// Plain prints one digest line per event: EVENT <event> <session_id> <excerpt>,
 	// the separators kept around an empty session or excerpt.

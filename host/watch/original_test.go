@@ -3,7 +3,7 @@ package watch
 import "testing"
 
 // TestDigestMatchesOriginal pins the plain lines of the original `avenor
-// watch` (issue 17 item 8): the session column is empty, not "-", when an
+// watch` (harness compatibility with the original): the session column is empty, not "-", when an
 // event has no session_id; "sessionID" is the fallback key; and each excerpt
 // has the original's form. The separators stay even around an empty column,
 // so `cut -d' ' -f3` is always the session and `-f4-` the excerpt.

@@ -1,5 +1,5 @@
 // Package release holds no code: its tests check how avenor is shipped
-// (issue 20), from the outside, as a user meets it.
+// from the outside, as a user meets it.
 //
 //   - install.sh (repository root) installs from an archive whose SHA-256
 //     SHA256SUMS lists, refuses a tampered or unlisted one and installs

@@ -1,21 +1,10 @@
-// Command avenor-plugin-claude serves avenor's Claude Code backends:
-//
-//   - claude-stream: `claude -p` speaking bidirectional stream-json with the
-//     Agent SDK's control protocol (runtime-protocols.md §5.1–5.3), one
-//     process per session, permissions relayed over stdio, resumable across
-//     avenor runs by session id;
-//   - claude: the interactive TUI in a pseudo-terminal, or with
-//     AVENOR_CLAUDE_TERMINAL=tmux in a private tmux server (contract §7.7),
-//     events from its JSONL transcript, idle/busy and permission dialogs read
-//     from the screen rendered by a terminal emulator;
-//   - claude-channel (experimental, contract §7.8): the same TUI started
-//     with a development channel, an MCP server (this binary, run as
-//     `avenor-plugin-claude claude-channel …`) that connects Claude Code to
-//     a broker the session owns (internal/channel).
+// Command avenor-plugin-claude serves avenor's Claude Code backends,
+// claude-stream, claude and claude-channel (internal/claudecode says how each
+// drives Claude Code).
 //
 // Run as `avenor-plugin-claude claude-channel --run-id R --token T
-// --broker-url U` it is that MCP stdio sidecar instead of a plugin;
-// `avenor claude-channel` execs it that way.
+// --broker-url U` it is claude-channel's MCP stdio sidecar (internal/channel)
+// instead of a plugin; `avenor claude-channel` execs it that way.
 package main
 
 import (

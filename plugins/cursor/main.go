@@ -1,6 +1,5 @@
-// Command avenor-plugin-cursor serves avenor's cursor-acp backend: Cursor's
-// agent CLI driven over ACP (`agent acp`, contract §7.5,
-// runtime-protocols.md §6.2).
+// Command avenor-plugin-cursor serves avenor's cursor-acp backend
+// (internal/cursoracp).
 package main
 
 import (

@@ -1,6 +1,5 @@
-// Command avenor-plugin-gemini serves avenor's gemini-acp backend: Gemini
-// CLI driven over ACP (`gemini --acp`, contract §7.4, runtime-protocols.md
-// §6.1).
+// Command avenor-plugin-gemini serves avenor's gemini-acp backend
+// (internal/geminiacp).
 package main
 
 import (

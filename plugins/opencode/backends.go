@@ -8,7 +8,7 @@ import (
 
 // backends are the OpenCode backends this plugin serves: opencode-acp and
 // opencode-http (an `opencode serve` driven over HTTP and SSE, contract
-// §7.2, internal/ochttp).
+// docs/backends.md#opencode-http-plugin-opencode, internal/ochttp).
 func backends() []runtime.Backend {
 	return []runtime.Backend{ocacp.New(), ochttp.New()}
 }

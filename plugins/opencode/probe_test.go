@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// `avenor probe` (contract §1.7) through the built avenor, this plugin and
+// `avenor probe` (docs/cli.md#avenor-probe) through the built avenor, this plugin and
 // the fake ACP agent installed as "opencode" on PATH: the host's real path.
 
 var bins struct{ avenor, pluginDir, agentDir string }

@@ -1,6 +1,4 @@
-// Command avenor-plugin-pi serves avenor's pi backend: the pi coding agent
-// driven over its RPC mode (`pi --mode rpc`, contract §7.6,
-// runtime-protocols.md §4).
+// Command avenor-plugin-pi serves avenor's pi backend (internal/pi).
 package main
 
 import (

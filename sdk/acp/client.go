@@ -18,7 +18,7 @@ type Implementation struct {
 	Version string `json:"version,omitempty"`
 }
 
-// initializeParams is what avenor offers (contract §7.1): no file system and
+// initializeParams is what avenor offers (docs/backends.md#opencode-acp-plugin-opencode): no file system and
 // no terminal, so agents do their own I/O and avenor only observes.
 type initializeParams struct {
 	ProtocolVersion    int                `json:"protocolVersion"`

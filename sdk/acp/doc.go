@@ -12,7 +12,7 @@
 //     session/load, session/resume, modes, models and config options,
 //     session/prompt, session/cancel;
 //   - the mappings to avenor's vocabulary: session/update → events exactly as
-//     contract §2.2 (updates.go), session/request_permission → the host's
+//     docs/events.md#backend-events (updates.go), session/request_permission → the host's
 //     permission broker (permission.go), the prompt result → the turn's end
 //     (result.go);
 //   - a runtime.Session over one agent process (session.go), which the

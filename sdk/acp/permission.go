@@ -49,7 +49,7 @@ func selectedOutcome(optionID string) PermissionOutcome {
 // permissionRequest is the host's request for a session/request_permission:
 // the JSON-RPC id as request_id, the agent's options and kinds unchanged,
 // the tool (best effort) and the tool call's title as the question, and
-// the raw toolCall among the event's fields (contract §2.4).
+// the raw toolCall among the event's fields (docs/events.md#permissionrequest).
 func permissionRequest(id json.RawMessage, p permissionParams, tool string) runtime.PermissionRequest {
 	req := runtime.PermissionRequest{ID: IDString(id), Tool: tool, Fields: map[string]any{}}
 	for _, o := range p.Options {

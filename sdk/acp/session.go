@@ -59,7 +59,7 @@ type Config struct {
 	Mode string
 	// WarnUnsupported: when the agent offers no way to set Model or Mode,
 	// say so (a warning on stderr and an avenor.warning event) and go on
-	// (contract decision 13) instead of failing Open.
+	// (docs/backends.md#gemini-acp-plugin-gemini) instead of failing Open.
 	WarnUnsupported bool
 
 	// Extensions serve agent→client methods beyond ACP — requests and

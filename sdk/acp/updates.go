@@ -7,7 +7,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// canonical maps the session/update kinds of contract §2.2 to event types.
+// canonical maps the session/update kinds of docs/events.md#backend-events to event types.
 // Every other kind becomes an avenor.native event.
 var canonical = map[string]string{
 	"agent_message_chunk": runtime.EventMessageChunk,
@@ -56,7 +56,7 @@ var errNoUpdate = errors.New("session/update without an update object")
 
 // mapUpdate maps the params of one session/update to events: exactly one,
 // except that a tool_call_update for a tool call never announced is
-// preceded by a synthetic tool.call. known is false for kinds contract §2.2
+// preceded by a synthetic tool.call. known is false for kinds docs/events.md#backend-events
 // does not map (they become avenor.native).
 func (m *mapper) mapUpdate(params json.RawMessage) (events []runtime.Event, known bool, err error) {
 	var p updateParams
@@ -150,7 +150,7 @@ func (m *mapper) tool(id string) string {
 }
 
 // nativeEvent is an avenor.native event: a frame passed on without a
-// mapping (ARCHITECTURE §3).
+// mapping (docs/events.md#avenornative).
 func nativeEvent(nativeType, sessionID string, payload any) runtime.Event {
 	f := map[string]any{"native_type": nativeType, "payload": payload}
 	if sessionID != "" {

@@ -6,10 +6,10 @@
 // float32, []string and map[string]string — and hands every other value to
 // json.Marshal, so the bytes and the errors are always encoding/json's.
 //
-// It exists for the event path (issue 11): reflection and a sorted copy of
+// It exists for the event path: reflection and a sorted copy of
 // every map's keys made encoding/json the largest cost of an event flood,
 // once in the plugin (each event's fields) and once in the host (each NDJSON
-// line, whose exact bytes the contract pins, §2.1). Imported by sdk/plugin,
+// line, whose exact bytes the contract pins, docs/events.md#the-envelope). Imported by sdk/plugin,
 // sdk/runtime (the chunk helpers of EmitJSON), host/event and
 // host/control; it depends on the standard library only.
 package jsonenc

@@ -13,7 +13,7 @@
 // Every other key, at the top level and inside mcpServers, is kept as it
 // was (values re-indented, keys sorted). When a removal leaves
 // mcpServers empty the key goes, and when the object is then empty the file
-// is deleted (contract §1.9). A malformed file is an error that names the
+// is deleted (docs/cli.md#avenor-claude-channel). A malformed file is an error that names the
 // file and is never rewritten. A missing file is an empty object.
 //
 // The claude plugin's claude-channel backend and cmd/avenor import it.

@@ -13,7 +13,7 @@ const emitterQueue = 4
 // emitter hands decoded events to runtime.Host.Emit on a goroutine of its
 // own, so the session's receive loop reads and decodes the next batch while
 // the host stamps and writes this one: under a flood the two halves run on
-// two cores (issue 11). Order is kept: batches are emitted in the order
+// two cores (bench/RESULTS.md). Order is kept: batches are emitted in the order
 // given, and drain waits until everything given so far was emitted, which
 // the receive loop does before it acts on any other message. The goroutine
 // belongs to the receive loop, which stops it before it returns.

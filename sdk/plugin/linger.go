@@ -10,7 +10,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Lingering (issue 21): a plugin of `avenor stable` that loses its host —
+// Lingering: a plugin of `avenor stable` that loses its host —
 // the supervisor was killed, crashed, ran out of memory — keeps its
 // sessions and their runtimes for a bounded window instead of stopping them
 // at once, buffering what it would have sent, so that a supervisor

@@ -56,7 +56,7 @@ const (
 	// one from a 1 MiB pool, and zeroes the whole buffer each time, on the
 	// sending and on the receiving side. 256 chunks of ~130 bytes crossed
 	// that line and made clearing 1 MiB per batch the largest single cost
-	// of a flood (issue 25); a batch this size stays below it.
+	// of a flood; a batch this size stays below it.
 	maxBatchBytes = 28 << 10
 	// closeBudget bounds Session.Close when the host has gone away.
 	closeBudget = 10 * time.Second
@@ -483,7 +483,7 @@ func (ss *sessionServer) Emit(ev runtime.Event) {
 }
 
 // EmitJSON implements runtime.JSONEmitter: the fields go on the wire as
-// they are, with no map built or encoded (issue 25). The host checks them.
+// they are, with no map built or encoded. The host checks them.
 func (ss *sessionServer) EmitJSON(typ runtime.EventType, fields []byte) {
 	// Under outMu as Emit: a re-attach swaps the outbox, and an event
 	// pushed into the old one while it drains would be lost.

@@ -309,7 +309,7 @@ func (s *remoteSession) recvLoop() {
 	}()
 	var dec fromproto.ObjectDecoder // this loop's alone
 	// A host that takes JSON gets each event's bytes as they crossed the
-	// wire, decoded by nobody (issue 25); it reports malformed ones.
+	// wire, decoded by nobody; it reports malformed ones.
 	_, takesJSON := s.host.(runtime.JSONEmitter)
 	replay := 0 // events sent again by a re-attached plugin, still to come
 	var raw rawPluginMessage

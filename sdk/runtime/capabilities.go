@@ -62,7 +62,7 @@ func (t CapabilityTable) With(c Capability, level Support) CapabilityTable {
 	return t
 }
 
-// Resume scopes (ARCHITECTURE §3).
+// Resume scopes (sdk/README.md#capability-rules).
 const (
 	// ResumeCrossProcess: a fresh plugin process can resume the session by id.
 	ResumeCrossProcess = "cross_process"

@@ -8,7 +8,7 @@ type Event struct {
 	Fields map[string]any
 }
 
-// EventType is an event's "type" (contract §2.2). It is a name for string,
+// EventType is an event's "type" (docs/events.md#backend-events). It is a name for string,
 // so code that still spells types as strings keeps compiling; spell them
 // with the constants below.
 type EventType = string
@@ -21,7 +21,7 @@ func NewEvent(typ EventType, fields map[string]any) Event {
 	return Event{Type: typ, Fields: fields}
 }
 
-// Canonical event types a backend may emit (contract §2.2), and the escape
+// Canonical event types a backend may emit (docs/events.md#backend-events), and the escape
 // hatch for native frames without a mapping.
 const (
 	EventMessageChunk     EventType = "agent.message_chunk"
@@ -42,10 +42,10 @@ const (
 
 // EventSupervisorReattached is written by the host, as the first event of
 // a session a supervisor took over from a plugin that outlived the previous
-// one (avenor stable, issue 21): buffered events and gap_ms follow.
+// one (avenor stable after a restart): buffered events and gap_ms follow.
 const EventSupervisorReattached EventType = "avenor.supervisor.reattached"
 
-// Event types the host writes around what backends emit (contract §2.2):
+// Event types the host writes around what backends emit (docs/events.md#backend-events):
 // a backend never emits these, but every part of avenor names them here.
 const (
 	EventSessionStart       EventType = "session.start"

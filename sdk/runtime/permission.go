@@ -49,7 +49,7 @@ func (d PermissionDecision) Allowed() bool {
 }
 
 // NormalizeKind maps an option kind to "allow", "reject" or "unknown"
-// (contract §4.1): allow, allow_once, allow_always → allow; reject, deny and
+// (docs/permission-handler.md#the-file-handler): allow, allow_once, allow_always → allow; reject, deny and
 // their _once/_always variants → reject; case-insensitive.
 func NormalizeKind(kind string) string {
 	switch strings.ToLower(strings.TrimSpace(kind)) {

@@ -169,10 +169,10 @@ type Readiness struct {
 	Message string // what is wrong and how to fix it
 }
 
-// StopReason is how a turn ended: session.end's stop_reason (contract §2.3).
+// StopReason is how a turn ended: session.end's stop_reason (docs/events.md#sessionend).
 type StopReason = string
 
-// Stop reasons of the contract (§2.3).
+// Stop reasons of the contract (docs/events.md#sessionend).
 const (
 	StopEndTurn         StopReason = "end_turn"
 	StopMaxTokens       StopReason = "max_tokens"

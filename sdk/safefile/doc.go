@@ -5,7 +5,7 @@
 // into something the other user can read), not by swapping entries of a
 // directory that others may write.
 //
-// The rules it enforces (issue 16, item 3):
+// The rules it enforces:
 //
 //   - a directory avenor writes into by name must be ours or root's, and not
 //     writable by other users unless it is sticky (CheckDir); a shared

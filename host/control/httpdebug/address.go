@@ -12,12 +12,12 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// ipv4Loopback is where `:port` and `localhost` bind (contract §5.8).
+// ipv4Loopback is where `:port` and `localhost` bind (docs/control-protocol.md#http-debug).
 var ipv4Loopback = netip.MustParseAddr("127.0.0.1")
 
 // LoopbackAddr turns an --http-debug address into the host:port to bind,
 // refusing anything that does not bind to a loopback interface (contract
-// §5.8): `:port` and `localhost:port` bind 127.0.0.1; a numeric host must be
+// docs/control-protocol.md#http-debug): `:port` and `localhost:port` bind 127.0.0.1; a numeric host must be
 // loopback; any other host name is resolved with r and every address it
 // resolves to must be loopback, and the first is bound, so a name cannot
 // resolve differently between the check and the bind.

@@ -68,7 +68,7 @@ func TestLoopbackAddr(t *testing.T) {
 	}
 }
 
-// The startup error is the contract's exact text (§5.8).
+// The startup error is the contract's exact text (docs/control-protocol.md#http-debug).
 func TestNonLoopbackStartupErrorText(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:8080", "10.0.0.1:1", "evil.test:80", "mixed.test:80"} {
 		_, err := LoopbackAddr(context.Background(), addr, resolver)

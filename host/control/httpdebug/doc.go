@@ -1,4 +1,4 @@
-// Package httpdebug owns the HTTP/SSE debug adapter of contract §5.8
+// Package httpdebug owns the HTTP/SSE debug adapter of docs/control-protocol.md#http-debug
 // (`--http-debug`): a loopback-only HTTP server beside the control socket
 // that shows a runtime's status, streams its events as Server-Sent Events,
 // cancels it and answers its permission requests, for a human with curl or a

@@ -69,7 +69,7 @@ func NewTableTarget(rt TableRuntime, pending func() bool) *OneShot {
 // far and then ends. Call it after Runner.Run returns; it is idempotent.
 func (o *OneShot) End() { o.endOnce.Do(func() { close(o.ended) }) }
 
-// Status implements Target: the table's status (contract §5.5, §5.6).
+// Status implements Target: the table's status (docs/control-protocol.md#status, docs/control-protocol.md#spawn).
 func (o *OneShot) Status() any { return o.rt.Status() }
 
 // Cancel implements Target: as SIGINT, stop reason cancelled, exit 130.

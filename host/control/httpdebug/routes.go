@@ -12,7 +12,7 @@ import (
 	"github.com/avenor-go/avenor/host/permission"
 )
 
-// Response texts of contract §5.8. Harnesses may match them: they must not
+// Response texts of docs/control-protocol.md#http-debug. Harnesses may match them: they must not
 // change.
 const (
 	msgForbidden           = "forbidden"
@@ -59,8 +59,8 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	return false
 }
 
-// route dispatches the routes of contract §5.8 (and GET /runtimes,
-// decision 6). The stable routes answer 404 "not found" for a one-shot
+// route dispatches the routes of docs/control-protocol.md#http-debug (and GET /runtimes,
+// docs/control-protocol.md#http-debug). The stable routes answer 404 "not found" for a one-shot
 // run.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
@@ -221,7 +221,7 @@ func (s *Server) targetError(w http.ResponseWriter, err error) {
 }
 
 // subscribeOptions reads /events' query: replay, limit and after_seq as
-// the control socket's subscribe takes them (§5.7).
+// the control socket's subscribe takes them (docs/control-protocol.md#subscribe).
 func subscribeOptions(q map[string][]string) (SubscribeOptions, string) {
 	var o SubscribeOptions
 	get := func(k string) string {

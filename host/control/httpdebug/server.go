@@ -40,7 +40,7 @@ type Config struct {
 	// ShowToken, "avenor: http debug token: <token>". Default: nowhere.
 	Stderr io.Writer
 	// ShowToken prints the token on Stderr. Set it only when Stderr is a
-	// terminal (contract §5.8): a log file must not hold it. Default false.
+	// terminal (docs/control-protocol.md#http-debug): a log file must not hold it. Default false.
 	ShowToken bool
 	// Resolver resolves a host name in Addr; default net.DefaultResolver.
 	Resolver Resolver
@@ -48,7 +48,7 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Bounds of the adapter's connections (issue 16: an idle or refused peer
+// Bounds of the adapter's connections (an idle or refused peer
 // must not hold a descriptor the owner needs).
 const (
 	// ReadHeaderTimeout bounds a request's headers, so a peer cannot hold a

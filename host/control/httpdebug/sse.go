@@ -7,7 +7,7 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 )
 
-// SSE framing of contract §5.8: every event is `event: event`, its data the
+// SSE framing of docs/control-protocol.md#http-debug: every event is `event: event`, its data the
 // event's JSON exactly as the NDJSON line holds it (final_output bounded, as
 // in every control view).
 const (
@@ -41,7 +41,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var sub Subscription
 	var err error
 	if st := s.cfg.Stable; st != nil && id == "" {
-		// §5.7: runtime_id is required for replay and after_seq.
+		// docs/control-protocol.md#subscribe: runtime_id is required for replay and after_seq.
 		if opts.Replay || opts.AfterSeq > 0 {
 			httpError(w, http.StatusBadRequest, msgRuntimeIDRequired)
 			return

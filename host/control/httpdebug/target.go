@@ -6,11 +6,11 @@ import "github.com/avenor-go/avenor/host/event"
 // `avenor run` ([OneShot]) or one runtime of `avenor stable`.
 type Target interface {
 	// Status is the runtime's status, sent as JSON: the one-shot snapshot
-	// of contract §5.5 (GET /status) or a stable runtime entry of §5.6
+	// of docs/control-protocol.md#status (GET /status) or a stable runtime entry of docs/control-protocol.md#list
 	// (GET /status/<runtime_id>).
 	Status() any
 	// Subscribe streams the runtime's events as the control socket's
-	// subscribe does (§5.7), opts already validated and limited. C closes
+	// subscribe does (docs/control-protocol.md#subscribe), opts already validated and limited. C closes
 	// when the stream ends: once the runtime has ended and every event up
 	// to its last was delivered. An error wrapping ErrRuntimeNotFound
 	// answers 404.
@@ -28,7 +28,7 @@ type Target interface {
 }
 
 // Supervisor is what `avenor stable` serves: runtimes by id. Serving one
-// (Config.Stable) turns on the stable routes of contract §5.8 and decision
+// (Config.Stable) turns on the stable routes of docs/control-protocol.md#http-debug and decision
 // 6: GET /status/<id>, POST /cancel/<id>, GET /events?runtime_id=,
 // GET /runtimes; POST /cancel and POST /answer-permission then need a
 // runtime id.
@@ -36,7 +36,7 @@ type Supervisor interface {
 	// Runtime returns the runtime with this id, false when there is none.
 	Runtime(id string) (Target, bool)
 	// List is the runtime entries as the control socket's list method
-	// answers them (§5.6); sent as JSON by GET /runtimes and GET /status.
+	// answers them (docs/control-protocol.md#spawn); sent as JSON by GET /runtimes and GET /status.
 	List() any
 	// SubscribeAll streams the live events of every runtime, present and
 	// future, from now on, each carrying its runtime_id: GET /events
@@ -45,7 +45,7 @@ type Supervisor interface {
 }
 
 // SubscribeOptions are the query of GET /events, with the meaning of the
-// control socket's subscribe params (§5.7).
+// control socket's subscribe params (docs/control-protocol.md#subscribe).
 type SubscribeOptions struct {
 	// Replay sends up to Limit buffered events first, then live ones;
 	// replay and live are de-duplicated by seq.

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 )
 
-// TokenHeader carries the token on every route (contract §5.8).
+// TokenHeader carries the token on every route (docs/control-protocol.md#http-debug).
 const TokenHeader = "X-Avenor-Token"
 
 // newToken is 16 random bytes in hex: 32 characters.

@@ -296,7 +296,7 @@ func loadScript(prompt string) (string, error) {
 
 // say emits a message chunk. It writes the chunk's JSON itself rather than
 // building a map (runtime.EmitJSON): a flood is the event path's benchmark,
-// and a plugin that has bytes should not pay for maps (issue 25).
+// and a plugin that has bytes should not pay for maps.
 func (s *session) say(text string) {
 	data := runtime.AppendMessageChunkJSON(make([]byte, 0, 128+len(text)), s.id, text)
 	if err := runtime.EmitJSON(s.host, runtime.EventMessageChunk, data); err != nil {

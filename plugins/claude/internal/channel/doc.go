@@ -1,5 +1,5 @@
 // Package channel is the claude-channel backend's bridge to a running
-// Claude Code (contract §7.8): the broker, an HTTP server on 127.0.0.1 the
+// Claude Code (docs/backends.md#claude-channel-plugin-claude-experimental): the broker, an HTTP server on 127.0.0.1 the
 // backend owns, and the sidecar, the MCP stdio server Claude Code starts
 // from .mcp.json (`avenor claude-channel …`, which execs this plugin).
 //

@@ -17,7 +17,7 @@ import (
 )
 
 // ProtocolVersion is the MCP version the sidecar answers initialize with
-// (contract §7.8); Claude Code accepts it whatever it asked for.
+// (docs/backends.md#claude-channel-plugin-claude-experimental); Claude Code accepts it whatever it asked for.
 const ProtocolVersion = "2024-11-05"
 
 // ServerName is the sidecar's serverInfo.name.

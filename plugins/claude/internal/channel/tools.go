@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Tool names (contract §7.8).
+// Tool names (docs/backends.md#claude-channel-plugin-claude-experimental).
 const (
 	ToolReport = "avenor_report"
 	ToolFinish = "avenor_finish"

@@ -7,10 +7,10 @@ import (
 
 // Bounds of the broker and the sidecar.
 const (
-	// MaxBodyBytes caps every broker request body (1 MiB, contract §7.8).
+	// MaxBodyBytes caps every broker request body (1 MiB, docs/backends.md#claude-channel-plugin-claude-experimental).
 	MaxBodyBytes = 1 << 20
 	// MaxPollWait is the longest a /poll-control long-poll is held open
-	// (2 s, contract §7.8); a larger wait_ms is clamped to it.
+	// (2 s, docs/backends.md#claude-channel-plugin-claude-experimental); a larger wait_ms is clamped to it.
 	MaxPollWait = 2 * time.Second
 	// HeartbeatInterval is how often the sidecar calls /heartbeat (5 s).
 	HeartbeatInterval = 5 * time.Second
@@ -22,7 +22,7 @@ const (
 	MaxFrameBytes = 4 << 20
 )
 
-// Control message types (contract §7.8).
+// Control message types (docs/backends.md#claude-channel-plugin-claude-experimental).
 const (
 	ControlContinue           = "continue"
 	ControlAddContext         = "add_context"
@@ -146,7 +146,7 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-// Valid enums of the tools (contract §7.8).
+// Valid enums of the tools (docs/backends.md#claude-channel-plugin-claude-experimental).
 var (
 	ReportStates   = []string{"started", "thinking", "working", "blocked", "checkpoint", "permission_requested", "error"}
 	FinishStatuses = []string{"done", "failed", "blocked"}

@@ -20,7 +20,7 @@ const BinaryEnv = "AVENOR_CLAUDE_BIN"
 
 const installHint = "install it with: npm install -g @anthropic-ai/claude-code (or set the backend option binary, or " + BinaryEnv + ", to its path)"
 
-// thinkingLevels are the --effort values (contract §7.11).
+// thinkingLevels are the --effort values (docs/backends.md#capability-matrix).
 var thinkingLevels = []string{"low", "medium", "high", "xhigh", "max"}
 
 // NewStreamBackend is claude-stream: `claude -p` with stream-json in and

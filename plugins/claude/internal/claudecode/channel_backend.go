@@ -24,7 +24,7 @@ const ChannelName = "claude-channel"
 
 // ExecutableEnv is set by the avenor host in every plugin process: the
 // avenor executable, which .mcp.json names as the sidecar's command
-// (contract §7.8). Without it (another host) the plugin names itself; it
+// (docs/backends.md#claude-channel-plugin-claude-experimental). Without it (another host) the plugin names itself; it
 // implements `claude-channel` too.
 const ExecutableEnv = "AVENOR_EXECUTABLE"
 
@@ -32,7 +32,7 @@ const ExecutableEnv = "AVENOR_EXECUTABLE"
 // `avenor claude-channel-cleanup` removes what crashed sessions leave.
 const channelServerPrefix = "avenor-channel-"
 
-// Events of the channel backend (contract §2.5).
+// Events of the channel backend (docs/events.md#backend-events).
 const (
 	EventChannelReady = "agent.channel_ready"
 	EventPromptQueued = "agent.prompt_queued"
@@ -45,7 +45,7 @@ const (
 // Timings of the channel backend.
 const (
 	// devChannelWindow: the development-channel warning Claude Code shows
-	// at start is accepted only within this window (contract §7.8).
+	// at start is accepted only within this window (docs/backends.md#claude-channel-plugin-claude-experimental).
 	devChannelWindow = 30 * time.Second
 	// finishSettle: after avenor_finish the turn ends at the transcript's
 	// turn end, or this long after the finish at the latest.
@@ -72,7 +72,7 @@ const (
 // DeliveryOption is the backend option ([backends.claude-channel].options)
 // choosing how prompts reach Claude once the channel is up:
 //
-//   - "both" (default, contract §7.8): pasted into the terminal and queued
+//   - "both" (default, docs/backends.md#claude-channel-plugin-claude-experimental): pasted into the terminal and queued
 //     as a continue control. Claude Code queues the channel copy while the
 //     pasted turn runs and then acts on it again: every prompt is seen
 //     twice (a second turn, a second permission prompt, and a cancel that

@@ -10,7 +10,7 @@ import (
 )
 
 // Prompt pastes the prompt into the TUI and, once the channel is up,
-// queues it as a continue control (contract §7.8; DeliveryOption chooses
+// queues it as a continue control (docs/backends.md#claude-channel-plugin-claude-experimental; DeliveryOption chooses
 // one of the two instead). The turn ends at
 // avenor_finish (then at the transcript's turn end, or finishSettle
 // later), or like a `claude` turn when Claude never calls it.

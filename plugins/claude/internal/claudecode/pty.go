@@ -19,17 +19,17 @@ import (
 const PTYName = "claude"
 
 // TerminalEnv chooses the launcher: unset or "pty" is the built-in
-// pseudo-terminal, "tmux" a private tmux server (contract §1.14).
+// pseudo-terminal, "tmux" a private tmux server (docs/backends.md#claude-plugin-claude).
 const TerminalEnv = "AVENOR_CLAUDE_TERMINAL"
 
-// EventPromptSubmitted says the prompt was typed into the TUI (§2.5).
+// EventPromptSubmitted says the prompt was typed into the TUI (docs/events.md#backend-events).
 const EventPromptSubmitted = "agent.prompt_submitted"
 
 // Timings of the interactive backend.
 const (
 	ptyReadyTimeout = 60 * time.Second
 	ptyPoll         = 150 * time.Millisecond
-	ptyReEnter      = 750 * time.Millisecond // contract §7.7's re-Enter rule
+	ptyReEnter      = 750 * time.Millisecond // docs/backends.md#claude-plugin-claude's re-Enter rule
 	ptyCancelWait   = 3 * time.Second
 	ptyIdleSettle   = time.Second // idle this long after an answer ends a turn without turn_duration
 	ptyKillGrace    = time.Second
@@ -38,7 +38,7 @@ const (
 
 // NewPTYBackend is `claude`: Claude Code's interactive TUI in a
 // pseudo-terminal, progress from its JSONL transcript, idle/busy and
-// permission dialogs from the rendered screen (contract §7.7).
+// permission dialogs from the rendered screen (docs/backends.md#claude-plugin-claude).
 func NewPTYBackend() runtime.Backend { return &ptyBackend{} }
 
 type ptyBackend struct{}
@@ -65,7 +65,7 @@ func (b *ptyBackend) Info() runtime.BackendInfo {
 }
 
 // Check is claude-stream's (Claude Code is there), plus tmux when
-// AVENOR_CLAUDE_TERMINAL=tmux (contract §7.7: required only then).
+// AVENOR_CLAUDE_TERMINAL=tmux (docs/backends.md#claude-plugin-claude: required only then).
 func (b *ptyBackend) Check(ctx context.Context, req runtime.CheckRequest) runtime.Readiness {
 	return checkTUI(ctx, req, PTYName, launcherPTY)
 }
@@ -144,7 +144,7 @@ func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host run
 }
 
 // optionalFlags are the flags both terminal backends pass when asked
-// (contract §7.7, §7.8).
+// (docs/backends.md#claude-plugin-claude, docs/backends.md#claude-channel-plugin-claude-experimental).
 func optionalFlags(req runtime.OpenRequest) []string {
 	var args []string
 	if req.Agent != "" {
@@ -180,7 +180,7 @@ func startTUI(backend string, launch launcher, name, id, bin string, args, env [
 
 // terminalLauncher reads AVENOR_CLAUDE_TERMINAL from the session's
 // environment: unset means def (claude: the built-in pseudo-terminal,
-// §7.7; claude-channel: tmux, §7.8), "pty" or "tmux" choose.
+// docs/backends.md#claude-plugin-claude; claude-channel: tmux, docs/backends.md#claude-channel-plugin-claude-experimental), "pty" or "tmux" choose.
 func terminalLauncher(env []string, backend string, def launcher) (launcher, error) {
 	switch v := strings.TrimSpace(lookupEnv(env, TerminalEnv)); v {
 	case "":
@@ -252,7 +252,7 @@ func (s *ptySession) beginTurn(ctx context.Context) (*turn.Turn, error) {
 func (s *ptySession) endTurn(t *turn.Turn) { s.Runner.End(t) }
 
 // typePrompt pastes text as one bracketed paste and presses Enter, then
-// says so with agent.prompt_submitted (§2.5: delivery is the launcher).
+// says so with agent.prompt_submitted (docs/events.md#agentprompt_submitted: delivery is the launcher).
 // The pause lets the TUI take the paste before the Enter that submits it.
 func (s *ptySession) typePrompt(backend, text string) error {
 	if err := s.term.paste(text); err != nil {
@@ -284,7 +284,7 @@ func (s *ptySession) followTranscript() (text string, ended bool) {
 	return text, false
 }
 
-// reEnter is contract §7.7's re-Enter rule, checked once ptyReEnter after
+// reEnter is docs/backends.md#claude-plugin-claude's re-Enter rule, checked once ptyReEnter after
 // the paste: if the TUI is idle and its input box still shows the start of
 // the prompt (the first 96 bytes), the Enter was lost; press it again.
 func (s *ptySession) reEnter(prompt string, st screenState) {
@@ -357,7 +357,7 @@ func (s *ptySession) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnR
 		}
 		if s.term.done() {
 			s.markDead(fmt.Errorf("claude exited (%v)", s.term.exitErr()))
-			return done(runtime.StopEndTurn, final), nil // contract §7.7: terminal exit without cancel
+			return done(runtime.StopEndTurn, final), nil // docs/backends.md#claude-plugin-claude: terminal exit without cancel
 		}
 		select {
 		case <-ctx.Done():

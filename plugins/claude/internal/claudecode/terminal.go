@@ -16,7 +16,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/agentproc"
 )
 
-// Terminal size of the interactive backend (contract §7.7).
+// Terminal size of the interactive backend (docs/backends.md#claude-plugin-claude).
 const (
 	termCols = 220
 	termRows = 50
@@ -66,7 +66,7 @@ var errNoTmux = errors.New("tmux is not installed (not found in PATH); install i
 // startTerminal starts bin with args in dir, in a 220×50 terminal of the
 // launcher l, as a new process group. name names the terminal where the
 // launcher has names (the tmux session: "avenor-<first 8 chars of the
-// session id>", contract §7.7).
+// session id>", docs/backends.md#claude-plugin-claude).
 func startTerminal(l launcher, name, bin string, args, env []string, dir string) (terminal, error) {
 	switch l {
 	case launcherPTY, "":

@@ -80,7 +80,7 @@ type tmuxTerminal struct {
 
 // startTmux starts bin in a new private tmux server, session name, 220×50,
 // through /bin/sh as `exec bin args…` after sourcing a 0600 env file that
-// the shell deletes at once (contract §7.7). A guardian outlives this
+// the shell deletes at once (docs/backends.md#claude-plugin-claude). A guardian outlives this
 // process to clean up after it (see guardTmux).
 func startTmux(name, bin string, args, env []string, dir string) (*tmuxTerminal, error) {
 	return startTmuxOwned(os.Getpid(), name, bin, args, env, dir)

@@ -127,7 +127,7 @@ var knownTypes = map[string]bool{
 	"keep_alive": true, "tool_progress": true, "rate_limit_event": true, "auth_status": true,
 }
 
-// toolKind is the contract's tool kind (§2.2) for a Claude Code tool name.
+// toolKind is the contract's tool kind (docs/events.md#backend-events) for a Claude Code tool name.
 func toolKind(name string) string {
 	switch name {
 	case "Bash", "BashOutput", "KillShell", "KillBash":

@@ -29,7 +29,7 @@ const SandboxOption = "sandbox"
 const installHint = "install it with: npm install -g @openai/codex@" + TestedVersion + " (or set the backend option binary, or " + BinaryEnv + ", to its path)"
 
 // thinkingLevels are the --thinking values codex-app-server accepts
-// (contract §7.11); each goes to turn/start's effort every turn.
+// (docs/backends.md#capability-matrix); each goes to turn/start's effort every turn.
 var thinkingLevels = []string{"low", "medium", "high", "xhigh", "max"}
 
 // effort is Codex's reasoning effort for a --thinking level. Codex's
@@ -50,7 +50,7 @@ var EventTypes = []string{
 }
 
 // Event types of this backend beyond the canonical ones. The avenor.item.*
-// compatibility events (contract §2.2) carry Codex's item/started and
+// compatibility events (docs/events.md#backend-events) carry Codex's item/started and
 // item/completed notifications as they came: item (the ThreadItem),
 // item_type, threadId, turnId.
 const (
@@ -63,7 +63,7 @@ func New() runtime.Backend { return backend{} }
 
 type backend struct{}
 
-// Info is honest about Codex (contract §7.12): threads persist in
+// Info is honest about Codex (docs/backends.md#capability-matrix): threads persist in
 // CODEX_HOME, so a fresh process resumes them; --model goes to
 // thread/start; permission requests are Codex's own approval requests.
 func (backend) Info() runtime.BackendInfo {

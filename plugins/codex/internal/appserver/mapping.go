@@ -25,7 +25,7 @@ var quiet = map[string]bool{
 	"item/reasoning/summaryPartAdded": true,
 	"item/fileChange/patchUpdated":    true,
 	"thread/name/updated":             true,
-	// Sent once initialize asks for the experimental API (contract §7.3):
+	// Sent once initialize asks for the experimental API (docs/backends.md#codex-app-server-plugin-codex):
 	// the thread's effective settings after turn/start (model, effort and
 	// sandbox, which avenor itself set) and the UI's unread marker.
 	"thread/settings/updated":  true,
@@ -397,7 +397,7 @@ func stopReason(status, info string, cancelled bool) runtime.StopReason {
 		}
 		return runtime.StopError
 	}
-	// An inProgress turn on an idle thread is an interrupted one (§3.8).
+	// An inProgress turn on an idle thread is an interrupted one (runtime-protocols.md §3.8).
 	if cancelled {
 		return runtime.StopCancelled
 	}
@@ -405,7 +405,7 @@ func stopReason(status, info string, cancelled bool) runtime.StopReason {
 }
 
 // passNative forwards a frame without a mapping as avenor.native and
-// counts it (protocol drift, issue 8).
+// counts it (protocol drift).
 func (s *Session) passNative(method string, params json.RawMessage) {
 	s.unknown.Add(1)
 	s.emit(acp.NativeEvent(method, s.id, rawJSON(params)))

@@ -175,7 +175,7 @@ type (
 	}
 )
 
-// The client initialize names (contract §7.3): exactly what the original
+// The client initialize names (docs/backends.md#codex-app-server-plugin-codex): exactly what the original
 // sent, whatever the plugin's own version. Codex turns the name into the
 // model request's originator.
 const (
@@ -183,7 +183,7 @@ const (
 	clientVersion = "0.0.0"
 )
 
-// approvalPolicy always asks (issue 8): every decision goes through the
+// approvalPolicy always asks: every decision goes through the
 // host's broker. Codex 0.171 refuses it in config.toml but takes it here.
 const approvalPolicy = "untrusted"
 
@@ -192,7 +192,7 @@ func (s *Session) handshake(ctx context.Context) error {
 	defer cancel()
 	var p initializeParams
 	p.ClientInfo = clientInfo{Name: clientName, Version: clientVersion}
-	// Contract §7.3: the original asked for the experimental API, and
+	// docs/backends.md#codex-app-server-plugin-codex: the original asked for the experimental API, and
 	// codex 0.171.0 accepts it with the same notifications as without
 	// (e2e/codex_test.go); a harness relying on an experimental field
 	// sees it as it did.
@@ -470,7 +470,7 @@ func (s *Session) shutdown() {
 }
 
 // extra is what every session.end carries beyond the contract: the frames
-// without a mapping so far and Codex's version (protocol drift, issue 8).
+// without a mapping so far and Codex's version (protocol drift).
 func (s *Session) extra() map[string]any {
 	return map[string]any{"unknown_frames": s.unknown.Load(), "runtime_version": s.version}
 }

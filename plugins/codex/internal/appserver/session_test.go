@@ -305,7 +305,7 @@ func TestThinking(t *testing.T) {
 	}
 }
 
-// TestInitializeParams pins the initialize request of contract §7.3:
+// TestInitializeParams pins the initialize request of docs/backends.md#codex-app-server-plugin-codex:
 // clientInfo is exactly {"name":"avenor","version":"0.0.0"} whatever the
 // plugin's version (Codex turns the name into the model request's
 // originator) and capabilities.experimentalApi is true, as the original

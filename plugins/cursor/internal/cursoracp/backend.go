@@ -17,7 +17,7 @@ const authMethod = "cursor_login"
 
 const installHint = "install Cursor's CLI with: curl https://cursor.com/install -fsS | bash (it is not on npm), then log in with `agent login`; or set the backend option binary, or " + BinaryEnv + ", to its path"
 
-// New is cursor-acp. Honest capabilities (contract §7.12, decision
+// New is cursor-acp. Honest capabilities (docs/backends.md#capability-matrix, decision
 // 13): --model uses the "model" config option of the builds that offer one
 // (experimental: some models are account-gated and only fail when used);
 // resume is session/load, tested only against a fake agent (unverified).

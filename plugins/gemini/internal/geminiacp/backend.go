@@ -13,7 +13,7 @@ const BinaryEnv = "AVENOR_GEMINI_BIN"
 
 const installHint = "install it with: npm install -g @google/gemini-cli (0.36 or newer for ACP; or set the backend option binary, or " + BinaryEnv + ", to its path)"
 
-// New is gemini-acp. Honest capabilities (contract §7.12, decision
+// New is gemini-acp. Honest capabilities (docs/backends.md#capability-matrix, decision
 // 13): --model goes through Gemini's session/set_model, a call the ACP
 // schema has since dropped, so model selection is experimental (a version
 // without it gets a warning, not a silent default); resume is session/load,
@@ -47,7 +47,7 @@ func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
 	if req.ServerURL != "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); Gemini CLI's endpoint is set with GOOGLE_GEMINI_BASE_URL in [backends.%s].env", Name, Name)
 	}
-	// The session's cwd is the project; Gemini takes no --cwd (§7.4).
+	// The session's cwd is the project; Gemini takes no --cwd (docs/backends.md#gemini-acp-plugin-gemini).
 	cfg.Args = []string{"--acp", "--approval-mode", "default"}
 	cfg.WarnUnsupported = true
 	cfg.AuthHint = "set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for a custom endpoint), or select an auth type in ~/.gemini/settings.json"

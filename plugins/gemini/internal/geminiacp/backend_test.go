@@ -137,7 +137,7 @@ func TestLaunchLineAndEnv(t *testing.T) {
 	}
 }
 
-// --model goes through session/set_model (decision 13); a version without
+// --model goes through session/set_model (docs/backends.md#gemini-acp-plugin-gemini); a version without
 // a model switch is told about with a warning, never silently.
 func TestModel(t *testing.T) {
 	w := newWorld(t)

@@ -1,5 +1,5 @@
 // Package ocacp is the opencode-acp backend: `opencode acp` driven over ACP
-// (contract §7.1, runtime-protocols.md §2.5).
+// (docs/backends.md#opencode-acp-plugin-opencode, runtime-protocols.md §2.5).
 package ocacp
 
 import (
@@ -22,7 +22,7 @@ const (
 	// BinaryEnv overrides the opencode binary (the "binary" option wins).
 	BinaryEnv = "AVENOR_OPENCODE_BIN"
 	// ServerURLEnv is opencode-http's default server; it makes this
-	// backend refuse to run (contract §1.14).
+	// backend refuse to run (docs/configuration.md#other-environment-variables).
 	ServerURLEnv = "AVENOR_OPENCODE_URL"
 )
 
@@ -91,7 +91,7 @@ func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
 		return nil, nil
 	}
 	// A subagent is not selectable as the session's agent: a per-run config
-	// makes it "all" (contract §7.1).
+	// makes it "all" (docs/backends.md#opencode-acp-plugin-opencode).
 	rc, err := occonfig.WriteRunConfig(req.RunID, req.Agent, getenv)
 	if err != nil {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)

@@ -1,7 +1,7 @@
 // Package occonfig reads OpenCode's configuration the way OpenCode layers it,
 // for the little avenor needs of it: which model an agent is configured with
-// (so --agent without --model selects it, contract §1.2) and whether it is a
-// subagent (which avenor makes selectable with a per-run config, §7.1). Both
+// (so --agent without --model selects it, docs/cli.md#avenor-run) and whether it is a
+// subagent (which avenor makes selectable with a per-run config, docs/backends.md#opencode-acp-plugin-opencode). Both
 // opencode backends (opencode-acp, and opencode-http later) use it.
 package occonfig
 

@@ -14,7 +14,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
-// RunConfig is the per-run config of contract §7.1 that makes a subagent
+// RunConfig is the per-run config of docs/backends.md#opencode-acp-plugin-opencode that makes a subagent
 // selectable: OPENCODE_CONFIG's file merged with OPENCODE_CONFIG_CONTENT
 // and agent.<name>.mode = "all", written to
 // $TMPDIR/avenor-opencode-acp-<run id>-<random>.json.

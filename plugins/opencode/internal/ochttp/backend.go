@@ -29,7 +29,7 @@ const (
 	PasswordEnv = "OPENCODE_SERVER_PASSWORD"
 	UsernameEnv = "OPENCODE_SERVER_USERNAME"
 	// ExplicitDirOption, when true, says the user gave --dir explicitly:
-	// every call then carries ?directory=<dir> (contract decision 14).
+	// every call then carries ?directory=<dir> (docs/backends.md#opencode-http-plugin-opencode).
 	// OpenRequest.DirExplicit is the host's own signal; the option stays
 	// for hosts older than it.
 	ExplicitDirOption = "explicit_dir"
@@ -81,7 +81,7 @@ type Backend struct{}
 func New() runtime.Backend { return Backend{} }
 
 // Info describes the backend. Permission relay is "unverified" as in the
-// contract's matrix (§7.12).
+// contract's matrix (docs/backends.md#capability-matrix).
 func (Backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,

@@ -34,7 +34,7 @@ type statusError struct {
 func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.text) }
 
 // client speaks to one OpenCode server: base URL, basic auth, and the
-// ?directory= of contract decision 14 on every call.
+// ?directory= of docs/backends.md#opencode-http-plugin-opencode on every call.
 type client struct {
 	base      *url.URL // without user info
 	user      string

@@ -14,7 +14,7 @@ import (
 )
 
 // A harness often runs `opencode serve &` and avenor at once: these tests
-// check that Open waits for a server that is still starting (issue 17).
+// check that Open waits for a server that is still starting.
 
 // freeAddr is a loopback address nothing listens on (yet).
 func freeAddr(t *testing.T) string {

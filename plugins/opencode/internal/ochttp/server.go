@@ -24,7 +24,7 @@ const (
 )
 
 // ownServer is an `opencode serve` the plugin started for one session
-// (contract decision 15), in its own process group, guarded by a random
+// (docs/backends.md#opencode-http-plugin-opencode), in its own process group, guarded by a random
 // password.
 type ownServer struct {
 	proc   *agentproc.Process

@@ -119,7 +119,7 @@ type promptResult struct {
 
 // Prompt sends POST /session/{id}/message and relays the session's SSE
 // events until its answer: the answer ends the turn (an idle on SSE does
-// not, contract §7.2).
+// not, docs/backends.md#opencode-http-plugin-opencode).
 func (s *session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResult, error) {
 	rt, err := s.Runner.Begin(ctx)
 	if err != nil {

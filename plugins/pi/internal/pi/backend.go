@@ -44,7 +44,7 @@ var gateSource []byte
 // gateTitlePrefix starts the title of every dialog the gate opens.
 const gateTitlePrefix = "avenor-gate: "
 
-// thinkingLevels are the --thinking values accepted (contract §7.11); pi's
+// thinkingLevels are the --thinking values accepted (docs/backends.md#capability-matrix); pi's
 // own top level is xhigh, so max is sent as xhigh.
 var thinkingLevels = []string{"off", "low", "medium", "high", "xhigh", "max"}
 
@@ -61,7 +61,7 @@ type backend struct{}
 
 func New() runtime.Backend { return backend{} }
 
-// Info is honest about pi (contract §7.12): resume is cross_process because
+// Info is honest about pi (docs/backends.md#capability-matrix): resume is cross_process because
 // the plugin keeps pi's session files under its state directory; permission
 // relay goes through the shipped gate extension (off with
 // permission_gate = false, and then nothing is asked).
@@ -212,7 +212,7 @@ func plan(req runtime.OpenRequest) (launch, error) {
 }
 
 // environ is the plugin's environment with PI_AGENT and PI_AGENT_PROFILE
-// stripped (contract §7.6: existing values never leak into a session that
+// stripped (docs/backends.md#pi-plugin-pi: existing values never leak into a session that
 // did not ask for them), then extra on top.
 func environ(extra map[string]string, keepAgent, keepProfile bool) []string {
 	var out []string
@@ -235,7 +235,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// sessionDir is where pi keeps this plugin's sessions (ARCHITECTURE §4).
+// sessionDir is where pi keeps this plugin's sessions: under the state directory the host gives
+// it (OpenRequest.StateDir), so a fresh process can resume them.
 func sessionDir(stateDir string) string { return filepath.Join(stateDir, "sessions") }
 
 // findSession returns the session file of id under dir. pi names them

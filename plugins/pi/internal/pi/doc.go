@@ -1,5 +1,5 @@
 // Package pi is avenor's backend for the pi coding agent
-// (`@mariozechner/pi-coding-agent`, backend name "pi"; contract §7.6,
+// (`@mariozechner/pi-coding-agent`, backend name "pi"; docs/backends.md#pi-plugin-pi,
 // runtime-protocols.md §4).
 //
 // Each session is one pi process:

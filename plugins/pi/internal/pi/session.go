@@ -30,7 +30,7 @@ const (
 	// stopGrace is the grace of each step of stopping pi.
 	stopGrace = 2 * time.Second
 	// maxInputBytes bounds the raw tool input copied into a permission
-	// request (contract §2.4).
+	// request (docs/events.md#permissionrequest).
 	maxInputBytes = 4 << 10
 )
 

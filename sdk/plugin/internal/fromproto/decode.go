@@ -11,7 +11,7 @@ import (
 
 // Every event crosses the wire as a JSON object and is decoded back into a
 // map on the host; under a flood json.Unmarshal into map[string]any was a
-// quarter of the host's receive loop (issue 11). ObjectDecoder decodes the
+// quarter of the host's receive loop (measured 2026-11-29). ObjectDecoder decodes the
 // JSON a plugin sends into exactly what json.Unmarshal would give —
 // map[string]any, []any, string, float64, bool and nil — without
 // reflection, and interns the short keys that every event repeats. Whatever
