@@ -10,7 +10,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// TestStableDefaultArtifactPaths (contract §1.3): a spawn that names no
+// TestStableDefaultArtifactPaths (docs/stable.md): a spawn that names no
 // paths writes $TMPDIR/avenor-stable/<supervisor_run_id>/<runtime_id>/
 // events.ndjson and sentinel.env, where supervisor_run_id is the id status
 // reports for the supervisor itself (run_id before any runtime exists,

@@ -17,9 +17,9 @@ import (
 // A runtime's final output in memory. A parked runtime used to keep its
 // last session.end whole: 60 runtimes answering 1 MB each held a gigabyte
 // long after they were reaped. The log keeps the whole text; the
-// supervisor keeps only what status and list show (contract §5.6: at most
+// supervisor keeps only what status and list show (docs/control-protocol.md#list: at most
 // event.FinalOutputLimit runes), and result, which must be lossless
-// (§5.4), reads the rest back from the log.
+// (docs/control-protocol.md#methods), reads the rest back from the log.
 
 // MaxKeptFinalOutput bounds, in runes, the final_output a runtime keeps in
 // memory with its last session.end and in its history: what status and

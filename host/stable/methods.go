@@ -74,7 +74,7 @@ func (t tableTarget) Result() any {
 	e := rt.entry(nil)
 	out := map[string]any{"runtime_id": rt.id, "final_output": "", "session_id": e["session_id"],
 		"status": e["status"], "exit_code": e["exit_code"], "stop_reason": e["stop_reason"]}
-	// Lossless (contract §5.4): the kept text, or the log's when the kept
+	// Lossless (docs/control-protocol.md#methods): the kept text, or the log's when the kept
 	// one is cut. final_output_truncated only when the log failed us.
 	final, truncated := rt.finalOutput()
 	out["final_output"] = final
