@@ -13,7 +13,7 @@ import (
 	"github.com/avenor-go/avenor/e2e/fakellm"
 )
 
-// TestStableEndedOpencode (contract decision 19): two real opencode-acp
+// TestStableEndedOpencode (docs/stable.md#runtimes): two real opencode-acp
 // runtimes are mid-turn (a slow stream from the fake model); one is
 // cancelled, the other's plugin is SIGKILLed. Neither parks: each lists
 // ended with its exit code (130, 1), its sentinel (KILLED, FAILED) and a

@@ -9,7 +9,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 )
 
-// Contract decision 19: in avenor stable only a runtime whose turn ended
+// docs/stable.md#runtimes: in avenor stable only a runtime whose turn ended
 // well parks (lists idle and takes follow-ups). One that was cancelled,
 // whose plugin died, or whose turn ended in error is ended, with its
 // exit_code and sentinel: a harness that waits for ended must never wait

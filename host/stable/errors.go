@@ -26,7 +26,7 @@ var (
 	ErrSessionLost = errors.New("session lost")
 	// ErrRuntimeEnded: the runtime's turn did not end well (cancelled, its
 	// plugin died, an error or a timeout), so it is ended and takes no
-	// follow-up (contract decision 19).
+	// follow-up (docs/stable.md#runtimes).
 	ErrRuntimeEnded = errors.New("runtime ended")
 	// ErrNotDurable: the supervisor could not write its state file (a full
 	// disk), so it starts nothing a successor could not recover: a spawn or

@@ -142,7 +142,7 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		// nothing before the supervisor died: the log's session.end is the
 		// turn before it. The prompt did not run; its turn ends in error,
 		// so the harness waiting on it hears so, and the runtime is ended
-		// (decision 19: only a turn that ended well parks). A plugin that
+		// (docs/stable.md#runtimes: only a turn that ended well parks). A plugin that
 		// kept the session is stopped rather than trusted with a turn in
 		// an unknown state.
 		msg := fmt.Sprintf("runtime %s: the supervisor died after accepting a prompt and before its turn started; the prompt did not run (send it again in a new runtime: spawn with session_id %s)", r.ID, r.SessionID)
@@ -161,7 +161,7 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 	if turnEnded {
 		s.settleEndedTurn(rt, r)
 	}
-	// A turn that ended badly ended its runtime (decision 19): its plugin
+	// A turn that ended badly ended its runtime (docs/stable.md#runtimes): its plugin
 	// is not taken over to keep a session nobody can prompt.
 	if p := r.Plugin; p != nil && r.SessionID != "" && rt.dead == "" && rt.endedLocked() == "" && isAvenorPlugin(p.PID) {
 		if s.reattachRuntime(rt, r, lastType) {

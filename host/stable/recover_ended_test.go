@@ -33,7 +33,7 @@ func TestRecoverTurnEnded(t *testing.T) {
 		{"mid-turn, no plugin", turn, "", persistRunning, "ended", "FAILED\nSESSION=s", 1, 0},
 		// A follow-up accepted when the log ended at 4 wrote nothing: the
 		// prompt did not run, and its harness is told so (a turn ended in
-		// error: the runtime is ended, decision 19); one accepted at 3
+		// error: the runtime is ended, docs/stable.md#runtimes); one accepted at 3
 		// wrote its turn, which ended.
 		{"follow-up accepted, never started", turn + sessionEnd + "\n", "", persistRunning, "ended", "FAILED\nSESSION=s\nSTOP_REASON=error", 2, 4},
 		{"follow-up started, nothing durable past its first line", turn + sessionEnd + "\n", "", persistRunning, "idle", "DONE\nSESSION=s1", 1, 3},

@@ -251,7 +251,7 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 	switch {
 	case held == nil:
 	case s.closing || rt.endedLocked() != "":
-		// An ended runtime takes no follow-up (decision 19): nothing is
+		// An ended runtime takes no follow-up (docs/stable.md#runtimes): nothing is
 		// left for its plugin to keep.
 		toClose = append(toClose, held)
 	default:
@@ -598,7 +598,7 @@ func (rt *runtime) resume(text string) error {
 
 // endedLocked says why the runtime's last run ended it, "" when the run's
 // turn ended well (exit code 0) and the runtime parks for follow-ups; rt.mu
-// is held. Contract decision 19: a runtime that was cancelled, whose plugin
+// is held. docs/stable.md#runtimes: a runtime that was cancelled, whose plugin
 // or CLI died, or whose turn ended in error or timed out is ended with its
 // exit code and sentinel, so a harness that waits for ended never waits for
 // ever.

@@ -104,7 +104,7 @@ func TestPromptRefusedDuringShutdown(t *testing.T) {
 
 // A prompt sent while a cancelled run is still ending its turn is refused
 // once the run has ended, with the reason and the fix: the cancel ended the
-// runtime (decision 19). It used to be accepted into the ending run and
+// runtime (docs/stable.md#runtimes). It used to be accepted into the ending run and
 // lost.
 func TestPromptAfterCancelIsRefused(t *testing.T) {
 	c, dir, served := startInProcess(t)
