@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"testing"
 )
 
@@ -13,7 +14,7 @@ func TestNotificationParams(t *testing.T) {
 		name      string
 		line      string
 		fast      bool // the fast path takes the line
-		wantName  string
+		wantName  sdk.EventType
 		wantSeq   int64
 		wantParam string
 	}{

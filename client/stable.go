@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"path/filepath"
 	"strings"
 )
@@ -29,7 +30,7 @@ type Runtime struct {
 	LatestSeq            int64           `json:"latest_seq"`
 	Usage                json.RawMessage `json:"usage"`
 	ExitCode             *int            `json:"exit_code"` // nil while the runtime runs
-	StopReason           string          `json:"stop_reason"`
+	StopReason           sdk.StopReason  `json:"stop_reason"`
 	OnEvent              string          `json:"on_event"`
 	EventPath            string          `json:"event_path"`
 	SentinelFile         string          `json:"sentinel_file"`

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,7 +203,7 @@ func TestBatchedWriteError(t *testing.T) {
 	if w.Err() == nil {
 		t.Fatal("Err() = nil after a failed write")
 	}
-	for _, want := range []string{"a", "b", "c"} {
+	for _, want := range []sdk.EventType{"a", "b", "c"} {
 		if got := receive(t, sub).Type(); got != want {
 			t.Fatalf("subscriber got %q, want %q", got, want)
 		}

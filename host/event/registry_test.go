@@ -1,15 +1,18 @@
 package event
 
-import "testing"
+import (
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+	"testing"
+)
 
 func TestHostEventTypes(t *testing.T) {
-	want := []string{
+	want := []sdk.EventType{
 		"session.start", "session.end", "avenor.turn.start", "agent.status", "avenor.retry",
 		"avenor.error", "avenor.warning", "permission.request", "permission.response",
 		"subscriber.lagged", "avenor.loop.start", "avenor.phase.start", "avenor.phase.end",
 		"avenor.loop.end", "avenor.team.start", "avenor.team.end", "child.question", "avenor.supervisor.reattached",
 	}
-	seen := map[string]bool{}
+	seen := map[sdk.EventType]bool{}
 	for _, et := range HostEventTypes {
 		if seen[et.Name] {
 			t.Errorf("%s listed twice", et.Name)
@@ -30,7 +33,7 @@ func TestHostEventTypes(t *testing.T) {
 	if len(HostEventTypes) != len(want) {
 		t.Errorf("HostEventTypes has %d entries, want %d", len(HostEventTypes), len(want))
 	}
-	for _, name := range []string{"agent.message_chunk", "tool.call", "avenor.native", "", "session"} {
+	for _, name := range []sdk.EventType{"agent.message_chunk", "tool.call", "avenor.native", "", "session"} {
 		if IsHostEvent(name) {
 			t.Errorf("IsHostEvent(%q) = true", name)
 		}

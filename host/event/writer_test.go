@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"math"
 	"os"
 	"path/filepath"
@@ -228,7 +229,7 @@ func TestWriteErrorDoesNotStopFanOut(t *testing.T) {
 	if got := len(w.History(0, 0)); got != 3 {
 		t.Fatalf("history holds %d events, want 3", got)
 	}
-	for _, want := range []string{"a", "b", "c"} {
+	for _, want := range []sdk.EventType{"a", "b", "c"} {
 		if got := receive(t, sub).Type(); got != want {
 			t.Fatalf("subscriber got %q, want %q", got, want)
 		}

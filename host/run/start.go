@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,7 +44,7 @@ type Spec struct {
 // Result is how a run ended.
 type Result struct {
 	ExitCode   int
-	StopReason string
+	StopReason sdk.StopReason
 	SessionID  string
 	// SentinelErr is why the sentinel could not be written, already told
 	// on stderr; nil when it was written or none was asked for.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"os"
 	"strings"
 	"sync"
@@ -16,7 +17,7 @@ import (
 func TestSharedWriterIsOneStream(t *testing.T) {
 	f := newFixture(t, "say one")
 	w := event.NewWriter(&f.log, event.Stamp{RunID: f.opts.RunID}, event.Options{})
-	var seen []string
+	var seen []sdk.EventType
 	var mu sync.Mutex
 	sessions := map[string]bool{}
 	for _, prompt := range []string{"say one", "say two"} {

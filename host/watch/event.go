@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io"
 	"strconv"
 )
@@ -33,9 +34,9 @@ func ParseLine(line []byte) (Event, error) {
 }
 
 // Name is the "event" field, or "" when it is missing or not a string.
-func (e Event) Name() string {
+func (e Event) Name() sdk.EventType {
 	s, _ := e["event"].(string)
-	return s
+	return sdk.EventType(s)
 }
 
 // SessionID is the "session_id" field rendered as text, else the

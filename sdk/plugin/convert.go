@@ -17,10 +17,10 @@ func backendInfoToProto(b runtime.BackendInfo) *pb.BackendInfo {
 	return &pb.BackendInfo{
 		Name:           b.Name,
 		Description:    b.Description,
-		Capabilities:   b.Capabilities,
+		Capabilities:   capabilitiesToProto(b.Capabilities),
 		ResumeScope:    b.ResumeScope,
 		ThinkingLevels: b.ThinkingLevels,
-		EventTypes:     b.EventTypes,
+		EventTypes:     eventTypesToProto(b.EventTypes),
 	}
 }
 
@@ -28,11 +28,59 @@ func backendInfoFromProto(b *pb.BackendInfo) runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:           b.GetName(),
 		Description:    b.GetDescription(),
-		Capabilities:   b.GetCapabilities(),
+		Capabilities:   capabilitiesFromProto(b.GetCapabilities()),
 		ResumeScope:    b.GetResumeScope(),
 		ThinkingLevels: b.GetThinkingLevels(),
-		EventTypes:     b.GetEventTypes(),
+		EventTypes:     eventTypesFromProto(b.GetEventTypes()),
 	}
+}
+
+// The wire spells the capability matrix and event types as plain strings;
+// runtime's defined types are the same strings, converted one by one.
+// A nil input stays nil, as the generated getters return it.
+
+func capabilitiesToProto(m map[runtime.Capability]runtime.Support) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for c, s := range m {
+		out[string(c)] = string(s)
+	}
+	return out
+}
+
+func capabilitiesFromProto(m map[string]string) map[runtime.Capability]runtime.Support {
+	if m == nil {
+		return nil
+	}
+	out := make(map[runtime.Capability]runtime.Support, len(m))
+	for c, s := range m {
+		out[runtime.Capability(c)] = runtime.Support(s)
+	}
+	return out
+}
+
+func eventTypesToProto(ts []runtime.EventType) []string {
+	if ts == nil {
+		return nil
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+func eventTypesFromProto(ts []string) []runtime.EventType {
+	if ts == nil {
+		return nil
+	}
+	out := make([]runtime.EventType, len(ts))
+	for i, t := range ts {
+		out[i] = runtime.EventType(t)
+	}
+	return out
 }
 
 func readinessToProto(r runtime.Readiness) *pb.CheckResponse {
@@ -81,7 +129,7 @@ func eventToProto(ev runtime.Event) (*pb.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %q: %w", ev.Type, err)
 	}
-	return &pb.Event{Type: ev.Type, Json: data}, nil
+	return &pb.Event{Type: string(ev.Type), Json: data}, nil
 }
 
 // eventFromProto decodes with d, the receiving session's decoder (the hot
@@ -94,7 +142,7 @@ func eventFromProto(e *pb.Event, d *objectDecoder) (runtime.Event, error) {
 	if fields == nil {
 		fields = map[string]any{}
 	}
-	return runtime.Event{Type: e.GetType(), Fields: fields}, nil
+	return runtime.Event{Type: runtime.EventType(e.GetType()), Fields: fields}, nil
 }
 
 func permissionRequestToProto(r runtime.PermissionRequest) (*pb.PermissionRequest, error) {
@@ -138,7 +186,7 @@ func decisionFromProto(d *pb.PermissionDecision) runtime.PermissionDecision {
 func turnEndedToProto(turnID string, res runtime.TurnResult, err error) *pb.TurnEnded {
 	extra, merr := marshalObject(res.Extra)
 	te := &pb.TurnEnded{
-		TurnId: turnID, StopReason: res.StopReason, HasFinalOutput: res.HasFinalOutput,
+		TurnId: turnID, StopReason: string(res.StopReason), HasFinalOutput: res.HasFinalOutput,
 		FinalOutput: res.FinalOutput, ExtraJson: extra, SessionId: res.SessionID,
 	}
 	if res.Usage != nil {
@@ -151,7 +199,7 @@ func turnEndedToProto(turnID string, res runtime.TurnResult, err error) *pb.Turn
 	if err != nil {
 		te.Error = errorToProto(err)
 		if te.StopReason == "" {
-			te.StopReason = runtime.StopError
+			te.StopReason = string(runtime.StopError)
 		}
 	}
 	return te
@@ -159,7 +207,7 @@ func turnEndedToProto(turnID string, res runtime.TurnResult, err error) *pb.Turn
 
 func turnEndedFromProto(te *pb.TurnEnded) (runtime.TurnResult, error) {
 	res := runtime.TurnResult{
-		StopReason: te.GetStopReason(), HasFinalOutput: te.GetHasFinalOutput(),
+		StopReason: runtime.StopReason(te.GetStopReason()), HasFinalOutput: te.GetHasFinalOutput(),
 		FinalOutput: te.GetFinalOutput(), SessionID: te.GetSessionId(),
 	}
 	if u := te.GetUsage(); u != nil {

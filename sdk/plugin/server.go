@@ -515,7 +515,7 @@ func (ss *sessionServer) EmitJSON(typ runtime.EventType, fields []byte) {
 	// pushed into the old one while it drains would be lost.
 	ss.outMu.RLock()
 	defer ss.outMu.RUnlock()
-	ss.out.pushEvent(&pb.Event{Type: typ, Json: fields})
+	ss.out.pushEvent(&pb.Event{Type: string(typ), Json: fields})
 }
 
 // AskPermission implements runtime.Host.
