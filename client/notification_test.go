@@ -2,8 +2,9 @@ package client
 
 import (
 	"bytes"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // The fast path takes only lines shaped exactly as the server writes an

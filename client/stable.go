@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"path/filepath"
 	"strings"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Runtime is a stable supervisor's runtime entry (contract §5.6): the list

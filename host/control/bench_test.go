@@ -3,7 +3,6 @@ package control
 import (
 	"bufio"
 	"encoding/json"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"net"
 	"runtime"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // benchSubscriber subscribes over the socket and reports, for each event,

@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // slowLineWriter records every Write call, checks that each one holds

@@ -1,8 +1,9 @@
 package event
 
 import (
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"sync"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Subscription receives a Writer's events from the moment it was created.

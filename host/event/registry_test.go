@@ -1,8 +1,9 @@
 package event
 
 import (
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestHostEventTypes(t *testing.T) {
@@ -51,4 +52,24 @@ func TestTurnStartFields(t *testing.T) {
 		}
 	}
 	t.Fatal("avenor.turn.start not listed")
+}
+
+// TestEventTypeReadsBothForms: Type reads the "event" key whether it holds
+// a plain string (decoded, or put there as string(...)) or an
+// sdk.EventType, and "" for anything else.
+func TestEventTypeReadsBothForms(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ev   Event
+		want sdk.EventType
+	}{
+		{"string", Event{KeyEvent: "session.end"}, sdk.EventSessionEnd},
+		{"typed", Event{KeyEvent: sdk.EventToolCall}, sdk.EventToolCall},
+		{"missing", Event{}, ""},
+		{"not a string", Event{KeyEvent: 3}, ""},
+	} {
+		if got := c.ev.Type(); got != c.want {
+			t.Errorf("%s: Type() = %q, want %q", c.name, got, c.want)
+		}
+	}
 }

@@ -2,12 +2,12 @@ package event
 
 import (
 	"bytes"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/avenor-go/avenor/sdk/jsonenc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // A plugin sends every event as its type and the JSON object of its fields

@@ -1,10 +1,10 @@
 package event
 
 import (
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"strconv"
 
 	"github.com/avenor-go/avenor/sdk/jsonenc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Stamped describes a plugin event WriteFields published.

@@ -3,13 +3,13 @@ package event
 import (
 	"bytes"
 	"encoding/json"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/jsonenc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // writeBothWays writes the plugin event (typ, data) through Write as the

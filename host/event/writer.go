@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io"
 	"sync"
 	"time"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Defaults for Options and Subscribe (contract §5.7: per-runtime history

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Runtime statuses in the registry beside the supervisor's own (idle,

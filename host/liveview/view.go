@@ -2,7 +2,6 @@ package liveview
 
 import (
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Mode is how a view renders.

@@ -1,10 +1,10 @@
 package loop
 
 import (
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"strings"
 
 	"github.com/avenor-go/avenor/host/sentinel"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Exit reasons of avenor.loop.end (§6.5) and avenor.team.end (§6.7).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/event"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // fakePhases is a PhaseFunc without processes: a phase's prompt is a tiny

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/avenor-go/avenor/client"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Run statuses, the vocabulary of every tool result (contract §8): an agent

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/avenor-go/avenor/client"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // ToolNames are the tools a Server serves: the original's seven run tools,

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,6 +12,7 @@ import (
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Spec is one run for Start: a one-shot run, or a loop or team run. The

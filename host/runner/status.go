@@ -2,13 +2,13 @@ package runner
 
 import (
 	"encoding/json"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Turn states of the status snapshot (contract §5.5).

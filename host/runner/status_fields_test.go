@@ -2,12 +2,12 @@ package runner
 
 import (
 	"encoding/json"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // The status tracker reads plugin events scanned (beforeFields,

@@ -2,8 +2,9 @@ package sentinel
 
 import (
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestExitCode(t *testing.T) {

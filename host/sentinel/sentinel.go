@@ -3,13 +3,13 @@ package sentinel
 import (
 	"errors"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 

@@ -3,12 +3,13 @@ package sentinel
 import (
 	"bytes"
 	"errors"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestFormat(t *testing.T) {

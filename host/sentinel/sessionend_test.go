@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestReadLastSessionEnd(t *testing.T) {

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"io"
 	"strconv"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Event is one decoded line of an event log: the flat JSON object of
