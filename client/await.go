@@ -80,7 +80,7 @@ type AwaitOutcome struct {
 	// Phase is PhaseDone, PhaseFailed, PhaseTimeout or PhaseKilled for an
 	// ended runtime; Reason its stop reason (not for PhaseDone).
 	Phase  string
-	Reason string
+	Reason sdk.StopReason
 	// Runtime is the runtime's last status.
 	Runtime Runtime
 	// FinalOutput is set when AwaitOptions.FinalOutput asked for it.

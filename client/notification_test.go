@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // The fast path takes only lines shaped exactly as the server writes an
@@ -13,7 +15,7 @@ func TestNotificationParams(t *testing.T) {
 		name      string
 		line      string
 		fast      bool // the fast path takes the line
-		wantName  string
+		wantName  sdk.EventType
 		wantSeq   int64
 		wantParam string
 	}{

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Runtime is a stable supervisor's runtime entry (docs/control-protocol.md#list): the list
@@ -29,7 +31,7 @@ type Runtime struct {
 	LatestSeq            int64           `json:"latest_seq"`
 	Usage                json.RawMessage `json:"usage"`
 	ExitCode             *int            `json:"exit_code"` // nil while the runtime runs
-	StopReason           string          `json:"stop_reason"`
+	StopReason           sdk.StopReason  `json:"stop_reason"`
 	OnEvent              string          `json:"on_event"`
 	EventPath            string          `json:"event_path"`
 	SentinelFile         string          `json:"sentinel_file"`

@@ -13,8 +13,8 @@ import (
 // sent it (the same bytes as its --on-event NDJSON line, with final_output
 // bounded to 4096 runes) and the envelope fields most consumers need.
 type Event struct {
-	// Name is the "event" field, e.g. "session.end".
-	Name string
+	// Name is the "event" field, e.g. "session.end" (sdk.EventSessionEnd).
+	Name sdk.EventType
 	// Seq is the per-runtime sequence number; 0 for subscriber.lagged,
 	// which carries none.
 	Seq int64
@@ -33,9 +33,9 @@ func newEvent(raw json.RawMessage) Event {
 // well-typed envelope fields.
 func parseEvent(raw json.RawMessage) (Event, error) {
 	var h struct {
-		Name      string `json:"event"`
-		Seq       int64  `json:"seq"`
-		RuntimeID string `json:"runtime_id"`
+		Name      sdk.EventType `json:"event"`
+		Seq       int64         `json:"seq"`
+		RuntimeID string        `json:"runtime_id"`
 	}
 	err := json.Unmarshal(raw, &h)
 	return Event{Name: h.Name, Seq: h.Seq, RuntimeID: h.RuntimeID, Raw: raw}, err
@@ -125,7 +125,7 @@ func (s *Subscription) next() (Event, bool, bool) {
 	if s.dropped > 0 {
 		n := s.dropped
 		s.dropped = 0
-		raw, _ := json.Marshal(map[string]any{"event": sdk.EventSubscriberLagged, "dropped_count": n, "source": "client"})
+		raw, _ := json.Marshal(map[string]any{"event": string(sdk.EventSubscriberLagged), "dropped_count": n, "source": "client"})
 		return newEvent(raw), true, false
 	}
 	if len(s.queue) > 0 {

@@ -199,7 +199,7 @@ func checkEventDocumented(t *testing.T, typ, from string) {
 
 func TestHostEventsDocumented(t *testing.T) {
 	for _, et := range event.HostEventTypes {
-		checkEventDocumented(t, et.Name, "host registry")
+		checkEventDocumented(t, et.Name.String(), "host registry")
 	}
 }
 

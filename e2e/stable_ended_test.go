@@ -68,7 +68,7 @@ func TestStableEndedOpencode(t *testing.T) {
 		}) {
 			t.Fatalf("%s never listed ended: %s", rt.RuntimeID, got.Raw)
 		}
-		if got.ExitCode == nil || *got.ExitCode != code || got.StopReason != stop {
+		if got.ExitCode == nil || *got.ExitCode != code || string(got.StopReason) != stop {
 			t.Errorf("%s: exit_code %v stop_reason %q, want %d %q", rt.RuntimeID, got.ExitCode, got.StopReason, code, stop)
 		}
 		if s := readSentinel(t, rt.SentinelFile); s.status != sentinelStatus || s.fields["STOP_REASON"] != stop {

@@ -135,7 +135,7 @@ func TestControlConformanceOneShotAndStable(t *testing.T) {
 		waitForLog(t, log, `"event":"agent.message_chunk"`, 10*time.Second)
 		runConformance(t, c, sp.RuntimeID)
 		rt := waitEnded(t, c, sp.RuntimeID, 20*time.Second)
-		if rt.ExitCode == nil || *rt.ExitCode != 130 || !strings.Contains(rt.StopReason, "cancel") {
+		if rt.ExitCode == nil || *rt.ExitCode != 130 || !strings.Contains(rt.StopReason.String(), "cancel") {
 			t.Errorf("the runtime after cancel: %s; want exit 130, cancelled", rt.Raw)
 		}
 	})

@@ -217,7 +217,7 @@ func fleetStream(t *testing.T, sock, id string) []client.Event {
 func namesOf(evs []client.Event) string {
 	var s []string
 	for _, e := range evs {
-		s = append(s, e.Name)
+		s = append(s, e.Name.String())
 	}
 	return strings.Join(s, " ")
 }

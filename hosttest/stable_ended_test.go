@@ -29,7 +29,7 @@ func TestStableOnlyAWellEndedTurnParks(t *testing.T) {
 	ended := func(t *testing.T, id, what string, code int, stop, sentinelStatus, endReason string) {
 		t.Helper()
 		rt := waitRuntime(t, c, id, 20*time.Second, "ended ("+what+")", func(rt client.Runtime) bool { return rt.Status == "ended" })
-		if rt.ExitCode == nil || *rt.ExitCode != code || rt.StopReason != stop {
+		if rt.ExitCode == nil || *rt.ExitCode != code || string(rt.StopReason) != stop {
 			t.Errorf("%s: exit_code %v stop_reason %q, want %d %q: %s", what, rt.ExitCode, rt.StopReason, code, stop, rt.Raw)
 		}
 		checkSentinel(t, rt.SentinelFile, sentinelBytes(sentinelStatus, rt.SessionID, stop, code, rt.RunID))

@@ -156,8 +156,8 @@ func awaitRun(ctx context.Context, f *awaitFlags, name string, env Env) (int, er
 	plain := fmt.Sprintf("END %s %s", out.Phase, out.RuntimeID)
 	js := map[string]any{"event": "end", "phase": out.Phase, "runtime_id": out.RuntimeID}
 	if out.Reason != "" {
-		plain += " " + out.Reason
-		js["reason"] = out.Reason
+		plain += " " + out.Reason.String()
+		js["reason"] = out.Reason.String()
 	}
 	line(plain, js)
 	if f.printOutput {

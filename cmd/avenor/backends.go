@@ -115,7 +115,7 @@ func writeBackendsNarrow(out io.Writer, rows []hostrun.BackendRow) {
 	writeBackendsLegend(out)
 }
 
-func capCell(level string) string {
+func capCell(level sdk.Support) string {
 	switch level {
 	case sdk.Supported:
 		return "yes"

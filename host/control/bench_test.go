@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // benchSubscriber subscribes over the socket and reports, for each event,
@@ -33,9 +34,9 @@ func benchSubscriber(b *testing.B, path string) (net.Conn, *bufio.Reader) {
 
 type benchNote struct {
 	Params struct {
-		Event string `json:"event"`
-		Seq   int64  `json:"seq"`
-		Sent  int64  `json:"sent_ns"`
+		Event sdk.EventType `json:"event"`
+		Seq   int64         `json:"seq"`
+		Sent  int64         `json:"sent_ns"`
 	} `json:"params"`
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // slowLineWriter records every Write call, checks that each one holds
@@ -202,7 +204,7 @@ func TestBatchedWriteError(t *testing.T) {
 	if w.Err() == nil {
 		t.Fatal("Err() = nil after a failed write")
 	}
-	for _, want := range []string{"a", "b", "c"} {
+	for _, want := range []sdk.EventType{"a", "b", "c"} {
 		if got := receive(t, sub).Type(); got != want {
 			t.Fatalf("subscriber got %q, want %q", got, want)
 		}

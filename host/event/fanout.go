@@ -1,6 +1,10 @@
 package event
 
-import "sync"
+import (
+	"sync"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
 
 // Subscription receives a Writer's events from the moment it was created.
 //
@@ -172,7 +176,7 @@ func (it Item) Seq() (int64, bool) {
 }
 
 // Type returns the event's type without decoding it.
-func (it Item) Type() string {
+func (it Item) Type() sdk.EventType {
 	if it.lag != nil {
 		return TypeSubscriberLagged
 	}
@@ -369,7 +373,7 @@ func (s *Subscription) deliver(ev Event, dropped int64) bool {
 // subscription's lock; taking them in the other order would deadlock).
 func (w *Writer) lagged(dropped int64) Event {
 	ev := Event{
-		KeyEvent:        TypeSubscriberLagged,
+		KeyEvent:        string(TypeSubscriberLagged),
 		"dropped_count": dropped,
 		KeyTS:           w.now().UnixMilli(),
 	}
@@ -410,7 +414,7 @@ type rawDesc struct {
 	// What the Writer stamped, in the Go values Write would have put in
 	// the map: the line holds them encoded, and a string that is not
 	// valid UTF-8 would not decode back to itself.
-	typ       string
+	typ       sdk.EventType
 	stamp     *Stamp
 	sessionID string // stamped session_id, "" when none was
 	stampedTS bool
@@ -436,7 +440,7 @@ func (r *rawEvent) event() Event {
 			// Cannot happen: the line is the Writer's own encoding.
 			ev = Event{"message": "event line unreadable"}
 		}
-		ev[KeyEvent] = r.typ
+		ev[KeyEvent] = string(r.typ)
 		ev[KeySeq] = r.seq
 		if f, ok := ev[KeyTS].(float64); ok && r.stampedTS {
 			ev[KeyTS] = int64(f)

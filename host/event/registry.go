@@ -40,7 +40,7 @@ const (
 // fields it carries beyond the envelope (event, seq, ts, run_id, run_label,
 // runtime_id, session_id).
 type EventType struct {
-	Name string
+	Name sdk.EventType
 	Doc  string
 	// Fields are always present.
 	Fields []string
@@ -156,7 +156,7 @@ var HostEventTypes = []EventType{
 }
 
 // IsHostEvent reports whether the host itself emits events of type name.
-func IsHostEvent(name string) bool {
+func IsHostEvent(name sdk.EventType) bool {
 	for _, t := range HostEventTypes {
 		if t.Name == name {
 			return true

@@ -1,15 +1,19 @@
 package event
 
-import "testing"
+import (
+	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
 
 func TestHostEventTypes(t *testing.T) {
-	want := []string{
+	want := []sdk.EventType{
 		"session.start", "session.end", "avenor.turn.start", "agent.status", "avenor.retry",
 		"avenor.error", "avenor.warning", "permission.request", "permission.response",
 		"subscriber.lagged", "avenor.loop.start", "avenor.phase.start", "avenor.phase.end",
 		"avenor.loop.end", "avenor.team.start", "avenor.team.end", "child.question", "avenor.supervisor.reattached",
 	}
-	seen := map[string]bool{}
+	seen := map[sdk.EventType]bool{}
 	for _, et := range HostEventTypes {
 		if seen[et.Name] {
 			t.Errorf("%s listed twice", et.Name)
@@ -30,7 +34,7 @@ func TestHostEventTypes(t *testing.T) {
 	if len(HostEventTypes) != len(want) {
 		t.Errorf("HostEventTypes has %d entries, want %d", len(HostEventTypes), len(want))
 	}
-	for _, name := range []string{"agent.message_chunk", "tool.call", "avenor.native", "", "session"} {
+	for _, name := range []sdk.EventType{"agent.message_chunk", "tool.call", "avenor.native", "", "session"} {
 		if IsHostEvent(name) {
 			t.Errorf("IsHostEvent(%q) = true", name)
 		}
@@ -48,4 +52,24 @@ func TestTurnStartFields(t *testing.T) {
 		}
 	}
 	t.Fatal("avenor.turn.start not listed")
+}
+
+// TestEventTypeReadsBothForms: Type reads the "event" key whether it holds
+// a plain string (decoded, or put there as string(...)) or an
+// sdk.EventType, and "" for anything else.
+func TestEventTypeReadsBothForms(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ev   Event
+		want sdk.EventType
+	}{
+		{"string", Event{KeyEvent: "session.end"}, sdk.EventSessionEnd},
+		{"typed", Event{KeyEvent: sdk.EventToolCall}, sdk.EventToolCall},
+		{"missing", Event{}, ""},
+		{"not a string", Event{KeyEvent: 3}, ""},
+	} {
+		if got := c.ev.Type(); got != c.want {
+			t.Errorf("%s: Type() = %q, want %q", c.name, got, c.want)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func (r *ring) after(afterSeq int64, limit int) []Event {
 		if err != nil {
 			// Cannot happen: the line is the writer's own encoding. Keep
 			// the seq visible rather than dropping the entry silently.
-			ev = Event{KeyEvent: TypeError, KeySeq: e.seq, "message": "history entry unreadable: " + err.Error()}
+			ev = Event{KeyEvent: string(TypeError), KeySeq: e.seq, "message": "history entry unreadable: " + err.Error()}
 		}
 		// The stamped fields get the Go types a live event has (seq and
 		// ts int64), so readers treat replayed and live events alike.

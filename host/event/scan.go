@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/avenor-go/avenor/sdk/jsonenc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // A plugin sends every event as its type and the JSON object of its fields
@@ -31,7 +32,7 @@ const maxScanDepth = 64
 // by ScanFields and given back with Release; it is not safe for concurrent
 // use. The data it was scanned from must not change until Release.
 type Fields struct {
-	typ     string
+	typ     sdk.EventType
 	data    []byte
 	members []member // top level, in key order
 	scratch []byte   // unescaped strings (Str)
@@ -54,7 +55,7 @@ var fieldsPool = sync.Pool{New: func() any { return new(Fields) }}
 // as a plugin sent it (empty means no fields). It returns false, and no
 // Fields, when data is not in canonical form: the caller then decodes it
 // (and reports it malformed when it does not decode) as before.
-func ScanFields(typ string, data []byte) (*Fields, bool) {
+func ScanFields(typ sdk.EventType, data []byte) (*Fields, bool) {
 	f := fieldsPool.Get().(*Fields)
 	f.typ, f.data, f.members = typ, data, f.members[:0]
 	if len(data) == 0 {
@@ -79,7 +80,7 @@ func (f *Fields) Release() {
 }
 
 // Type returns the event's type.
-func (f *Fields) Type() string { return f.typ }
+func (f *Fields) Type() sdk.EventType { return f.typ }
 
 // value returns the encoding of the top-level member key, or nil.
 func (f *Fields) value(key string) []byte {

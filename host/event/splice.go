@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/avenor-go/avenor/sdk/jsonenc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Stamped describes a plugin event WriteFields published.
@@ -96,7 +97,7 @@ func (w *Writer) WriteFields(f *Fields, sessionID string) (Stamped, error) {
 }
 
 type spliceStamp struct {
-	typ       string
+	typ       sdk.EventType
 	seq       int64
 	hasTS     bool
 	ownSID    []byte // the event's own session_id value to keep, or nil
@@ -143,7 +144,7 @@ func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp) []byte {
 		k, kb := stampKeys[i], stampKeyBytes[i]
 		switch {
 		case k == KeyEvent:
-			str(kb, st.typ)
+			str(kb, string(st.typ))
 		case k == KeySeq:
 			key(kb)
 			dst = strconv.AppendInt(dst, st.seq, 10)

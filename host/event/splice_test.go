@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/jsonenc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // writeBothWays writes the plugin event (typ, data) through Write as the
@@ -18,7 +19,7 @@ import (
 // same stamp and clock, twice (so seq moves), and fails unless the logs,
 // the subscribers' events and the histories are the same. scanned reports
 // whether the splice path was taken.
-func writeBothWays(t *testing.T, typ string, data []byte, stamp Stamp, wsid, shared string) (scanned bool) {
+func writeBothWays(t *testing.T, typ sdk.EventType, data []byte, stamp Stamp, wsid, shared string) (scanned bool) {
 	t.Helper()
 	var want map[string]any
 	decodeErr := error(nil)
@@ -56,7 +57,7 @@ func writeBothWays(t *testing.T, typ string, data []byte, stamp Stamp, wsid, sha
 		if m == nil {
 			m = map[string]any{}
 		}
-		m[KeyEvent] = typ
+		m[KeyEvent] = string(typ)
 		if shared != "" {
 			if sid, _ := m[KeySessionID].(string); sid == "" {
 				m[KeySessionID] = shared
@@ -84,7 +85,7 @@ func writeBothWays(t *testing.T, typ string, data []byte, stamp Stamp, wsid, sha
 			if m2 == nil {
 				m2 = map[string]any{}
 			}
-			m2[KeyEvent] = typ
+			m2[KeyEvent] = string(typ)
 			if shared != "" {
 				if sid, _ := m2[KeySessionID].(string); sid == "" {
 					m2[KeySessionID] = shared
@@ -138,8 +139,10 @@ func writeBothWays(t *testing.T, typ string, data []byte, stamp Stamp, wsid, sha
 }
 
 var spliceCases = []struct {
-	name, typ, data string
-	scanned         bool // ScanFields takes it
+	name    string
+	typ     sdk.EventType
+	data    string
+	scanned bool // ScanFields takes it
 }{
 	{"empty", "agent.message_chunk", ``, true},
 	{"empty object", "x", `{}`, true},
@@ -201,10 +204,11 @@ func TestWriteFieldsMatchesWrite(t *testing.T) {
 // one).
 func FuzzWriteFields(f *testing.F) {
 	for _, tc := range spliceCases {
-		f.Add(tc.typ, []byte(tc.data), "r1", "", "s-w", "")
+		f.Add(string(tc.typ), []byte(tc.data), "r1", "", "s-w", "")
 	}
 	f.Add("x", []byte(`{"session_id":"","ts":3}`), "", "l", "", "shared")
-	f.Fuzz(func(t *testing.T, typ string, data []byte, runID, label, wsid, shared string) {
+	f.Fuzz(func(t *testing.T, typS string, data []byte, runID, label, wsid, shared string) {
+		typ := sdk.EventType(typS)
 		writeBothWays(t, typ, data, Stamp{RunID: runID, RunLabel: label, RuntimeID: label + runID}, wsid, shared)
 		var m map[string]any
 		if json.Unmarshal(data, &m) != nil || m == nil {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Defaults for Options and Subscribe (docs/control-protocol.md#subscribe: per-runtime history
@@ -212,7 +214,7 @@ func (w *Writer) write(out Event) (Event, error) {
 // settle ends a write after w.mu is released: an unbatched writer waits
 // until the line at offset is in the log, and a failed log is news for the
 // run once, here (Err, Flush and Failed keep reporting it).
-func (w *Writer) settle(typ string, seq int64, offset int64) error {
+func (w *Writer) settle(typ sdk.EventType, seq int64, offset int64) error {
 	if w.batch == nil {
 		return nil
 	}

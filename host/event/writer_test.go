@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -228,7 +230,7 @@ func TestWriteErrorDoesNotStopFanOut(t *testing.T) {
 	if got := len(w.History(0, 0)); got != 3 {
 		t.Fatalf("history holds %d events, want 3", got)
 	}
-	for _, want := range []string{"a", "b", "c"} {
+	for _, want := range []sdk.EventType{"a", "b", "c"} {
 		if got := receive(t, sub).Type(); got != want {
 			t.Fatalf("subscriber got %q, want %q", got, want)
 		}

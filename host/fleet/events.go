@@ -137,8 +137,8 @@ func (n *node) aliasOf(o *owned, raw []byte) requestAlias {
 	defer n.mu.Unlock()
 	if o.carry != "" {
 		var h struct {
-			Event     string `json:"event"`
-			RequestID string `json:"request_id"`
+			Event     sdk.EventType `json:"event"`
+			RequestID string        `json:"request_id"`
 		}
 		if json.Unmarshal(raw, &h) == nil && h.Event == sdk.EventPermissionRequest && h.RequestID != "" {
 			o.permFleet, o.permLocal, o.carry = o.carry, h.RequestID, ""
@@ -188,8 +188,8 @@ func (n *node) publishEvent(ctx context.Context, id string, seq int64, data []by
 // running/ended, the pending permission (raw is the fleet's event).
 func (n *node) track(ctx context.Context, o *owned, raw []byte) {
 	var h struct {
-		Event     string `json:"event"`
-		SessionID string `json:"session_id"`
+		Event     sdk.EventType `json:"event"`
+		SessionID string        `json:"session_id"`
 	}
 	_ = json.Unmarshal(raw, &h)
 	e := o.e
@@ -365,9 +365,9 @@ func (n *node) move(ctx context.Context, from string, o *owned) {
 func (n *node) endLost(ctx context.Context, o *owned, last int64, msg string) {
 	id := o.e.RuntimeID
 	now := time.Now().UnixMilli()
-	errEv, _ := json.Marshal(map[string]any{"event": sdk.EventError, "seq": last + 1, "ts": now, "runtime_id": id,
+	errEv, _ := json.Marshal(map[string]any{"event": string(sdk.EventError), "seq": last + 1, "ts": now, "runtime_id": id,
 		"session_id": o.e.SessionID, "source": "fleet", "message": msg})
-	endEv, _ := json.Marshal(map[string]any{"event": sdk.EventSessionEnd, "seq": last + 2, "ts": now, "runtime_id": id,
+	endEv, _ := json.Marshal(map[string]any{"event": string(sdk.EventSessionEnd), "seq": last + 2, "ts": now, "runtime_id": id,
 		"session_id": o.e.SessionID, "stop_reason": "error"})
 	// The registry says ended before the stream does: a harness that reads
 	// the session.end and then asks status must find the runtime ended, not

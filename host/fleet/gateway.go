@@ -267,7 +267,7 @@ func runtimeCall(c *control.Call) (map[string]any, string, error) {
 // that ended when its node was lost.
 func registryStatus(e Entry) map[string]any {
 	return map[string]any{"runtime_id": e.RuntimeID, "node": e.Node, "session_id": e.SessionID, "backend": e.Backend,
-		"status": statusEnded, "phase": "ended", "stop_reason": e.StopReason, "error": e.Error,
+		"status": statusEnded, "phase": "ended", "stop_reason": string(e.StopReason), "error": e.Error,
 		"pending_permission": false, "permission": nil, "parked": false, "latest_seq": e.LastSeq, "pool": e.Pool}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Runtime statuses in the registry beside the supervisor's own (idle,
@@ -46,8 +48,8 @@ type Entry struct {
 	Spawn json.RawMessage `json:"spawn"`
 	// StopReason and Error are set when the runtime ended with its lost
 	// node: no node runs it, and status answers from the registry.
-	StopReason string `json:"stop_reason,omitempty"`
-	Error      string `json:"error,omitempty"`
+	StopReason sdk.StopReason `json:"stop_reason,omitempty"`
+	Error      string         `json:"error,omitempty"`
 	// Moves counts the node changes.
 	Moves     int   `json:"moves"`
 	UpdatedAt int64 `json:"updated_at"`

@@ -104,7 +104,7 @@ func (v *View) render(ev event.Event) {
 	case sdk.EventPhaseEnd:
 		v.line(v.paint(styleDim, "◀ phase "+str(ev, "phase")+": "+str(ev, "stop_reason")))
 	case sdk.EventLoopEnd, sdk.EventTeamEnd:
-		v.line(v.paint(styleDim, strings.TrimPrefix(ev.Type(), "avenor.")+": "+str(ev, "exit_reason")))
+		v.line(v.paint(styleDim, strings.TrimPrefix(string(ev.Type()), "avenor.")+": "+str(ev, "exit_reason")))
 	case event.TypeSubscriberLagged:
 		v.line(v.paint(styleYellow, "… "+num(ev, "dropped_count")+" events not shown: the live view fell behind (the event log has them all)"))
 	}
@@ -295,7 +295,7 @@ func (v *View) stallHint(stop string) string {
 func (v *View) summary(s Summary) {
 	v.clearStatus()
 	v.endLine()
-	stop := firstNonEmpty(s.StopReason, v.stop, "unknown")
+	stop := firstNonEmpty(string(s.StopReason), v.stop, "unknown")
 	style := styleGreen
 	if s.ExitCode != 0 {
 		style = styleRed

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Mode is how a view renders.
@@ -99,7 +100,7 @@ type Options struct {
 // Summary is what the caller knows once the run ended; the view adds the
 // duration and the usage it saw.
 type Summary struct {
-	StopReason string
+	StopReason sdk.StopReason
 	ExitCode   int
 	SessionID  string
 	// EventLog and Sentinel are the paths given (--on-event, --sentinel-file).

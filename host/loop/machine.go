@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/avenor-go/avenor/host/sentinel"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Exit reasons of avenor.loop.end (docs/loop.md#lifecycle-events) and avenor.team.end (docs/loop.md#teams).
@@ -30,7 +31,7 @@ type Step struct {
 // PhaseEnd is how a phase ended, as far as the loop is concerned: its stop
 // reason and, when it ended naturally, its most severe marker.
 type PhaseEnd struct {
-	StopReason string
+	StopReason sdk.StopReason
 	Marker     Marker
 }
 
@@ -48,7 +49,7 @@ type End struct {
 	Iterations int
 	// ExitCode and StopReason are the run's, for the sentinel.
 	ExitCode   int
-	StopReason string
+	StopReason sdk.StopReason
 }
 
 // Machine is the phase state machine of a loop (docs/loop.md#lifecycle-events): pre phases once,
@@ -187,7 +188,7 @@ type MemberEnd struct {
 	Index int
 	// StopReason of the member's phase; cancelled when the team's abort
 	// stopped it.
-	StopReason string
+	StopReason sdk.StopReason
 	Marker     Marker
 	// StoppedByAbort: another member's abort cancelled this one.
 	StoppedByAbort bool

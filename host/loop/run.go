@@ -38,7 +38,7 @@ type Spec struct {
 
 // Outcome is how a phase session ended.
 type Outcome struct {
-	StopReason string
+	StopReason sdk.StopReason
 	SessionID  string
 }
 
@@ -76,7 +76,7 @@ type Options struct {
 // Result is how a loop or team run ended.
 type Result struct {
 	ExitCode   int
-	StopReason string
+	StopReason sdk.StopReason
 	// SessionID is the last phase session's (the sentinel's SESSION).
 	SessionID string
 	// Reason is the abort marker's label (the sentinel's REASON).
@@ -168,7 +168,7 @@ func (r *runner) incompleteLog(res Result) Result {
 // fail reports a loop-level failure to the user and the stream.
 func (r *runner) fail(msg string) {
 	r.say(msg)
-	r.emit(event.Event{"event": event.TypeError, "source": "loop", "message": msg})
+	r.emit(event.Event{"event": string(event.TypeError), "source": "loop", "message": msg})
 }
 
 func (r *runner) say(msg string) {
@@ -205,7 +205,7 @@ type chain struct {
 
 // phaseResult is how one phase ended for the loop.
 type phaseResult struct {
-	StopReason string
+	StopReason sdk.StopReason
 	SessionID  string
 	Marker     Marker
 	Skips      []string
@@ -217,7 +217,7 @@ func (p phaseResult) clean() bool { return sentinel.ExitCode(p.StopReason) == se
 func (r *runner) loop(ctx context.Context, cfg *LoopConfig, initial string) Result {
 	pre := withInitial(cfg.Pre, initial)
 	sections := map[string][]Phase{KindPre: pre, KindLoop: cfg.Loop, KindPost: cfg.Post}
-	start := event.Event{"event": event.TypeLoopStart, "max_iterations": cfg.MaxIterations,
+	start := event.Event{"event": string(event.TypeLoopStart), "max_iterations": cfg.MaxIterations,
 		"pre_phase_count": len(pre), "loop_phase_count": len(cfg.Loop)}
 	if len(cfg.Post) > 0 {
 		start["post_phase_count"] = len(cfg.Post)
@@ -255,7 +255,7 @@ func (r *runner) loop(ctx context.Context, cfg *LoopConfig, initial string) Resu
 		m.Done(PhaseEnd{StopReason: res.StopReason, Marker: res.Marker})
 	}
 	end := m.End()
-	ev := event.Event{"event": event.TypeLoopEnd, "iterations_completed": end.Iterations, "exit_reason": end.Reason}
+	ev := event.Event{"event": string(event.TypeLoopEnd), "iterations_completed": end.Iterations, "exit_reason": end.Reason}
 	r.decided(ev, end, names[end.Decider], true)
 	r.emit(ev)
 	return result(end, session)
@@ -293,7 +293,7 @@ func withInitial(pre []Phase, initial string) []Phase {
 
 // phase runs one phase between its avenor.phase.start and avenor.phase.end.
 func (r *runner) phase(ctx context.Context, p *Phase, kind string, iteration int, vars any, roster *Roster, ch *chain, resumable bool, extra string) phaseResult {
-	r.emit(event.Event{"event": event.TypePhaseStart, "phase": p.Name, "iteration": iteration, "kind": kind})
+	r.emit(event.Event{"event": string(event.TypePhaseStart), "phase": p.Name, "iteration": iteration, "kind": kind})
 	base := head(ctx, r.o.Git, r.o.Dir)
 	var res phaseResult
 	var id Identity
@@ -305,8 +305,8 @@ func (r *runner) phase(ctx context.Context, p *Phase, kind string, iteration int
 	default:
 		res, id = r.direct(ctx, p, kind, iteration, vars, roster, ch, resumable, extra)
 	}
-	end := event.Event{"event": event.TypePhaseEnd, "phase": p.Name, "iteration": iteration, "kind": kind,
-		"stop_reason": res.StopReason}
+	end := event.Event{"event": string(event.TypePhaseEnd), "phase": p.Name, "iteration": iteration, "kind": kind,
+		"stop_reason": string(res.StopReason)}
 	if res.SessionID != "" {
 		end[event.KeySessionID] = res.SessionID
 	}

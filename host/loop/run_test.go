@@ -15,6 +15,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/event"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // fakePhases is a PhaseFunc without processes: a phase's prompt is a tiny
@@ -63,11 +64,11 @@ func (f *fakePhases) run(ctx context.Context, s Spec) Outcome {
 		}
 		stop = f.script(ctx, text, emit)
 	}
-	emit(event.Event{"event": "session.end", "stop_reason": stop})
+	emit(event.Event{"event": "session.end", "stop_reason": string(stop)})
 	return Outcome{StopReason: stop, SessionID: sid}
 }
 
-func (f *fakePhases) script(ctx context.Context, prompt string, emit func(event.Event)) string {
+func (f *fakePhases) script(ctx context.Context, prompt string, emit func(event.Event)) sdk.StopReason {
 	emit(event.Event{"event": "avenor.turn.start"})
 	for _, line := range strings.Split(prompt, "\n") {
 		cmd, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
@@ -75,14 +76,14 @@ func (f *fakePhases) script(ctx context.Context, prompt string, emit func(event.
 		case "say":
 			emit(msg(arg + "\n"))
 		case "stop":
-			return arg
+			return sdk.StopReason(arg)
 		case "write":
 			if err := os.WriteFile(filepath.Join(f.dir, arg), []byte("x"), 0o644); err != nil {
 				f.t.Error(err)
 			}
 		case "wait":
 			<-ctx.Done()
-			return stopReason(ctx)
+			return sdk.StopReason(stopReason(ctx))
 		}
 	}
 	return "end_turn"
@@ -162,15 +163,15 @@ func (f *fixture) lifecycle() []string {
 	for _, ev := range f.events() {
 		switch ev.Type() {
 		case event.TypePhaseStart, event.TypePhaseEnd:
-			out = append(out, fmt.Sprintf("%s %v %v %v", strings.TrimPrefix(ev.Type(), "avenor."), ev["phase"], ev["kind"], ev["iteration"]))
+			out = append(out, fmt.Sprintf("%s %v %v %v", strings.TrimPrefix(ev.Type().String(), "avenor."), ev["phase"], ev["kind"], ev["iteration"]))
 		case event.TypeLoopStart, event.TypeLoopEnd, event.TypeTeamStart, event.TypeTeamEnd:
-			out = append(out, strings.TrimPrefix(ev.Type(), "avenor."))
+			out = append(out, strings.TrimPrefix(ev.Type().String(), "avenor."))
 		}
 	}
 	return out
 }
 
-func (f *fixture) last(typ string) event.Event {
+func (f *fixture) last(typ sdk.EventType) event.Event {
 	evs := f.events()
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Type() == typ {

@@ -49,7 +49,7 @@ func (rt *Runtimes) Run(ctx context.Context, s Spec) Outcome {
 	b, err := rt.Backend(s.Identity.Backend)
 	if err != nil {
 		msg := fmt.Sprintf("phase %q: %v", s.Name, err)
-		_, _ = rt.Base.Writer.Write(event.Event{"event": event.TypeError, "source": "backend", "message": msg})
+		_, _ = rt.Base.Writer.Write(event.Event{"event": string(event.TypeError), "source": "backend", "message": msg})
 		if rt.Base.Stderr != nil {
 			fmt.Fprintf(rt.Base.Stderr, "avenor: %s\n", msg)
 		}

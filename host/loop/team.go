@@ -18,7 +18,7 @@ var errTeamAbort = errors.New("another team member aborted")
 // succeeded.
 func (r *runner) team(ctx context.Context, cfg *TeamConfig, initial string) Result {
 	pre := withInitial(cfg.Pre, initial)
-	r.emit(event.Event{"event": event.TypeTeamStart, "pre_phase_count": len(pre),
+	r.emit(event.Event{"event": string(event.TypeTeamStart), "pre_phase_count": len(pre),
 		"team_member_count": len(cfg.Team), "post_phase_count": len(cfg.Post)})
 
 	var ch chain
@@ -87,7 +87,7 @@ func (r *runner) team(ctx context.Context, cfg *TeamConfig, initial string) Resu
 	} else {
 		out.End = End{Reason: ReasonEndTurn, ExitCode: sentinel.ExitOK, StopReason: sentinel.StopEndTurn}
 	}
-	ev := event.Event{"event": event.TypeTeamEnd, "exit_reason": out.End.Reason,
+	ev := event.Event{"event": string(event.TypeTeamEnd), "exit_reason": out.End.Reason,
 		"members_completed": out.Completed, "members_aborted": out.Aborted}
 	r.decided(ev, out.End, decider, false)
 	if len(skipped) > 0 {

@@ -34,9 +34,9 @@ const (
 // with afterSeq 0, the latest limit. latest is the greatest seq in the log;
 // cut reports that a string was shortened.
 func logEvents(path string, types []string, afterSeq int64, limit int) (events []map[string]any, latest int64, cut bool, err error) {
-	want := map[string]bool{}
+	want := map[sdk.EventType]bool{}
 	for _, t := range types {
-		want[t] = true
+		want[sdk.EventType(t)] = true
 	}
 	err = scanLog(path, func(ev map[string]any) bool {
 		seq := seqOf(ev)
@@ -119,9 +119,9 @@ func scanLog(path string, fn func(map[string]any) bool) error {
 	}
 }
 
-func nameOf(ev map[string]any) string {
+func nameOf(ev map[string]any) sdk.EventType {
 	n, _ := ev["event"].(string)
-	return n
+	return sdk.EventType(n)
 }
 
 func seqOf(ev map[string]any) int64 {

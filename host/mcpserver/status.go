@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/avenor-go/avenor/client"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Run statuses, the vocabulary of every tool result (docs/mcp.md#tools): an agent
@@ -34,31 +35,31 @@ func terminal(status string) bool {
 // runStatus is one run as avenor_status shows it: the original's keys, and
 // supervisor_id and follow_ups besides.
 type runStatus struct {
-	RunID                string   `json:"run_id"`
-	Label                string   `json:"label"`
-	Status               string   `json:"status"`
-	RuntimeID            string   `json:"runtime_id,omitempty"`
-	SessionID            string   `json:"session_id,omitempty"`
-	StopReason           string   `json:"stop_reason,omitempty"`
-	Phase                string   `json:"phase,omitempty"`
-	PhaseLabel           string   `json:"phase_label,omitempty"`
-	PendingPermission    bool     `json:"pending_permission"`
-	Permission           any      `json:"permission,omitempty"`
-	LatestSeq            int64    `json:"latest_seq"`
-	Dir                  string   `json:"dir,omitempty"`
-	Backend              string   `json:"backend,omitempty"`
-	Agent                string   `json:"agent,omitempty"`
-	Model                string   `json:"model,omitempty"`
-	ParentID             string   `json:"parent_id,omitempty"`
-	Children             []string `json:"children,omitempty"`
-	EventPath            string   `json:"event_path,omitempty"`
-	Usage                any      `json:"usage,omitempty"`
-	FinalOutput          string   `json:"final_output,omitempty"`
-	FinalOutputTruncated bool     `json:"final_output_truncated,omitempty"`
-	SupervisorID         string   `json:"supervisor_id,omitempty"`
-	FollowUps            []string `json:"follow_ups,omitempty"`
-	TimedOut             bool     `json:"timed_out,omitempty"`
-	WaitClamped          bool     `json:"wait_clamped,omitempty"`
+	RunID                string         `json:"run_id"`
+	Label                string         `json:"label"`
+	Status               string         `json:"status"`
+	RuntimeID            string         `json:"runtime_id,omitempty"`
+	SessionID            string         `json:"session_id,omitempty"`
+	StopReason           sdk.StopReason `json:"stop_reason,omitempty"`
+	Phase                string         `json:"phase,omitempty"`
+	PhaseLabel           string         `json:"phase_label,omitempty"`
+	PendingPermission    bool           `json:"pending_permission"`
+	Permission           any            `json:"permission,omitempty"`
+	LatestSeq            int64          `json:"latest_seq"`
+	Dir                  string         `json:"dir,omitempty"`
+	Backend              string         `json:"backend,omitempty"`
+	Agent                string         `json:"agent,omitempty"`
+	Model                string         `json:"model,omitempty"`
+	ParentID             string         `json:"parent_id,omitempty"`
+	Children             []string       `json:"children,omitempty"`
+	EventPath            string         `json:"event_path,omitempty"`
+	Usage                any            `json:"usage,omitempty"`
+	FinalOutput          string         `json:"final_output,omitempty"`
+	FinalOutputTruncated bool           `json:"final_output_truncated,omitempty"`
+	SupervisorID         string         `json:"supervisor_id,omitempty"`
+	FollowUps            []string       `json:"follow_ups,omitempty"`
+	TimedOut             bool           `json:"timed_out,omitempty"`
+	WaitClamped          bool           `json:"wait_clamped,omitempty"`
 }
 
 // lifecycleKeys are what view:"lifecycle" keeps (the original's list).
@@ -177,7 +178,8 @@ func exitStatus(code int) string { return client.PhaseOf(code) }
 
 // sentinelInfo is a sentinel file (docs/run.md#sentinel).
 type sentinelInfo struct {
-	Status, Session, StopReason string
+	Status, Session string
+	StopReason      sdk.StopReason
 }
 
 // status maps the sentinel's first line: DONE→done, FAILED and
@@ -222,7 +224,7 @@ func readSentinel(path string) (sentinelInfo, error) {
 		case "SESSION":
 			si.Session = v
 		case "STOP_REASON":
-			si.StopReason = v
+			si.StopReason = sdk.StopReason(v)
 		}
 	}
 	if si.Status == "" {

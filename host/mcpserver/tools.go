@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/avenor-go/avenor/client"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // ToolNames are the tools a Server serves: the original's seven run tools,
@@ -68,20 +69,20 @@ type resultArgs struct {
 }
 
 type resultOut struct {
-	RunID             string `json:"run_id"`
-	Label             string `json:"label"`
-	Status            string `json:"status"`
-	Ready             bool   `json:"ready"`
-	RuntimeID         string `json:"runtime_id,omitempty"`
-	SessionID         string `json:"session_id,omitempty"`
-	StopReason        string `json:"stop_reason,omitempty"`
-	PendingPermission bool   `json:"pending_permission,omitempty"`
-	Permission        any    `json:"permission,omitempty"`
-	Output            string `json:"output,omitempty"`
-	OutputTruncated   bool   `json:"output_truncated,omitempty"`
-	OutputEventPath   string `json:"output_event_path,omitempty"`
-	TimedOut          bool   `json:"timed_out,omitempty"`
-	WaitClamped       bool   `json:"wait_clamped,omitempty"`
+	RunID             string         `json:"run_id"`
+	Label             string         `json:"label"`
+	Status            string         `json:"status"`
+	Ready             bool           `json:"ready"`
+	RuntimeID         string         `json:"runtime_id,omitempty"`
+	SessionID         string         `json:"session_id,omitempty"`
+	StopReason        sdk.StopReason `json:"stop_reason,omitempty"`
+	PendingPermission bool           `json:"pending_permission,omitempty"`
+	Permission        any            `json:"permission,omitempty"`
+	Output            string         `json:"output,omitempty"`
+	OutputTruncated   bool           `json:"output_truncated,omitempty"`
+	OutputEventPath   string         `json:"output_event_path,omitempty"`
+	TimedOut          bool           `json:"timed_out,omitempty"`
+	WaitClamped       bool           `json:"wait_clamped,omitempty"`
 	// Next says what to do next, for an agent reading the result.
 	Next string `json:"next,omitempty"`
 }

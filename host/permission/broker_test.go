@@ -64,7 +64,7 @@ func (r *recorder) events() []event.Event {
 	return append([]event.Event(nil), r.evs...)
 }
 
-func (r *recorder) first(typ string) event.Event {
+func (r *recorder) first(typ sdk.EventType) event.Event {
 	for _, ev := range r.events() {
 		if ev.Type() == typ {
 			return ev

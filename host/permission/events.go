@@ -68,7 +68,7 @@ func RequestEvent(req sdk.PermissionRequest, resolver string) event.Event {
 		}
 		opts[i] = m
 	}
-	ev[event.KeyEvent] = event.TypePermissionRequest
+	ev[event.KeyEvent] = string(event.TypePermissionRequest)
 	ev["request_id"] = req.ID
 	ev["options"] = opts
 	ev["resolver"] = resolver
@@ -88,7 +88,7 @@ func RequestEvent(req sdk.PermissionRequest, resolver string) event.Event {
 // the option's normalised kind (allow, reject or unknown).
 func ResponseEvent(requestID, optionID, optionKind, source string) event.Event {
 	return event.Event{
-		event.KeyEvent: event.TypePermissionResponse, "request_id": requestID, "option_id": optionID,
+		event.KeyEvent: string(event.TypePermissionResponse), "request_id": requestID, "option_id": optionID,
 		"kind": sdk.NormalizeKind(optionKind), "source": source,
 	}
 }
@@ -104,11 +104,11 @@ func cancelledResponseEvent(requestID, optionID, source string) event.Event {
 
 // errorEvent is avenor.error{source:"permission"} (docs/events.md#avenorerror).
 func errorEvent(msg string) event.Event {
-	return event.Event{event.KeyEvent: event.TypeError, "source": "permission", "message": msg}
+	return event.Event{event.KeyEvent: string(event.TypeError), "source": "permission", "message": msg}
 }
 
 // warningEvent is avenor.warning{source:"permission"}: something the file
 // handler ignored while it keeps waiting.
 func warningEvent(msg string) event.Event {
-	return event.Event{event.KeyEvent: event.TypeWarning, "source": "permission", "message": msg}
+	return event.Event{event.KeyEvent: string(event.TypeWarning), "source": "permission", "message": msg}
 }

@@ -28,7 +28,7 @@ func TestRejectFirst(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: %+v, %v; want %+v", c.name, got, err, c.want)
 		}
-		if len(evs) != c.events || evs[0]["event"] != sdk.EventPermissionRequest || (c.events == 2 && evs[1]["event"] != sdk.EventPermissionResponse) {
+		if len(evs) != c.events || evs[0]["event"] != string(sdk.EventPermissionRequest) || (c.events == 2 && evs[1]["event"] != string(sdk.EventPermissionResponse)) {
 			t.Errorf("%s: events %v", c.name, evs)
 		}
 	}

@@ -23,21 +23,21 @@ const ListTimeout = 30 * time.Second
 // plugin serving it, the capabilities it declares and whether its runtime
 // is usable here.
 type BackendRow struct {
-	Backend        string            `json:"backend"`
-	Plugin         string            `json:"plugin"`
-	PluginVersion  string            `json:"plugin_version"`
-	PluginPath     string            `json:"plugin_path"`
-	Source         string            `json:"source"`
-	Description    string            `json:"description,omitempty"`
-	Capabilities   map[string]string `json:"capabilities"`
-	ResumeScope    string            `json:"resume_scope,omitempty"`
-	ThinkingLevels []string          `json:"thinking_levels"`
-	Ready          bool              `json:"ready"`
-	RuntimeBinary  string            `json:"runtime_binary,omitempty"`
-	RuntimeVersion string            `json:"runtime_version,omitempty"`
-	Auth           string            `json:"auth,omitempty"`
-	Message        string            `json:"message,omitempty"`
-	Error          string            `json:"error,omitempty"`
+	Backend        string                         `json:"backend"`
+	Plugin         string                         `json:"plugin"`
+	PluginVersion  string                         `json:"plugin_version"`
+	PluginPath     string                         `json:"plugin_path"`
+	Source         string                         `json:"source"`
+	Description    string                         `json:"description,omitempty"`
+	Capabilities   map[sdk.Capability]sdk.Support `json:"capabilities"`
+	ResumeScope    string                         `json:"resume_scope,omitempty"`
+	ThinkingLevels []string                       `json:"thinking_levels"`
+	Ready          bool                           `json:"ready"`
+	RuntimeBinary  string                         `json:"runtime_binary,omitempty"`
+	RuntimeVersion string                         `json:"runtime_version,omitempty"`
+	Auth           string                         `json:"auth,omitempty"`
+	Message        string                         `json:"message,omitempty"`
+	Error          string                         `json:"error,omitempty"`
 }
 
 // ListBackends launches every plugin finder finds (a pinned one as its pin)
@@ -67,7 +67,7 @@ func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
 			}
 			b, _ := c.Backend(info.Name)
 			r := b.Check(lctx, sdk.CheckRequest{Backend: info.Name})
-			caps := map[string]string{}
+			caps := map[sdk.Capability]sdk.Support{}
 			for _, name := range sdk.CapabilityNames {
 				caps[name] = info.Capability(name)
 			}
@@ -86,7 +86,7 @@ func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
 }
 
 // capMark is the one-character cell of the capability matrix.
-func capMark(level string) string {
+func capMark(level sdk.Support) string {
 	switch level {
 	case sdk.Supported:
 		return "yes"
@@ -98,7 +98,7 @@ func capMark(level string) string {
 	return "-"
 }
 
-var capHeaders = map[string]string{
+var capHeaders = map[sdk.Capability]string{
 	sdk.CapNewSessions: "NEW", sdk.CapResume: "RESUME", sdk.CapPrompt: "PROMPT", sdk.CapCancel: "CANCEL",
 	sdk.CapEventStreaming: "EVENTS", sdk.CapPermissionRelay: "PERMS", sdk.CapModelSelection: "MODEL",
 	sdk.CapExternalServerURL: "URL", sdk.CapSubprocessDiscovery: "PROCS", sdk.CapPrewarm: "WARM",

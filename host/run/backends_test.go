@@ -14,11 +14,11 @@ func TestWriteBackendsTable(t *testing.T) {
 		t.Errorf("no rows: %q", b.String())
 	}
 	b.Reset()
-	caps := map[string]string{sdk.CapResume: sdk.Supported, sdk.CapCancel: sdk.Experimental}
+	caps := map[sdk.Capability]sdk.Support{sdk.CapResume: sdk.Supported, sdk.CapCancel: sdk.Experimental}
 	WriteBackendsTable(&b, []BackendRow{
 		{Backend: "echo", Plugin: "echo", PluginVersion: "1.0.0", Capabilities: caps, ResumeScope: sdk.ResumeInProcess,
 			ThinkingLevels: []string{"low", "high"}, Ready: true, RuntimeVersion: "2.0"},
-		{Backend: "pi", Plugin: "pi", PluginVersion: "0.1", Capabilities: map[string]string{}, Message: "pi not found"},
+		{Backend: "pi", Plugin: "pi", PluginVersion: "0.1", Capabilities: map[sdk.Capability]sdk.Support{}, Message: "pi not found"},
 		{Plugin: "broken", Error: "exec format error"},
 	})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")

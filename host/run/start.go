@@ -12,6 +12,7 @@ import (
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Spec is one run for Start: a one-shot run, or a loop or team run. The
@@ -43,7 +44,7 @@ type Spec struct {
 // Result is how a run ended.
 type Result struct {
 	ExitCode   int
-	StopReason string
+	StopReason sdk.StopReason
 	SessionID  string
 	// SentinelErr is why the sentinel could not be written, already told
 	// on stderr; nil when it was written or none was asked for.

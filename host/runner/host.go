@@ -96,7 +96,7 @@ func (h *sessionHost) tick() {
 // the host reads are scanned, and the line is stamped by splicing
 // (event.Writer.WriteFields, so the event path decodes nothing). Any other bytes are decoded into
 // a map and go the way of Emit, exactly as before.
-func (h *sessionHost) EmitJSON(typ string, data []byte) {
+func (h *sessionHost) EmitJSON(typ sdk.EventType, data []byte) {
 	f, ok := event.ScanFields(typ, data)
 	if !ok {
 		var m map[string]any
@@ -144,7 +144,7 @@ func (h *sessionHost) Emit(ev sdk.Event) {
 	if out == nil {
 		out = event.Event{}
 	}
-	out["event"] = ev.Type
+	out["event"] = string(ev.Type)
 	if ev.Type == event.TypeError {
 		h.mu.Lock()
 		say := h.onError

@@ -65,7 +65,7 @@ type Options struct {
 	// OnEventTypes, when set, limits OnEvent to the events of these types:
 	// a plugin event arrives as JSON and is decoded into a map only for an
 	// OnEvent that wants it. Default nil: every event.
-	OnEventTypes map[string]bool
+	OnEventTypes map[sdk.EventType]bool
 	// Opened, when set, is called with the session's id once the session
 	// of an attempt is open (or taken over), before its session.start is
 	// written and its first prompt sent, on the run's goroutine with no
@@ -136,7 +136,7 @@ type Options struct {
 // Result is how a run ended.
 type Result struct {
 	ExitCode   int
-	StopReason string
+	StopReason sdk.StopReason
 	SessionID  string
 	// Held is the session kept open (Options.KeepSession), nil when none;
 	// the caller must pass it to a later run or Close it.

@@ -33,7 +33,7 @@ var (
 
 // attemptResult is how one attempt ended.
 type attemptResult struct {
-	stopReason string
+	stopReason sdk.StopReason
 	sessionID  string
 	// final: not worth retrying (a user error, or the run was stopped).
 	final bool
@@ -125,14 +125,14 @@ func (r *Runner) Run(ctx context.Context) Result {
 			res.held = nil
 		}
 		r.status.update(func(s *Status) { s.RetryAttempt = attempt + 1 })
-		r.emit(event.Event{"event": event.TypeRetry, "attempt": attempt + 1, "max_retries": o.MaxRetries})
+		r.emit(event.Event{"event": string(event.TypeRetry), "attempt": attempt + 1, "max_retries": o.MaxRetries})
 		r.cleanFiles()
 		if err := o.Sleep(ctx, o.Jitter(Backoff(attempt))); err != nil {
 			// Stopped while waiting to retry: the log's last session.end
 			// must say so, as the sentinel will.
 			res.stopReason = stopReasonOf(ctx)
 			r.status.update(func(s *Status) { s.Phase = PhaseIdle })
-			r.emit(event.Event{"event": event.TypeSessionEnd, "stop_reason": res.stopReason, "session_id": res.sessionID})
+			r.emit(event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(res.stopReason), "session_id": res.sessionID})
 			break
 		}
 	}
@@ -176,7 +176,7 @@ func (r *Runner) watchLog(ctx context.Context, cancelRun context.CancelCauseFunc
 			return
 		}
 		msg := r.reportLog(r.w.Err())
-		r.emit(event.Event{"event": event.TypeError, "source": SourceEventLog, "message": msg})
+		r.emit(event.Event{"event": string(event.TypeError), "source": SourceEventLog, "message": msg})
 		cancelRun(ErrEventLog)
 	}()
 	return func() { close(quit); <-done }
@@ -284,7 +284,7 @@ func (r *Runner) writeOne(ev event.Event, owned bool) event.Event {
 }
 
 // wantsOnEvent: Options.OnEvent is set and takes events of type typ.
-func (r *Runner) wantsOnEvent(typ string) bool {
+func (r *Runner) wantsOnEvent(typ sdk.EventType) bool {
 	return r.opts.OnEvent != nil && (r.opts.OnEventTypes == nil || r.opts.OnEventTypes[typ])
 }
 
@@ -327,7 +327,7 @@ func (r *Runner) setSessionID(id string) {
 func (r *Runner) fail(h *sessionHost, source, msg string) {
 	r.markSaid(msg)
 	fmt.Fprintf(r.opts.Stderr, "avenor: %s\n", msg)
-	ev := event.Event{"event": event.TypeError, "source": source, "message": msg}
+	ev := event.Event{"event": string(event.TypeError), "source": source, "message": msg}
 	if h != nil {
 		h.emit(ev)
 		return
@@ -363,7 +363,7 @@ func (r *Runner) markSaid(msg string) bool {
 }
 
 // stopReasonOf maps a done context to its stop reason.
-func stopReasonOf(ctx context.Context) string {
+func stopReasonOf(ctx context.Context) sdk.StopReason {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, ErrTimeout):
 		return sdk.StopTimeout
@@ -505,7 +505,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		}
 	}
 	for k, v := range map[string]any{
-		"event": event.TypeSessionStart, "backend": o.Backend, "dir": o.Dir, "plugin": pluginName,
+		"event": string(event.TypeSessionStart), "backend": o.Backend, "dir": o.Dir, "plugin": pluginName,
 		"plugin_version": pluginVersion, "protocol_version": plugin.ProtocolVersion,
 	} {
 		start[k] = v
@@ -531,7 +531,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		if adopted != "" {
 			turnID, adopted = adopted, "" // its avenor.turn.start is in the log
 		} else {
-			h.emit(event.Event{"event": event.TypeTurnStart, "turn": n, "prompt_length": len(text)})
+			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
 		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text})
@@ -607,8 +607,8 @@ func (r *Runner) notReady(ctx context.Context, l *plugins.Launched, openErr erro
 
 // endEarly writes the session.end of an attempt that never reached a turn,
 // so a harness always finds one.
-func (r *Runner) endEarly(h *sessionHost, stop, sessionID string, final bool) attemptResult {
-	ev := event.Event{"event": event.TypeSessionEnd, "stop_reason": stop}
+func (r *Runner) endEarly(h *sessionHost, stop sdk.StopReason, sessionID string, final bool) attemptResult {
+	ev := event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(stop)}
 	if h != nil {
 		h.emit(ev)
 	} else {
@@ -619,7 +619,7 @@ func (r *Runner) endEarly(h *sessionHost, stop, sessionID string, final bool) at
 
 // turnOutcome is how one turn ended, as the host decided it.
 type turnOutcome struct {
-	stopReason  string
+	stopReason  sdk.StopReason
 	usage       *sdk.Usage
 	finalOutput string
 	hasFinal    bool
@@ -711,7 +711,7 @@ func (r *Runner) outcome(h *sessionHost, pr promptReturn) turnOutcome {
 // CancelBudget for it to end; a plugin that does not end it is killed
 // together with its runtime. The turn ends with reason (overriding what the
 // plugin said) and keeps the plugin's usage and output.
-func (r *Runner) stopTurn(l *plugins.Launched, sess sdk.Session, h *sessionHost, done <-chan promptReturn, reason, errMsg string) turnOutcome {
+func (r *Runner) stopTurn(l *plugins.Launched, sess sdk.Session, h *sessionHost, done <-chan promptReturn, reason sdk.StopReason, errMsg string) turnOutcome {
 	o := &r.opts
 	if errMsg != "" {
 		r.fail(h, "permission", errMsg)
@@ -749,8 +749,8 @@ func (r *Runner) endSession(h *sessionHost, out turnOutcome) {
 	for k, v := range out.extra {
 		ev[k] = v
 	}
-	ev["event"] = event.TypeSessionEnd
-	ev["stop_reason"] = out.stopReason
+	ev["event"] = string(event.TypeSessionEnd)
+	ev["stop_reason"] = string(out.stopReason)
 	if out.usage != nil {
 		ev["usage"] = map[string]any{
 			"input_tokens": out.usage.InputTokens, "output_tokens": out.usage.OutputTokens,

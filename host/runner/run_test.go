@@ -89,9 +89,10 @@ func sentinelText(t *testing.T, f *runFixture) string {
 
 func TestRunStopReasons(t *testing.T) {
 	for _, c := range []struct {
-		name, prompt, stop string
-		exit               int
-		sentinelHead       string
+		name, prompt string
+		stop         sdk.StopReason
+		exit         int
+		sentinelHead string
 	}{
 		{"end_turn", "say hi", "end_turn", 0, "DONE\n"},
 		{"max_tokens", "stop max_tokens", "max_tokens", 3, "FAILED\n"},
@@ -108,7 +109,7 @@ func TestRunStopReasons(t *testing.T) {
 			if types[0] != "session.start" || types[len(types)-1] != "session.end" {
 				t.Fatalf("events %v: session.start must open and session.end close", types)
 			}
-			if s := sentinelText(t, f); !strings.HasPrefix(s, c.sentinelHead) || !strings.Contains(s, "STOP_REASON="+c.stop+"\n") {
+			if s := sentinelText(t, f); !strings.HasPrefix(s, c.sentinelHead) || !strings.Contains(s, "STOP_REASON="+c.stop.String()+"\n") {
 				t.Fatalf("sentinel %q", s)
 			}
 		})
@@ -174,7 +175,7 @@ func TestTimeouts(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		set  func(*Options)
-		stop string
+		stop sdk.StopReason
 	}{
 		{"timeout", func(o *Options) { o.Timeout = 200 * time.Millisecond }, "timeout"},
 		{"progress", func(o *Options) { o.ProgressTimeout = 200 * time.Millisecond }, "progress_timeout"},
@@ -192,7 +193,7 @@ func TestTimeouts(t *testing.T) {
 			}
 			evs := f.events(t)
 			last := evs[len(evs)-1]
-			if last["event"] != "session.end" || last["stop_reason"] != c.stop || last["final_output"] != "hi" {
+			if last["event"] != "session.end" || last["stop_reason"] != string(c.stop) || last["final_output"] != "hi" {
 				t.Fatalf("last event %v", last)
 			}
 		})

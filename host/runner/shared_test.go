@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Two runs on one shared writer make one stream: one seq, each event with
@@ -16,7 +17,7 @@ import (
 func TestSharedWriterIsOneStream(t *testing.T) {
 	f := newFixture(t, "say one")
 	w := event.NewWriter(&f.log, event.Stamp{RunID: f.opts.RunID}, event.Options{})
-	var seen []string
+	var seen []sdk.EventType
 	var mu sync.Mutex
 	sessions := map[string]bool{}
 	for _, prompt := range []string{"say one", "say two"} {
@@ -140,5 +141,42 @@ func TestSharedBatchedWriterFlushedBeforeTheSentinel(t *testing.T) {
 	got := log.String()
 	if !strings.Contains(got, `"event":"session.end"`) {
 		t.Fatalf("the sentinel was written before the log held the session.end; the log has %d lines", strings.Count(got, "\n"))
+	}
+}
+
+// TestOnEventValuesArePlainStrings: the events a run hands to OnEvent (the
+// live view, the stable supervisor, the loop) hold the vocabulary as plain
+// strings, as a decoded log does, so a reader asserting .(string) on
+// "event" or "stop_reason" finds it. An sdk.StopReason stored as such
+// would read as "" there.
+func TestOnEventValuesArePlainStrings(t *testing.T) {
+	f := newFixture(t, "say hi")
+	var mu sync.Mutex
+	var seen []event.Event
+	f.opts.OnEvent = func(ev event.Event) {
+		mu.Lock()
+		seen = append(seen, ev)
+		mu.Unlock()
+	}
+	if res := New(f.opts, nil).Run(context.Background()); res.ExitCode != 0 {
+		t.Fatalf("run: %+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	ended := false
+	for _, ev := range seen {
+		for _, key := range []string{event.KeyEvent, "stop_reason"} {
+			if v, ok := ev[key]; ok {
+				if _, isString := v.(string); !isString {
+					t.Errorf("%s event: %s is a %T, want a string", ev.Type(), key, v)
+				}
+			}
+		}
+		if stop, _ := ev["stop_reason"].(string); ev.Type() == sdk.EventSessionEnd && stop == string(sdk.StopEndTurn) {
+			ended = true
+		}
+	}
+	if !ended {
+		t.Errorf("no session.end with stop_reason end_turn among %d events", len(seen))
 	}
 }

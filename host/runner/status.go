@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Turn states of the status snapshot (docs/control-protocol.md#status).
@@ -38,7 +39,7 @@ type Status struct {
 	RunLabel          string
 	Phase             string
 	PhaseLabel        string
-	LastEvent         string
+	LastEvent         sdk.EventType
 	RetryAttempt      int
 	MaxRetries        int
 	PendingPermission bool
@@ -55,7 +56,7 @@ type Status struct {
 func (s Status) MarshalJSON() ([]byte, error) {
 	m := map[string]any{
 		"session_id": s.SessionID, "run_id": s.RunID, "run_label": s.RunLabel, "phase": s.Phase,
-		"phase_label": s.PhaseLabel, "last_event": s.LastEvent, "retry_attempt": s.RetryAttempt,
+		"phase_label": s.PhaseLabel, "last_event": string(s.LastEvent), "retry_attempt": s.RetryAttempt,
 		"max_retries": s.MaxRetries, "pending_permission": s.PendingPermission, "permission": nil,
 		"started_at": s.StartedAt, "updated_at": s.UpdatedAt, "turn_state": s.TurnState,
 		"latest_seq": s.LatestSeq, "pid": s.PID,
@@ -111,7 +112,7 @@ func (t *statusTracker) before(ev event.Event) []event.Event {
 			return
 		}
 		t.st.Phase, t.st.PhaseLabel = phase, label
-		st := event.Event{"event": event.TypeAgentStatus, "phase": phase, "source": source}
+		st := event.Event{"event": string(event.TypeAgentStatus), "phase": phase, "source": source}
 		if label != "" {
 			st["label"] = label
 		}
@@ -239,7 +240,7 @@ func (t *statusTracker) beforeFields(f *event.Fields) []event.Event {
 		return nil
 	}
 	// Rare enough to read as a map: the few members before reads.
-	ev := event.Event{"event": f.Type()}
+	ev := event.Event{"event": string(f.Type())}
 	for _, k := range []string{"title", "question", "tool", "delta"} {
 		if s, ok := f.Str(k); ok {
 			ev[k] = string(s)

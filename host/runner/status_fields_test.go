@@ -7,13 +7,18 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // The status tracker reads plugin events scanned (beforeFields,
 // afterFields) exactly as it reads them decoded (before, after): the same
 // synthesised agent.status events, the same snapshot.
 func TestStatusFromFieldsMatchesMaps(t *testing.T) {
-	tests := []struct{ name, typ, data string }{
+	tests := []struct {
+		name string
+		typ  sdk.EventType
+		data string
+	}{
 		{"plain chunk", "agent.message_chunk", `{"content":{"text":"hello","type":"text"},"session_id":"s1"}`},
 		{"chunk with a marker", "agent.message_chunk", `{"content":{"text":"[status: working | tests]","type":"text"}}`},
 		{"marker in delta", "agent.message_chunk", `{"delta":"\u003c|status: waiting | you|\u003e"}`},
@@ -40,7 +45,7 @@ func TestStatusFromFieldsMatchesMaps(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.data), &m); err != nil {
 				t.Fatal(err)
 			}
-			m["event"] = tt.typ
+			m["event"] = string(tt.typ)
 			f, ok := event.ScanFields(tt.typ, []byte(tt.data))
 			if !ok {
 				t.Fatalf("%s: not canonical", tt.data)

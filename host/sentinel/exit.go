@@ -1,20 +1,25 @@
 package sentinel
 
-import "strconv"
+import (
+	"strconv"
 
-// Stop reasons the exit-code map knows by name (docs/run.md#exit-codes and docs/events.md#sessionend).
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// Stop reasons the exit-code map knows by name (docs/run.md#exit-codes and docs/events.md#sessionend):
+// the sdk's constants under the names this package has always used.
 const (
-	StopEndTurn           = "end_turn"
-	StopRefusal           = "refusal"
-	StopMaxTokens         = "max_tokens"
-	StopMaxTurnRequests   = "max_turn_requests"
-	StopBlocked           = "blocked"
-	StopTimeout           = "timeout"
-	StopProgressTimeout   = "progress_timeout"
-	StopCancelled         = "cancelled"
-	StopCancelledForced   = "cancelled_forced"
-	StopError             = "error"
-	StopSessionIDConflict = "session_id_conflict"
+	StopEndTurn           = sdk.StopEndTurn
+	StopRefusal           = sdk.StopRefusal
+	StopMaxTokens         = sdk.StopMaxTokens
+	StopMaxTurnRequests   = sdk.StopMaxTurnRequests
+	StopBlocked           = sdk.StopBlocked
+	StopTimeout           = sdk.StopTimeout
+	StopProgressTimeout   = sdk.StopProgressTimeout
+	StopCancelled         = sdk.StopCancelled
+	StopCancelledForced   = sdk.StopCancelledForced
+	StopError             = sdk.StopError
+	StopSessionIDConflict = sdk.StopSessionConflict
 )
 
 // Process exit codes of docs/run.md#exit-codes.
@@ -36,7 +41,7 @@ const (
 // contract's table names only cancelled, but both mean the run was cancelled,
 // and a harness branching on 130 must see both the same way. Everything not
 // named, including error and session_id_conflict, is the generic failure 1.
-func ExitCode(stopReason string) int {
+func ExitCode(stopReason sdk.StopReason) int {
 	switch stopReason {
 	case "", StopEndTurn:
 		return ExitOK
@@ -60,7 +65,7 @@ func ExitCode(stopReason string) int {
 // DefaultStopReason is the inverse map: the stop reason to report for an exit
 // code when the run gave none. Codes without a canonical reason (1 and any
 // code outside the table) return "", and the sentinel then writes exit_N.
-func DefaultStopReason(exit int) string {
+func DefaultStopReason(exit int) sdk.StopReason {
 	switch exit {
 	case ExitOK:
 		return StopEndTurn
@@ -85,7 +90,7 @@ func DefaultStopReason(exit int) string {
 // under --max-retries (docs/run.md#retry). Only the generic failure retries; a
 // session identity conflict is fatal because a retry could resume a session
 // id the backend never confirmed.
-func Retryable(exit int, stopReason string) bool {
+func Retryable(exit int, stopReason sdk.StopReason) bool {
 	return exit == ExitFailure && stopReason != StopSessionIDConflict
 }
 
@@ -119,7 +124,7 @@ func Status(exit int) string {
 // sentinel says exit_N even for 2, 3 and 4, because the writer of the
 // original only knew the five statuses. Callers that want refusal etc. fill
 // the record from DefaultStopReason first.
-func sentinelStopReason(exit int) string {
+func sentinelStopReason(exit int) sdk.StopReason {
 	switch Status(exit) {
 	case StatusDone:
 		return StopEndTurn
@@ -130,6 +135,6 @@ func sentinelStopReason(exit int) string {
 	case StatusBlocked:
 		return StopBlocked
 	default:
-		return "exit_" + strconv.Itoa(exit)
+		return sdk.StopReason("exit_" + strconv.Itoa(exit))
 	}
 }

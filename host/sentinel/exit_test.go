@@ -3,11 +3,13 @@ package sentinel
 import (
 	"fmt"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestExitCode(t *testing.T) {
 	tests := []struct {
-		stopReason string
+		stopReason sdk.StopReason
 		want       int
 	}{
 		{"", 0},
@@ -40,7 +42,7 @@ func TestExitCode(t *testing.T) {
 func TestDefaultStopReason(t *testing.T) {
 	tests := []struct {
 		exit int
-		want string
+		want sdk.StopReason
 	}{
 		{0, "end_turn"},
 		{1, ""},
@@ -67,11 +69,11 @@ func TestDefaultStopReason(t *testing.T) {
 // reason R exits ExitCode(R), and reporting that exit code without a reason
 // gives back R (or the canonical member of R's class).
 func TestExitCodeRoundTrip(t *testing.T) {
-	canonical := map[string]string{
+	canonical := map[sdk.StopReason]sdk.StopReason{
 		"progress_timeout": "timeout",
 		"cancelled_forced": "cancelled",
 	}
-	for _, r := range []string{"end_turn", "refusal", "max_tokens", "max_turn_requests", "blocked", "timeout", "progress_timeout", "cancelled", "cancelled_forced"} {
+	for _, r := range []sdk.StopReason{"end_turn", "refusal", "max_tokens", "max_turn_requests", "blocked", "timeout", "progress_timeout", "cancelled", "cancelled_forced"} {
 		want := r
 		if c, ok := canonical[r]; ok {
 			want = c
@@ -86,7 +88,7 @@ func TestRetryable(t *testing.T) {
 	tests := []struct {
 		name       string
 		exit       int
-		stopReason string
+		stopReason sdk.StopReason
 		want       bool
 	}{
 		{"generic failure", 1, "error", true},

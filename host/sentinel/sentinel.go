@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
@@ -22,7 +23,7 @@ type Record struct {
 	SessionID string
 	// StopReason is the last attempt's stop reason; when empty the status's
 	// default is written (end_turn, timeout, cancelled, blocked, exit_N).
-	StopReason string
+	StopReason sdk.StopReason
 	// Reason is the abort marker's label; written only for BLOCKED.
 	Reason string
 	// RunID is the run's correlation id; the RUN line is omitted when empty.
@@ -55,7 +56,7 @@ func Format(r Record) []byte {
 	b.WriteString("\nSESSION=")
 	lineBreaks.WriteString(&b, r.SessionID)
 	b.WriteString("\nSTOP_REASON=")
-	lineBreaks.WriteString(&b, stop)
+	lineBreaks.WriteString(&b, string(stop))
 	b.WriteByte('\n')
 	if status == StatusKilled || status == StatusFailed {
 		b.WriteString("EXIT_CODE=")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestFormat(t *testing.T) {
@@ -214,7 +216,7 @@ func FuzzFormat(f *testing.F) {
 	f.Add(2, "a\r\nb", "refusal", "", "")
 	f.Add(-7, "", "", "", "")
 	f.Fuzz(func(t *testing.T, exit int, session, stop, reason, run string) {
-		rec := Record{ExitCode: exit, SessionID: session, StopReason: stop, Reason: reason, RunID: run}
+		rec := Record{ExitCode: exit, SessionID: session, StopReason: sdk.StopReason(stop), Reason: reason, RunID: run}
 		out := Format(rec)
 
 		wantLines := 3 // status, SESSION, STOP_REASON

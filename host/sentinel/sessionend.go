@@ -24,7 +24,7 @@ const MaxLogLine = 64 << 20
 // when session_id is absent, empty or not a string. Both results are empty
 // and err is nil when the log holds no session.end; err is non-nil only when
 // the log cannot be opened or read (a missing log matches fs.ErrNotExist).
-func ReadLastSessionEnd(logPath string) (sessionID, stopReason string, err error) {
+func ReadLastSessionEnd(logPath string) (sessionID string, stopReason sdk.StopReason, err error) {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return "", "", fmt.Errorf("read session.end from event log %s: %w", logPath, err)
@@ -39,7 +39,7 @@ func ReadLastSessionEnd(logPath string) (sessionID, stopReason string, err error
 
 // readLastSessionEnd scans r line by line, never holding more than maxLine
 // bytes of one line.
-func readLastSessionEnd(r io.Reader, maxLine int) (sessionID, stopReason string, err error) {
+func readLastSessionEnd(r io.Reader, maxLine int) (sessionID string, stopReason sdk.StopReason, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
 	tooLong := false
@@ -79,19 +79,19 @@ func readLastSessionEnd(r io.Reader, maxLine int) (sessionID, stopReason string,
 // its session id and stop reason. Keys are matched exactly: decoding into a
 // struct would also accept "SESSION_ID" or "sessionid", which no writer
 // produces.
-func parseSessionEnd(line []byte) (sessionID, stopReason string, ok bool) {
+func parseSessionEnd(line []byte) (sessionID string, stopReason sdk.StopReason, ok bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(line, &fields) != nil || fields == nil {
 		return "", "", false
 	}
-	if stringField(fields, "event") != sdk.EventSessionEnd {
+	if sdk.EventType(stringField(fields, "event")) != sdk.EventSessionEnd {
 		return "", "", false
 	}
 	sessionID = stringField(fields, "session_id")
 	if sessionID == "" {
 		sessionID = stringField(fields, "sessionID")
 	}
-	return sessionID, stringField(fields, "stop_reason"), true
+	return sessionID, sdk.StopReason(stringField(fields, "stop_reason")), true
 }
 
 // stringField returns the string value of key, or "" when it is absent or

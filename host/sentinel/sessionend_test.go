@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 func TestReadLastSessionEnd(t *testing.T) {
@@ -17,7 +19,7 @@ func TestReadLastSessionEnd(t *testing.T) {
 		name      string
 		log       string
 		wantSID   string
-		wantStop  string
+		wantStop  sdk.StopReason
 		wantError bool
 	}{
 		{"single", `{"event":"session.end","session_id":"ses_abc","stop_reason":"end_turn"}` + "\n", "ses_abc", "end_turn", false},
@@ -106,8 +108,9 @@ func TestReadLastSessionEndSkipsLongLines(t *testing.T) {
 
 // referenceLastSessionEnd is the obvious implementation the scanner must agree
 // with: split on newlines, drop lines over the bound, decode each.
-func referenceLastSessionEnd(data []byte, maxLine int) (string, string) {
-	var sid, stop string
+func referenceLastSessionEnd(data []byte, maxLine int) (string, sdk.StopReason) {
+	var sid string
+	var stop sdk.StopReason
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		if len(line) > maxLine {
 			continue
@@ -121,7 +124,7 @@ func referenceLastSessionEnd(data []byte, maxLine int) (string, string) {
 			s, _ = m["sessionID"].(string)
 		}
 		r, _ := m["stop_reason"].(string)
-		sid, stop = s, r
+		sid, stop = s, sdk.StopReason(r)
 	}
 	return sid, stop
 }

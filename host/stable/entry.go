@@ -96,7 +96,7 @@ func (rt *runtime) entry(children []string) map[string]any {
 		// Additive fields.
 		"agent_profile": sp.agentProfile, "parent_run_id": sp.parentRunID, "thinking": sp.thinking,
 		"parked": rt.state == stateParked, "parked_at": nil, "turn_state": st.TurnState,
-		"last_event": st.LastEvent, "updated_at": st.UpdatedAt, "retry_attempt": st.RetryAttempt,
+		"last_event": string(st.LastEvent), "updated_at": st.UpdatedAt, "retry_attempt": st.RetryAttempt,
 		"max_retries": sp.maxRetries, "runs": rt.runs, "pid": st.PID, "plugin": rt.plugin,
 		"plugin_pid": 0, "resume_scope": rt.scope, "kept_plugin": rt.held != nil,
 	}
@@ -121,7 +121,7 @@ func (rt *runtime) entry(children []string) map[string]any {
 	}
 	if rt.result != nil && rt.state != stateRunning {
 		e["exit_code"] = rt.result.ExitCode
-		e["stop_reason"] = rt.result.StopReason
+		e["stop_reason"] = string(rt.result.StopReason)
 	}
 	if end := rt.lastEnd; end != nil {
 		if u, ok := end["usage"]; ok {

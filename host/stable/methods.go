@@ -261,7 +261,7 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 	if parent == nil {
 		return nil, fmt.Errorf("runtime %s's parent %s is not a runtime of this supervisor (or was reaped)", child.id, pid)
 	}
-	ev := event.Event{"event": event.TypeChildQuestion, "child_id": child.id, "message": *p.Message, "request_id": reqID}
+	ev := event.Event{"event": string(event.TypeChildQuestion), "child_id": child.id, "message": *p.Message, "request_id": reqID}
 	if sid := parent.session(); sid != "" {
 		ev[event.KeySessionID] = sid
 	}

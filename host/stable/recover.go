@@ -205,11 +205,11 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 // session.end{stop_reason:"error"}, the sentinel FAILED.
 func (s *Supervisor) endTurnInError(rt *runtime, r runtimeState, msg string) error {
 	fmt.Fprintf(s.cfg.Stderr, "avenor stable: %s\n", msg)
-	end := event.Event{"event": event.TypeSessionEnd, "stop_reason": sdk.StopError}
+	end := event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(sdk.StopError)}
 	if r.SessionID != "" {
 		end["session_id"] = r.SessionID
 	}
-	for _, ev := range []event.Event{{"event": event.TypeError, "source": "supervisor", "message": msg}, end} {
+	for _, ev := range []event.Event{{"event": string(event.TypeError), "source": "supervisor", "message": msg}, end} {
 		if r.SessionID != "" {
 			ev[event.KeySessionID] = r.SessionID
 		}
@@ -494,7 +494,7 @@ func logTailEvents(path string) ([]string, error) {
 			continue
 		}
 		typ, _ := ev["event"].(string)
-		if event.IsHostEvent(typ) && typ != string(event.TypeError) && typ != string(event.TypeWarning) {
+		if event.IsHostEvent(sdk.EventType(typ)) && typ != string(event.TypeError) && typ != string(event.TypeWarning) {
 			continue
 		}
 		out = append(out, eventKey(ev))
@@ -582,7 +582,7 @@ func lastTurnEvents(path string) []event.Event {
 }
 
 // readSentinel reads a sentinel's exit code and stop reason.
-func readSentinel(path string) (exit int, stop string, ok bool) {
+func readSentinel(path string) (exit int, stop sdk.StopReason, ok bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, "", false
@@ -601,7 +601,7 @@ func readSentinel(path string) (exit int, stop string, ok bool) {
 			_, _ = fmt.Sscan(string(v), &exit)
 			ok = true
 		case "STOP_REASON":
-			stop = string(v)
+			stop = sdk.StopReason(v)
 		}
 	}
 	return exit, stop, ok

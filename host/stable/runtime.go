@@ -149,7 +149,7 @@ func (rt *runtime) opened(sessionID string) {
 
 // onEventTypes are the events onEvent and persistEvent act on; the others
 // (the chunks, most of a stream) are not decoded for them.
-var onEventTypes = map[string]bool{
+var onEventTypes = map[sdk.EventType]bool{
 	event.TypeSessionStart: true, event.TypeSessionEnd: true,
 	event.TypePermissionRequest: true, event.TypePermissionResponse: true,
 }

@@ -292,7 +292,7 @@ func TestSupervisorInProcess(t *testing.T) {
 	for !seen["child.question"] {
 		select {
 		case ev := <-all.C():
-			seen[ev.Type()] = true
+			seen[ev.Type().String()] = true
 			if ev.Type() == "child.question" && (ev["runtime_id"] != parent.RuntimeID || ev["child_id"] != child.RuntimeID) {
 				t.Fatalf("child.question %v", ev)
 			}

@@ -59,7 +59,7 @@ func Classify(ev Event) Class {
 		}
 		return Activity
 	}
-	if strings.HasPrefix(name, "tool.") {
+	if strings.HasPrefix(string(name), "tool.") {
 		kind := ev.str("kind")
 		if kind == "commit" ||
 			(kind == "task" && ev.str("status") == "completed") ||

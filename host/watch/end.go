@@ -101,7 +101,7 @@ func (t *runTracker) observe(ev Event) (End, bool) {
 		if t.groups > 0 {
 			return "", false
 		}
-		stop := ev.str("stop_reason")
+		stop := sdk.StopReason(ev.str("stop_reason"))
 		exit := sentinel.ExitCode(stop)
 		switch {
 		case exit == sentinel.ExitOK || exit == sentinel.ExitCancelled:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Event is one decoded line of an event log: the flat JSON object of
@@ -33,9 +35,9 @@ func ParseLine(line []byte) (Event, error) {
 }
 
 // Name is the "event" field, or "" when it is missing or not a string.
-func (e Event) Name() string {
+func (e Event) Name() sdk.EventType {
 	s, _ := e["event"].(string)
-	return s
+	return sdk.EventType(s)
 }
 
 // SessionID is the "session_id" field rendered as text, else the

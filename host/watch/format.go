@@ -52,7 +52,7 @@ type Digest struct {
 
 // Summarize digests a decoded event.
 func Summarize(ev Event) Digest {
-	return Digest{Event: token(ev.Name()), SessionID: token(ev.SessionID()), Excerpt: Excerpt(ev), Class: Classify(ev)}
+	return Digest{Event: token(string(ev.Name())), SessionID: token(ev.SessionID()), Excerpt: Excerpt(ev), Class: Classify(ev)}
 }
 
 // DigestLine digests one log line; ok is false when the line is malformed

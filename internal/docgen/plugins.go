@@ -86,7 +86,7 @@ func PluginEventTypes(ps []Plugin) map[string][]string {
 	for _, p := range ps {
 		for _, b := range p.Backends {
 			for _, t := range b.EventTypes {
-				out[t] = append(out[t], b.Name)
+				out[t.String()] = append(out[t.String()], b.Name)
 			}
 		}
 	}

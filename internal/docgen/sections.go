@@ -96,7 +96,7 @@ func codeList(xs []string) string {
 	return strings.Join(out, ", ")
 }
 
-var levelMark = map[string]string{
+var levelMark = map[sdk.Support]string{
 	sdk.Supported: "yes", sdk.Experimental: "experimental", sdk.Unverified: "unverified", sdk.Unsupported: "—",
 }
 
@@ -106,7 +106,7 @@ func CapabilityMatrix(ps []Plugin) string {
 	var b strings.Builder
 	b.WriteString("| backend | plugin |")
 	for _, c := range sdk.CapabilityNames {
-		b.WriteString(" " + c + " |")
+		b.WriteString(" " + c.String() + " |")
 	}
 	b.WriteString(" resume scope | thinking levels |\n|---|---|")
 	for range sdk.CapabilityNames {
@@ -173,7 +173,7 @@ func HostEvents() string {
 	var b strings.Builder
 	b.WriteString("| event | fields (always) | fields (optional) | meaning |\n|---|---|---|---|\n")
 	for _, t := range event.HostEventTypes {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s |\n", t.Name, Anchor(t.Name), codeList(t.Fields), codeList(t.Optional), cell(t.Doc))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s |\n", t.Name, Anchor(t.Name.String()), codeList(t.Fields), codeList(t.Optional), cell(t.Doc))
 	}
 	return b.String()
 }
@@ -185,7 +185,10 @@ func PluginEvents(ps []Plugin) string {
 	var rows []string
 	for _, p := range ps {
 		for _, bi := range p.Backends {
-			types := append([]string(nil), bi.EventTypes...)
+			types := make([]string, len(bi.EventTypes))
+			for i, t := range bi.EventTypes {
+				types[i] = t.String()
+			}
 			sort.Strings(types)
 			links := make([]string, len(types))
 			for i, t := range types {

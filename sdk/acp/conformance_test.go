@@ -28,7 +28,7 @@ func fakeBackend(t *testing.T) (runtime.Backend, plugintest.Harness) {
 	b := NewBackend(BackendSpec{
 		Info: runtime.BackendInfo{
 			Name: "fake-acp",
-			Capabilities: map[string]string{
+			Capabilities: runtime.CapabilityTable{
 				runtime.CapNewSessions:     runtime.Supported,
 				runtime.CapResume:          runtime.Supported,
 				runtime.CapPrompt:          runtime.Supported,

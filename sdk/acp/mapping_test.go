@@ -13,31 +13,31 @@ func TestMapUpdate(t *testing.T) {
 	cases := []struct {
 		name   string
 		params string
-		want   []string // event types
+		want   []runtime.EventType // event types
 		known  bool
 		check  func(t *testing.T, evs []runtime.Event)
 	}{
 		{name: "message chunk keeps every key", params: `{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":"hi"},"_meta":{"x":1}}}`,
-			want: []string{runtime.EventMessageChunk}, known: true, check: func(t *testing.T, evs []runtime.Event) {
+			want: []runtime.EventType{runtime.EventMessageChunk}, known: true, check: func(t *testing.T, evs []runtime.Event) {
 				want := map[string]any{"session_update": "agent_message_chunk", "session_id": "s", "messageId": "m",
 					"content": map[string]any{"type": "text", "text": "hi"}, "_meta": map[string]any{"x": float64(1)}}
 				if !reflect.DeepEqual(evs[0].Fields, want) {
 					t.Errorf("fields = %v; want %v", evs[0].Fields, want)
 				}
 			}},
-		{name: "thought", params: `{"sessionId":"s","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}}`, want: []string{runtime.EventThoughtChunk}, known: true},
-		{name: "user chunk", params: `{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"q"}}}`, want: []string{runtime.EventUserMessageChunk}, known: true},
-		{name: "plan", params: `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, want: []string{runtime.EventPlan}, known: true},
+		{name: "thought", params: `{"sessionId":"s","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}}`, want: []runtime.EventType{runtime.EventThoughtChunk}, known: true},
+		{name: "user chunk", params: `{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"q"}}}`, want: []runtime.EventType{runtime.EventUserMessageChunk}, known: true},
+		{name: "plan", params: `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, want: []runtime.EventType{runtime.EventPlan}, known: true},
 		{name: "tool call then its update", params: `{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"bash","kind":"execute","status":"pending"}}`,
-			want: []string{runtime.EventToolCall}, known: true},
+			want: []runtime.EventType{runtime.EventToolCall}, known: true},
 		{name: "update of an unseen tool call is announced first", params: `{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t2","title":"ls","kind":"read","status":"completed","rawOutput":"x"}}`,
-			want: []string{runtime.EventToolCall, runtime.EventToolCallUpdate}, known: true, check: func(t *testing.T, evs []runtime.Event) {
+			want: []runtime.EventType{runtime.EventToolCall, runtime.EventToolCallUpdate}, known: true, check: func(t *testing.T, evs []runtime.Event) {
 				if evs[0].Fields["synthetic"] != true || evs[0].Fields["status"] != "pending" || evs[0].Fields["rawOutput"] != nil {
 					t.Errorf("synthetic tool.call = %v", evs[0].Fields)
 				}
 			}},
 		{name: "unknown kind is native", params: `{"sessionId":"s","update":{"sessionUpdate":"current_mode_update","currentModeId":"plan"}}`,
-			want: []string{runtime.EventNative}, check: func(t *testing.T, evs []runtime.Event) {
+			want: []runtime.EventType{runtime.EventNative}, check: func(t *testing.T, evs []runtime.Event) {
 				if evs[0].Fields["native_type"] != "current_mode_update" || evs[0].Fields["session_id"] != "s" {
 					t.Errorf("native = %v", evs[0].Fields)
 				}
@@ -50,7 +50,7 @@ func TestMapUpdate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var types []string
+			var types []runtime.EventType
 			for _, ev := range evs {
 				types = append(types, ev.Type)
 			}
@@ -76,7 +76,7 @@ func TestTurnResult(t *testing.T) {
 	cases := []struct {
 		name   string
 		result string
-		stop   string
+		stop   runtime.StopReason
 		usage  *runtime.Usage
 	}{
 		{name: "opencode usage", result: `{"stopReason":"end_turn","usage":{"inputTokens":10,"outputTokens":5,"totalTokens":15,"cachedReadTokens":3,"thoughtTokens":1}}`,

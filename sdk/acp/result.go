@@ -37,7 +37,7 @@ type geminiMeta struct {
 }
 
 // stopReasons are ACP v1's stop reasons, which are also the contract's.
-var stopReasons = map[string]string{
+var stopReasons = map[string]runtime.StopReason{
 	"end_turn":          runtime.StopEndTurn,
 	"max_tokens":        runtime.StopMaxTokens,
 	"max_turn_requests": runtime.StopMaxTurnRequests,
@@ -55,7 +55,7 @@ func (r PromptResult) TurnResult() runtime.TurnResult {
 		if known, ok := stopReasons[strings.ToLower(sr)]; ok {
 			res.StopReason = known
 		} else {
-			res.StopReason = sr
+			res.StopReason = runtime.StopReason(sr)
 		}
 	}
 	if u := r.Usage; u != nil {

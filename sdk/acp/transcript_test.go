@@ -34,7 +34,7 @@ type recHost struct {
 
 func (h *recHost) Emit(ev runtime.Event) {
 	h.mu.Lock()
-	rec := map[string]any{"event": ev.Type}
+	rec := map[string]any{"event": string(ev.Type)}
 	for k, v := range ev.Fields {
 		rec[k] = v
 	}
@@ -130,7 +130,7 @@ type transcriptCase struct {
 	prompts []string
 	// cancelOn, when set, cancels the turn once an event of that type (or
 	// the permission request) has been seen.
-	cancelOn string
+	cancelOn runtime.EventType
 	openErr  string // expected in Open's error
 	fault    runtime.Fault
 }
@@ -226,7 +226,7 @@ func runTranscript(t *testing.T, tc transcriptCase) {
 	}
 	for i, p := range prompts {
 		res, err := sess.Prompt(ctx, runtime.Turn{ID: fmt.Sprint(i + 1), Text: p})
-		rec := map[string]any{"event": "(turn end)", "stop_reason": res.StopReason, "usage": res.Usage}
+		rec := map[string]any{"event": "(turn end)", "stop_reason": string(res.StopReason), "usage": res.Usage}
 		if err != nil {
 			rec["error"] = err.Error()
 			rec["fault"] = runtime.FaultOf(err)

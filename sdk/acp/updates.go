@@ -9,7 +9,7 @@ import (
 
 // canonical maps the session/update kinds of docs/events.md#backend-events to event types.
 // Every other kind becomes an avenor.native event.
-var canonical = map[string]string{
+var canonical = map[string]runtime.EventType{
 	"agent_message_chunk": runtime.EventMessageChunk,
 	"agent_thought_chunk": runtime.EventThoughtChunk,
 	"user_message_chunk":  runtime.EventUserMessageChunk,
@@ -20,7 +20,7 @@ var canonical = map[string]string{
 
 // EventTypes is every event type an ACP session emits; plugins list it in
 // BackendInfo.EventTypes (adding their own, if any).
-var EventTypes = []string{
+var EventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventUserMessageChunk,
 	runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventPlan,
 	runtime.EventNative, runtime.EventWarning,

@@ -14,7 +14,7 @@ import (
 // recordingHost records emitted event types; Emit can be held.
 type recordingHost struct {
 	mu   sync.Mutex
-	got  []string
+	got  []runtime.EventType
 	hold chan struct{} // non-nil: each Emit waits for a receive
 }
 
@@ -33,13 +33,13 @@ func (h *recordingHost) AskPermission(ctx context.Context, req runtime.Permissio
 
 func (h *recordingHost) Logger() hclog.Logger { return hclog.NewNullLogger() }
 
-func (h *recordingHost) types() []string {
+func (h *recordingHost) types() []runtime.EventType {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]string(nil), h.got...)
+	return append([]runtime.EventType(nil), h.got...)
 }
 
-func evs(types ...string) []runtime.Event {
+func evs(types ...runtime.EventType) []runtime.Event {
 	out := make([]runtime.Event, len(types))
 	for i, t := range types {
 		out[i] = runtime.NewEvent(t, nil)

@@ -21,7 +21,7 @@ type fakeBackend struct {
 }
 
 func (b *fakeBackend) Info() runtime.BackendInfo {
-	return runtime.BackendInfo{Name: "fake", Capabilities: map[string]string{runtime.CapPrompt: runtime.Supported}}
+	return runtime.BackendInfo{Name: "fake", Capabilities: runtime.CapabilityTable{runtime.CapPrompt: runtime.Supported}}
 }
 func (b *fakeBackend) Check(context.Context, runtime.CheckRequest) runtime.Readiness {
 	return runtime.Readiness{Ready: true, Version: "1"}
@@ -56,7 +56,7 @@ type recHost struct {
 func (h *recHost) add(s string) { h.mu.Lock(); h.log = append(h.log, s); h.mu.Unlock() }
 func (h *recHost) Emit(ev runtime.Event) {
 	txt, _ := ev.Fields["content"].(map[string]any)["text"].(string)
-	h.add(ev.Type + ":" + txt)
+	h.add(string(ev.Type) + ":" + txt)
 }
 func (h *recHost) AskPermission(ctx context.Context, req runtime.PermissionRequest) (runtime.PermissionDecision, error) {
 	panic("RecordPermission must be used")

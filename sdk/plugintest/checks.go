@@ -144,7 +144,7 @@ func (c *bcase) describeChecks(k sink) {
 		if c.advertised(runtime.CapEventStreaming) && len(info.EventTypes) == 0 {
 			return fmt.Errorf("event_streaming is advertised but EventTypes is empty; list every event type the backend emits")
 		}
-		seen := map[string]bool{}
+		seen := map[runtime.EventType]bool{}
 		for _, t := range info.EventTypes {
 			if t == "" || seen[t] {
 				return fmt.Errorf("EventTypes lists %q twice or empty", t)
@@ -193,8 +193,8 @@ func (c *bcase) sessionChecks(k sink) {
 		}
 		var undeclared []string
 		for _, ev := range rec.events() {
-			if !slices.Contains(c.info.EventTypes, ev.Type) && !slices.Contains(undeclared, ev.Type) {
-				undeclared = append(undeclared, ev.Type)
+			if !slices.Contains(c.info.EventTypes, ev.Type) && !slices.Contains(undeclared, string(ev.Type)) {
+				undeclared = append(undeclared, string(ev.Type))
 			}
 		}
 		if len(undeclared) > 0 {
@@ -694,7 +694,7 @@ func (c *bcase) restartChecks(k sink) {
 // when resume, in the dead plugin's session resumed by id after one turn
 // there.
 func (x *run) afterDeath(resume bool) error {
-	want := ""
+	var want runtime.Capability
 	if resume {
 		want = runtime.CapResume
 	}

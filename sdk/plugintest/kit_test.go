@@ -154,14 +154,17 @@ func verifyReport(t *testing.T, b runtime.Backend, h plugintest.Harness) plugint
 // capped overrides one capability of a backend.
 type capped struct {
 	runtime.Backend
-	name, level string
+	name  runtime.Capability
+	level runtime.Support
 }
 
-func withCaps(b runtime.Backend, name, level string) runtime.Backend { return capped{b, name, level} }
+func withCaps(b runtime.Backend, name runtime.Capability, level runtime.Support) runtime.Backend {
+	return capped{b, name, level}
+}
 
 func (c capped) Info() runtime.BackendInfo {
 	info := c.Backend.Info()
-	caps := map[string]string{}
+	caps := runtime.CapabilityTable{}
 	for k, v := range info.Capabilities {
 		caps[k] = v
 	}

@@ -51,7 +51,7 @@ type bcase struct {
 }
 
 // advertised reports whether a capability is claimed at all.
-func (c *bcase) advertised(capability string) bool {
+func (c *bcase) advertised(capability runtime.Capability) bool {
 	return c.info.Capability(capability) != runtime.Unsupported
 }
 
@@ -88,7 +88,7 @@ func (c *bcase) check(k sink, name string, fn func(x *run) error) {
 // capCheck is a check of an optional capability: skipped when the backend
 // does not advertise it, held to it when it does. A capability advertised
 // as unverified is probed, and a failure is reported as a skip saying so.
-func (c *bcase) capCheck(k sink, name, capability string, fn func(x *run) error) {
+func (c *bcase) capCheck(k sink, name string, capability runtime.Capability, fn func(x *run) error) {
 	c.check(k, name, func(x *run) error {
 		level := c.info.Capability(capability)
 		if level == runtime.Unsupported {
@@ -130,7 +130,7 @@ func (x *run) cleanup() {
 // prompt is the harness's prompt for kind. When it has none the check is
 // skipped — or fails, when the backend advertises the capability the turn
 // would show.
-func (x *run) prompt(kind TurnKind, capability string) (string, error) {
+func (x *run) prompt(kind TurnKind, capability runtime.Capability) (string, error) {
 	p, ok := x.c.s.h.Prompt(x.c.info.Name, kind)
 	if ok {
 		return p, nil

@@ -1,8 +1,13 @@
 package runtime
 
-// Support is how far a backend supports a capability. Like Capability it
-// is a name for string, so maps and literals of strings keep working.
-type Support = string
+// Support is how far a backend supports a capability: the value of a row
+// of the capability matrix. It is a defined type so that a level cannot be
+// passed where a capability name (or any other string) is meant; it
+// marshals to JSON as the plain string it holds.
+type Support string
+
+// String returns the level as the contract spells it ("supported", ...).
+func (s Support) String() string { return string(s) }
 
 // Support levels of a capability.
 const (
@@ -12,8 +17,14 @@ const (
 	Unverified   Support = "unverified"
 )
 
-// Capability is a row of the capability matrix.
-type Capability = string
+// Capability is a row of the capability matrix, named as the contract
+// and `avenor backends --json` spell it ("new_sessions", ...). It is a
+// defined type so that a capability name cannot be confused with its
+// Support level; it marshals to JSON as the plain string it holds.
+type Capability string
+
+// String returns the capability's name as the contract spells it.
+func (c Capability) String() string { return string(c) }
 
 // Capability names: the rows of the seed's capability matrix.
 const (

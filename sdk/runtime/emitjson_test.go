@@ -43,7 +43,7 @@ func (h *mapHost) Logger() hclog.Logger { return hclog.NewNullLogger() }
 
 type jsonHost struct {
 	mapHost
-	typ  string
+	typ  EventType
 	data []byte
 }
 

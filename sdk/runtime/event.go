@@ -8,10 +8,14 @@ type Event struct {
 	Fields map[string]any
 }
 
-// EventType is an event's "type" (docs/events.md#backend-events). It is a name for string,
-// so code that still spells types as strings keeps compiling; spell them
-// with the constants below.
-type EventType = string
+// EventType is an event's "type" (docs/events.md#backend-events). It is a defined type so
+// that event names are spelled with the constants below; it marshals to
+// JSON as the plain string it holds. A backend's own event types (prefixed
+// with its name, docs/events.md#backend-events) are EventType("<backend>.<what>").
+type EventType string
+
+// String returns the event type as the event log spells it.
+func (t EventType) String() string { return string(t) }
 
 // NewEvent builds an event; fields may be nil.
 func NewEvent(typ EventType, fields map[string]any) Event {
@@ -74,7 +78,7 @@ func ThoughtChunk(sessionID, text string) Event {
 	return chunk(EventThoughtChunk, "agent_thought_chunk", sessionID, text)
 }
 
-func chunk(typ, update, sessionID, text string) Event {
+func chunk(typ EventType, update, sessionID, text string) Event {
 	f := map[string]any{
 		"content":        map[string]any{"type": "text", "text": text},
 		"session_update": update,

@@ -170,7 +170,15 @@ type Readiness struct {
 }
 
 // StopReason is how a turn ended: session.end's stop_reason (docs/events.md#sessionend).
-type StopReason = string
+// It is a defined type so that a turn's outcome is spelled with the
+// constants below rather than with any string; it marshals to JSON as the
+// plain string it holds. A backend that meets a stop reason of its runtime
+// docs/events.md#sessionend does not name maps it to the nearest constant (StopEndTurn
+// for a normal end, StopError for a failure).
+type StopReason string
+
+// String returns the stop reason as session.end spells it ("end_turn", ...).
+func (r StopReason) String() string { return string(r) }
 
 // Stop reasons of the contract (docs/events.md#sessionend).
 const (

@@ -142,7 +142,7 @@ func (h *Host) Events() []sdk.Event {
 }
 
 // Of returns the events of one type.
-func (h *Host) Of(typ string) []sdk.Event {
+func (h *Host) Of(typ sdk.EventType) []sdk.Event {
 	var out []sdk.Event
 	for _, ev := range h.Events() {
 		if ev.Type == typ {
@@ -153,8 +153,8 @@ func (h *Host) Of(typ string) []sdk.Event {
 }
 
 // Types lists the event types in order.
-func (h *Host) Types() []string {
-	var out []string
+func (h *Host) Types() []sdk.EventType {
+	var out []sdk.EventType
 	for _, ev := range h.Events() {
 		out = append(out, ev.Type)
 	}

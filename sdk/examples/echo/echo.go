@@ -44,7 +44,7 @@ func (backend) Info() runtime.BackendInfo {
 		),
 		ResumeScope:    runtime.ResumeCrossProcess, // the state file outlives the process
 		ThinkingLevels: nil,                        // --thinking is refused
-		EventTypes: []string{
+		EventTypes: []runtime.EventType{
 			runtime.EventThoughtChunk, runtime.EventMessageChunk,
 			runtime.EventToolCall, runtime.EventToolCallUpdate,
 		},

@@ -56,8 +56,8 @@ func (h *testHost) snapshot() []runtime.Event {
 	return append([]runtime.Event(nil), h.events...)
 }
 
-func (h *testHost) types() []string {
-	var out []string
+func (h *testHost) types() []runtime.EventType {
+	var out []runtime.EventType
 	for _, ev := range h.snapshot() {
 		out = append(out, ev.Type)
 	}
@@ -65,7 +65,7 @@ func (h *testHost) types() []string {
 }
 
 // text concatenates the text of every event of type typ.
-func (h *testHost) text(typ string) string {
+func (h *testHost) text(typ runtime.EventType) string {
 	var b strings.Builder
 	for _, ev := range h.snapshot() {
 		if ev.Type == typ {
@@ -139,7 +139,7 @@ func (f fixture) prompt(t *testing.T, text string) runtime.TurnResult {
 func (f fixture) promptAsync(text string) runtime.TurnResult {
 	res, err := f.sess.Prompt(context.Background(), runtime.Turn{ID: "t-async", Text: text})
 	if err != nil {
-		return runtime.TurnResult{StopReason: "error: " + err.Error()}
+		return runtime.TurnResult{StopReason: runtime.StopReason("error: " + err.Error())}
 	}
 	return res
 }
@@ -175,7 +175,7 @@ func TestPromptStreamsThoughtsToolAndEcho(t *testing.T) {
 	if got := f.host.text(runtime.EventMessageChunk); got != want {
 		t.Errorf("message text = %q, want %q", got, want)
 	}
-	wantTypes := []string{
+	wantTypes := []runtime.EventType{
 		runtime.EventThoughtChunk, runtime.EventThoughtChunk,
 		runtime.EventToolCall, runtime.EventToolCallUpdate,
 		runtime.EventMessageChunk, runtime.EventMessageChunk, runtime.EventMessageChunk, runtime.EventMessageChunk, runtime.EventMessageChunk,
@@ -206,7 +206,7 @@ func TestPermission(t *testing.T) {
 	cases := []struct {
 		name      string
 		answer    func(runtime.PermissionRequest) runtime.PermissionDecision
-		stop      string
+		stop      runtime.StopReason
 		says      string
 		wroteFile bool
 	}{

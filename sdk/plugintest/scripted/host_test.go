@@ -60,8 +60,8 @@ func (h *testHost) snapshot() []runtime.Event {
 	return append([]runtime.Event(nil), h.events...)
 }
 
-func (h *testHost) types() []string {
-	var out []string
+func (h *testHost) types() []runtime.EventType {
+	var out []runtime.EventType
 	for _, ev := range h.snapshot() {
 		out = append(out, ev.Type)
 	}
@@ -75,7 +75,7 @@ func (h *testHost) permissions() []runtime.PermissionRequest {
 }
 
 // text concatenates the text of every event of type typ.
-func (h *testHost) text(typ string) string {
+func (h *testHost) text(typ runtime.EventType) string {
 	var b strings.Builder
 	for _, ev := range h.snapshot() {
 		if ev.Type == typ {

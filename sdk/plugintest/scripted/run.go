@@ -26,7 +26,7 @@ type run struct {
 	usage *runtime.Usage
 }
 
-func (r *run) result(stop string) runtime.TurnResult {
+func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
 	return runtime.TurnResult{StopReason: stop, Usage: r.usage}
 }
 
@@ -77,7 +77,7 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		u := st.Usage
 		r.usage = &u
 	case "stop":
-		return r.result(st.Text), nil
+		return r.result(runtime.StopReason(st.Text)), nil
 	case "fail":
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "%s", st.Text)
 	case "error":

@@ -89,7 +89,7 @@ func (b backend) Info() runtime.BackendInfo {
 		),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
-		EventTypes: []string{
+		EventTypes: []runtime.EventType{
 			runtime.EventMessageChunk, runtime.EventThoughtChunk,
 			runtime.EventToolCall, runtime.EventToolCallUpdate, EventError,
 		},

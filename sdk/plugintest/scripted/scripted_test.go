@@ -3,6 +3,7 @@ package scripted_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -90,9 +91,9 @@ func TestOpen(t *testing.T) {
 
 func TestCommands(t *testing.T) {
 	type want struct {
-		stop  string
-		types []string // nil: not checked
-		text  string   // the message text
+		stop  runtime.StopReason
+		types []runtime.EventType // nil: not checked
+		text  string              // the message text
 		usage *runtime.Usage
 		fault runtime.Fault // of the turn's error; "" → none
 		err   string
@@ -103,16 +104,16 @@ func TestCommands(t *testing.T) {
 		answer func(runtime.PermissionRequest) runtime.PermissionDecision
 		want   want
 	}{
-		{"empty", "", nil, want{stop: runtime.StopEndTurn, types: []string{}}},
-		{"say and think", "think hmm\nsay hello world", nil, want{stop: runtime.StopEndTurn, types: []string{thought, msg}, text: "hello world"}},
-		{"say quoted", `say "[loop: exit]\n"`, nil, want{stop: runtime.StopEndTurn, types: []string{msg}, text: "[loop: exit]\n"}},
-		{"chunks", "chunks 3 text=ab", nil, want{stop: runtime.StopEndTurn, types: []string{msg, msg, msg}, text: "ababab"}},
-		{"chunks default text", "chunks 2 every=5ms", nil, want{stop: runtime.StopEndTurn, types: []string{msg, msg}, text: "chunk 1\nchunk 2\n"}},
+		{"empty", "", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{}}},
+		{"say and think", "think hmm\nsay hello world", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{thought, msg}, text: "hello world"}},
+		{"say quoted", `say "[loop: exit]\n"`, nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{msg}, text: "[loop: exit]\n"}},
+		{"chunks", "chunks 3 text=ab", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{msg, msg, msg}, text: "ababab"}},
+		{"chunks default text", "chunks 2 every=5ms", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{msg, msg}, text: "chunk 1\nchunk 2\n"}},
 		{"flood", "flood 2000", nil, want{stop: runtime.StopEndTurn, text: strings.Repeat("x", 2000)}},
-		{"sleep", "sleep 10ms\nsay woke", nil, want{stop: runtime.StopEndTurn, types: []string{msg}, text: "woke"}},
-		{"tool", "tool read the file kind=read", nil, want{stop: runtime.StopEndTurn, types: []string{call, update}}},
+		{"sleep", "sleep 10ms\nsay woke", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{msg}, text: "woke"}},
+		{"tool", "tool read the file kind=read", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{call, update}}},
 		{"permission allowed", "permission\nsay after", allow("allow", runtime.KindAllowOnce),
-			want{stop: runtime.StopEndTurn, types: []string{msg, msg}, text: "permission allow (allow_once)after"}},
+			want{stop: runtime.StopEndTurn, types: []runtime.EventType{msg, msg}, text: "permission allow (allow_once)after"}},
 		{"permission denied", "permission", allow("deny", runtime.KindReject),
 			want{stop: runtime.StopEndTurn, text: "permission deny (reject)"}},
 		{"permission kind from the option", "permission options=yes:allow_always,no:reject", allow("yes", ""),
@@ -126,10 +127,10 @@ func TestCommands(t *testing.T) {
 		{"fail", "say a\nfail the model fell over\nsay never", nil,
 			want{stop: runtime.StopError, text: "a", fault: runtime.FaultRuntime, err: "the model fell over"}},
 		{"unknown command", "say a\nfrobnicate", nil,
-			want{stop: runtime.StopError, types: []string{}, fault: runtime.FaultUser, err: `line 2 ("frobnicate"): unknown command`}},
-		{"shell", "shell printf 'in %s' \"$(basename \"$PWD\")\"", nil, want{stop: runtime.StopEndTurn, types: []string{msg}}},
+			want{stop: runtime.StopError, types: []runtime.EventType{}, fault: runtime.FaultUser, err: `line 2 ("frobnicate"): unknown command`}},
+		{"shell", "shell printf 'in %s' \"$(basename \"$PWD\")\"", nil, want{stop: runtime.StopEndTurn, types: []runtime.EventType{msg}}},
 		{"shell fails", "shell echo oops >&2; exit 3\nsay never", nil,
-			want{stop: runtime.StopError, types: []string{}, fault: runtime.FaultRuntime, err: "oops"}},
+			want{stop: runtime.StopError, types: []runtime.EventType{}, fault: runtime.FaultRuntime, err: "oops"}},
 		{"announce", "say a\nannounce", nil, want{stop: runtime.StopEndTurn, text: "turn 1a"}},
 	}
 	b := backend(t, serve(t))
@@ -149,7 +150,7 @@ func TestCommands(t *testing.T) {
 				}
 			}
 			if tc.want.types != nil {
-				if got := f.host.types(); !reflect.DeepEqual(append([]string{}, got...), tc.want.types) {
+				if got := f.host.types(); !reflect.DeepEqual(append([]runtime.EventType{}, got...), tc.want.types) {
 					t.Errorf("event types = %v, want %v", got, tc.want.types)
 				}
 			}
@@ -377,7 +378,7 @@ func TestOverlongRuntimeLineIsAWarningAndTheTurnEnds(t *testing.T) {
 	if r.err != nil || r.res.StopReason != runtime.StopEndTurn {
 		t.Fatalf("turn ended %+v %v", r.res, r.err)
 	}
-	if got := strings.Join(f.host.types(), ","); got != "avenor.warning,agent.message_chunk" {
+	if got := fmt.Sprint(f.host.types()); got != "[avenor.warning agent.message_chunk]" {
 		t.Fatalf("events %s", got)
 	}
 	if f.host.text(msg) != "ok" {

@@ -34,12 +34,12 @@ const channelServerPrefix = "avenor-channel-"
 
 // Events of the channel backend (docs/events.md#backend-events).
 const (
-	EventChannelReady = "agent.channel_ready"
-	EventPromptQueued = "agent.prompt_queued"
-	EventReport       = "agent.report"
-	EventReply        = "agent.reply"
-	EventFinish       = "agent.finish"
-	EventStatus       = runtime.EventAgentStatus
+	EventChannelReady runtime.EventType = "agent.channel_ready"
+	EventPromptQueued runtime.EventType = "agent.prompt_queued"
+	EventReport       runtime.EventType = "agent.report"
+	EventReply        runtime.EventType = "agent.reply"
+	EventFinish       runtime.EventType = "agent.finish"
+	EventStatus                         = runtime.EventAgentStatus
 )
 
 // Timings of the channel backend.
@@ -121,7 +121,7 @@ func (b *channelBackend) Info() runtime.BackendInfo {
 			With(runtime.CapPrompt, runtime.Experimental).
 			With(runtime.CapPermissionRelay, runtime.Experimental),
 		ThinkingLevels: thinkingLevels,
-		EventTypes: []string{runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
+		EventTypes: []runtime.EventType{runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
 			runtime.EventToolCallUpdate, runtime.EventWarning, EventPromptSubmitted, EventPromptQueued,
 			EventChannelReady, EventReport, EventReply, EventFinish, EventStatus},
 	}

@@ -33,7 +33,7 @@ func (s *channelSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime
 
 	var finish *channel.FinishRequest
 	var final string
-	end := func(stop string) runtime.TurnResult {
+	end := func(stop runtime.StopReason) runtime.TurnResult {
 		r := runtime.TurnResult{StopReason: stop, Extra: map[string]any{"status": "done", "runtime_version": s.version}}
 		if finish != nil {
 			r.StopReason = finishStop(finish.Status)
@@ -149,7 +149,7 @@ func (s *channelSession) Prompt(ctx context.Context, turn runtime.Turn) (runtime
 // kill). No cancel control is sent: a channel message is a new prompt to
 // Claude Code, which would start a turn to acknowledge it right after the
 // interrupt and keep the TUI busy.
-func (s *channelSession) cancelTurn() string {
+func (s *channelSession) cancelTurn() runtime.StopReason {
 	stop := s.interrupt()
 	if s.term.done() {
 		s.cleanup.removeEntry()

@@ -189,7 +189,7 @@ func TestChannelTurns(t *testing.T) {
 		name     string
 		prompt   string
 		decide   func(runtime.PermissionRequest) runtime.PermissionDecision
-		stop     string
+		stop     runtime.StopReason
 		status   string
 		summary  string
 		askedVia string
@@ -299,7 +299,7 @@ func TestChannelLauncherChoice(t *testing.T) {
 }
 
 func TestFinishStop(t *testing.T) {
-	for status, want := range map[string]string{"done": "end_turn", "failed": "error", "blocked": "blocked", "": "end_turn"} {
+	for status, want := range map[string]runtime.StopReason{"done": "end_turn", "failed": "error", "blocked": "blocked", "": "end_turn"} {
 		if got := finishStop(status); got != want {
 			t.Errorf("finishStop(%q) = %q, want %q", status, got, want)
 		}

@@ -233,8 +233,8 @@ func (h *fuzzHost) all() []runtime.Event {
 	return append([]runtime.Event(nil), h.events...)
 }
 
-func (h *fuzzHost) types(from int) []string {
-	var out []string
+func (h *fuzzHost) types(from int) []runtime.EventType {
+	var out []runtime.EventType
 	for _, ev := range h.all()[from:] {
 		out = append(out, ev.Type)
 	}

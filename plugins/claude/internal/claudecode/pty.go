@@ -59,7 +59,7 @@ func (b *ptyBackend) Info() runtime.BackendInfo {
 			With(runtime.CapPermissionRelay, runtime.Experimental),
 		ResumeScope:    runtime.ResumeInProcess,
 		ThinkingLevels: thinkingLevels,
-		EventTypes: []string{runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
+		EventTypes: []runtime.EventType{runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
 			runtime.EventToolCallUpdate, runtime.EventWarning, EventPromptSubmitted},
 	}
 }
@@ -308,7 +308,7 @@ func (s *ptySession) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnR
 	}
 	defer s.endTurn(t)
 	cancel := t.Cancelled()
-	done := func(stop string, final string) runtime.TurnResult {
+	done := func(stop runtime.StopReason, final string) runtime.TurnResult {
 		r := runtime.TurnResult{StopReason: stop, Extra: map[string]any{"status": "done", "runtime_version": s.version}}
 		if final != "" {
 			r.FinalOutput, r.HasFinalOutput = final, true
@@ -381,7 +381,7 @@ type dialog struct {
 // per dialog, and types its answer. Claude Code ignores keys for a moment
 // after a dialog appears, so the answer is typed again every ptyRetype
 // until the dialog is gone. A stop reason ends the turn.
-func (s *ptySession) answerDialog(ctx context.Context, cancel <-chan struct{}, st screenState, d *dialog) (stop string) {
+func (s *ptySession) answerDialog(ctx context.Context, cancel <-chan struct{}, st screenState, d *dialog) (stop runtime.StopReason) {
 	switch {
 	case st.permission && !d.asked:
 		d.asked = true
@@ -404,7 +404,7 @@ func (s *ptySession) answerDialog(ctx context.Context, cancel <-chan struct{}, s
 // permission raises the dialog on screen as a request and returns the keys
 // that answer it: the option's number to allow, Esc to reject; or the stop
 // reason when the turn was cancelled instead.
-func (s *ptySession) permission(ctx context.Context, cancel <-chan struct{}) (stop, keys string) {
+func (s *ptySession) permission(ctx context.Context, cancel <-chan struct{}) (stop runtime.StopReason, keys string) {
 	scr := s.term.screen()
 	question, tool := "Do you want to proceed?", ""
 	lines := strings.Split(scr, "\n")
@@ -452,7 +452,7 @@ func (s *ptySession) permission(ctx context.Context, cancel <-chan struct{}) (st
 
 // interrupt presses Esc twice and waits up to 3 s for the TUI to go idle:
 // cancelled; else the terminal is killed: cancelled_forced.
-func (s *ptySession) interrupt() string {
+func (s *ptySession) interrupt() runtime.StopReason {
 	if s.term.done() {
 		return runtime.StopCancelled
 	}

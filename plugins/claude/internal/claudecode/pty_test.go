@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestTranscriptTail(t *testing.T) {
 	}
 
 	kinds := map[string]string{}
-	var types []string
+	var types []runtime.EventType
 	var final string
 	ended := false
 	for _, l := range lines {
@@ -91,8 +92,8 @@ func TestTranscriptTail(t *testing.T) {
 		}
 		ended = ended || end
 	}
-	want := []string{runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventMessageChunk}
-	if strings.Join(types, " ") != strings.Join(want, " ") {
+	want := []runtime.EventType{runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventMessageChunk}
+	if !reflect.DeepEqual(types, want) {
 		t.Errorf("events %v, want %v (the many other record types skipped)", types, want)
 	}
 	if final != "DONE" || !ended {

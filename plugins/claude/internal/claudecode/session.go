@@ -555,7 +555,7 @@ func (s *streamSession) overdue(*turn.Turn) {
 }
 
 // result is a TurnResult with the extras every claude session.end carries.
-func (s *streamSession) result(t *streamTurn, stop string) runtime.TurnResult {
+func (s *streamSession) result(t *streamTurn, stop runtime.StopReason) runtime.TurnResult {
 	return runtime.TurnResult{StopReason: stop, Extra: map[string]any{
 		"status": "done", "unknown_frames": t.unknown.Load(), "runtime_version": s.cfg.Version}}
 }

@@ -77,7 +77,7 @@ func (h *testHost) AskPermission(ctx context.Context, req runtime.PermissionRequ
 
 func (h *testHost) Logger() hclog.Logger { return hclog.NewNullLogger() }
 
-func (h *testHost) of(typ string) []runtime.Event {
+func (h *testHost) of(typ runtime.EventType) []runtime.Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []runtime.Event

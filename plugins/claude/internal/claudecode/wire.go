@@ -223,7 +223,7 @@ func nativeEvent(nativeType, sid string, line []byte) runtime.Event {
 }
 
 // eventTypes are every event type claude-stream emits.
-var eventTypes = []string{
+var eventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk, runtime.EventToolCall,
 	runtime.EventToolCallUpdate, runtime.EventWarning, runtime.EventNative,
 }

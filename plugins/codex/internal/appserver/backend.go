@@ -42,7 +42,7 @@ func effort(level string) string {
 }
 
 // EventTypes is every event type a codex session emits.
-var EventTypes = []string{
+var EventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk,
 	runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventPlan,
 	runtime.EventNative, runtime.EventWarning, EventError,
@@ -54,9 +54,9 @@ var EventTypes = []string{
 // item/completed notifications as they came: item (the ThreadItem),
 // item_type, threadId, turnId.
 const (
-	EventItemStarted   = "avenor.item.started"
-	EventItemCompleted = "avenor.item.completed"
-	EventError         = runtime.EventError
+	EventItemStarted   runtime.EventType = "avenor.item.started"
+	EventItemCompleted runtime.EventType = "avenor.item.completed"
+	EventError                           = runtime.EventError
 )
 
 func New() runtime.Backend { return backend{} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,10 +58,10 @@ func (h *testHost) asked() int {
 
 func (h *testHost) Logger() hclog.Logger { return hclog.NewNullLogger() }
 
-func (h *testHost) types() []string {
+func (h *testHost) types() []runtime.EventType {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []string
+	var out []runtime.EventType
 	for _, ev := range h.events {
 		out = append(out, ev.Type)
 	}
@@ -153,13 +154,13 @@ func TestAllow(t *testing.T) {
 	if got := strings.Join(ids, " "); got != "accept:allow_once acceptWithExecpolicyAmendment:allow_always decline:reject_once cancel:reject" {
 		t.Errorf("options = %s", got)
 	}
-	types := strings.Join(h.types(), " ")
-	for _, want := range []string{runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventMessageChunk, EventItemStarted, EventItemCompleted, runtime.EventWarning} {
-		if !strings.Contains(types, want) {
+	types := fmt.Sprint(h.types())
+	for _, want := range []runtime.EventType{runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventMessageChunk, EventItemStarted, EventItemCompleted, runtime.EventWarning} {
+		if !strings.Contains(types, string(want)) {
 			t.Errorf("no %s in %s", want, types)
 		}
 	}
-	if strings.Index(types, runtime.EventToolCall+" ") > strings.Index(types, runtime.EventMessageChunk) {
+	if strings.Index(types, string(runtime.EventToolCall)+" ") > strings.Index(types, string(runtime.EventMessageChunk)) {
 		t.Errorf("tool.call after the message: %s", types)
 	}
 	sent, _ := os.ReadFile(log)
@@ -464,7 +465,7 @@ func TestDecisionOptions(t *testing.T) {
 func TestStopReason(t *testing.T) {
 	cases := []struct {
 		status, info string
-		want         string
+		want         runtime.StopReason
 	}{
 		{"completed", "", runtime.StopEndTurn},
 		{"interrupted", "", runtime.StopCancelled},

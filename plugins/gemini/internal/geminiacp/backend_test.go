@@ -3,6 +3,7 @@ package geminiacp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,7 +107,7 @@ func TestAllowAndReject(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(w.dir, "out.txt")); (err == nil) != tc.file {
 				t.Errorf("out.txt exists: %v", err == nil)
 			}
-			if got := strings.Join(h.Types(), ","); !strings.HasPrefix(got, "tool.call,permission.request,tool.call_update") {
+			if got := fmt.Sprint(h.Types()); !strings.HasPrefix(got, "[tool.call permission.request tool.call_update") {
 				t.Errorf("events %s", got)
 			}
 			if calls := h.Of(runtime.EventToolCall); len(calls) != 1 || calls[0].Fields["synthetic"] != true {
@@ -218,7 +219,7 @@ func TestCancel(t *testing.T) {
 
 func TestInfo(t *testing.T) {
 	info := New().Info()
-	for cap, want := range map[string]string{
+	for cap, want := range map[runtime.Capability]runtime.Support{
 		runtime.CapModelSelection: runtime.Experimental, runtime.CapResume: runtime.Experimental,
 		runtime.CapPermissionRelay: runtime.Supported, runtime.CapExternalServerURL: runtime.Unsupported,
 	} {

@@ -3,6 +3,7 @@ package ocacp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,8 +122,8 @@ func TestAllowAndReject(t *testing.T) {
 			if (err == nil) != tc.file {
 				t.Errorf("out.txt exists: %v; want %v", err == nil, tc.file)
 			}
-			types := strings.Join(h.Types(), ",")
-			if !strings.Contains(types, "tool.call,tool.call_update,permission.request,tool.call_update") {
+			types := fmt.Sprint(h.Types())
+			if !strings.Contains(types, "tool.call tool.call_update permission.request tool.call_update") {
 				t.Errorf("events %s", types)
 			}
 			reqs := h.Requests()

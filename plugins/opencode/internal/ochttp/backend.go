@@ -69,7 +69,7 @@ const (
 )
 
 // EventTypes is every event type an opencode-http session emits.
-var EventTypes = []string{
+var EventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk,
 	runtime.EventToolCall, runtime.EventToolCallUpdate,
 }

@@ -48,7 +48,7 @@ func (h *fakeHost) AskPermission(ctx context.Context, req runtime.PermissionRequ
 
 func (h *fakeHost) Logger() hclog.Logger { return hclog.NewNullLogger() }
 
-func (h *fakeHost) text(typ string) string {
+func (h *fakeHost) text(typ runtime.EventType) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var b strings.Builder
@@ -60,10 +60,10 @@ func (h *fakeHost) text(typ string) string {
 	return b.String()
 }
 
-func (h *fakeHost) types() []string {
+func (h *fakeHost) types() []runtime.EventType {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []string
+	var out []runtime.EventType
 	for _, ev := range h.events {
 		out = append(out, ev.Type)
 	}
@@ -100,7 +100,8 @@ func prompt(t *testing.T, s runtime.Session, text string) runtime.TurnResult {
 func TestTurns(t *testing.T) {
 	cases := []struct {
 		name, prompt, answer string
-		stop, text, final    string
+		stop                 runtime.StopReason
+		text, final          string
 		tool                 string // last tool.call_update status
 		asked                int
 	}{

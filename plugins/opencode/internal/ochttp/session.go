@@ -266,7 +266,7 @@ func stopReason(finish string) runtime.StopReason {
 	return runtime.StopEndTurn
 }
 
-func (s *session) result(t *turnState, stop string, final *message) runtime.TurnResult {
+func (s *session) result(t *turnState, stop runtime.StopReason, final *message) runtime.TurnResult {
 	r := runtime.TurnResult{StopReason: stop, Extra: map[string]any{
 		"unknown_frames": s.unknown.Load(), "runtime_version": s.version,
 	}}

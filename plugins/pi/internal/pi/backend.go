@@ -49,7 +49,7 @@ const gateTitlePrefix = "avenor-gate: "
 var thinkingLevels = []string{"off", "low", "medium", "high", "xhigh", "max"}
 
 // eventTypes is every event type a pi session emits.
-var eventTypes = []string{
+var eventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk,
 	runtime.EventToolCall, runtime.EventToolCallUpdate,
 	runtime.EventNative, runtime.EventWarning,

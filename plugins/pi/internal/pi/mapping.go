@@ -143,7 +143,7 @@ func (s *session) handle(f frame) {
 				t.mu.Unlock()
 			}
 		}
-		s.emit(runtime.NewEvent("avenor.message."+strings.TrimPrefix(ev.Type, "message_"), fields))
+		s.emit(runtime.NewEvent(runtime.EventType("avenor.message."+strings.TrimPrefix(ev.Type, "message_")), fields))
 	case ev.Type == "message_update":
 		d := ev.AssistantMessageEvent
 		switch d.Type {

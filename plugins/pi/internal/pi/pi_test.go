@@ -47,17 +47,17 @@ func (h *testHost) AskPermission(ctx context.Context, req runtime.PermissionRequ
 
 func (h *testHost) Logger() hclog.Logger { return hclog.NewNullLogger() }
 
-func (h *testHost) types() []string {
+func (h *testHost) types() []runtime.EventType {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []string
+	var out []runtime.EventType
 	for _, e := range h.events {
 		out = append(out, e.Type)
 	}
 	return out
 }
 
-func (h *testHost) count(typ string) int {
+func (h *testHost) count(typ runtime.EventType) int {
 	n := 0
 	for _, t := range h.types() {
 		if t == typ {
@@ -148,7 +148,8 @@ func TestAllowRunsTheTool(t *testing.T) {
 	}
 	want := []string{"tool.call", "avenor.tool.start", "tool.call_update", "avenor.tool.update", "tool.call_update", "avenor.tool.end"}
 	var got []string
-	for _, typ := range h.types() {
+	for _, et := range h.types() {
+		typ := string(et)
 		if strings.HasPrefix(typ, "tool.") || strings.HasPrefix(typ, "avenor.tool.") {
 			got = append(got, typ)
 		}

@@ -407,7 +407,7 @@ func (s *session) answer(d *dialog, fields map[string]any) {
 	})
 }
 
-func (s *session) result(t *turnState, stop string) runtime.TurnResult {
+func (s *session) result(t *turnState, stop runtime.StopReason) runtime.TurnResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := runtime.TurnResult{StopReason: stop, Extra: map[string]any{

@@ -17,5 +17,5 @@ func Event(e *pb.Event, d *ObjectDecoder) (runtime.Event, error) {
 	if fields == nil {
 		fields = map[string]any{}
 	}
-	return runtime.Event{Type: e.GetType(), Fields: fields}, nil
+	return runtime.Event{Type: runtime.EventType(e.GetType()), Fields: fields}, nil
 }

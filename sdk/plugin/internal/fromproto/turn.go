@@ -8,7 +8,7 @@ import (
 // TurnEnded reads a turn's end: its result and its error, if any.
 func TurnEnded(te *pb.TurnEnded) (runtime.TurnResult, error) {
 	res := runtime.TurnResult{
-		StopReason: te.GetStopReason(), HasFinalOutput: te.GetHasFinalOutput(),
+		StopReason: runtime.StopReason(te.GetStopReason()), HasFinalOutput: te.GetHasFinalOutput(),
 		FinalOutput: te.GetFinalOutput(), SessionID: te.GetSessionId(),
 	}
 	if u := te.GetUsage(); u != nil {

@@ -10,10 +10,10 @@ func BackendInfo(b runtime.BackendInfo) *pb.BackendInfo {
 	return &pb.BackendInfo{
 		Name:           b.Name,
 		Description:    b.Description,
-		Capabilities:   b.Capabilities,
+		Capabilities:   capabilities(b.Capabilities),
 		ResumeScope:    b.ResumeScope,
 		ThinkingLevels: b.ThinkingLevels,
-		EventTypes:     b.EventTypes,
+		EventTypes:     eventTypes(b.EventTypes),
 	}
 }
 
@@ -28,4 +28,30 @@ func Description(name, version string, protocols []uint32, sdkVersion string, ba
 		resp.Backends = append(resp.Backends, BackendInfo(b))
 	}
 	return resp
+}
+
+// The wire spells the capability matrix and event types as plain strings;
+// runtime's defined types are the same strings, converted one by one. A nil
+// input stays nil, as the generated getters return it.
+
+func capabilities(m map[runtime.Capability]runtime.Support) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for c, s := range m {
+		out[string(c)] = string(s)
+	}
+	return out
+}
+
+func eventTypes(ts []runtime.EventType) []string {
+	if ts == nil {
+		return nil
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
 }

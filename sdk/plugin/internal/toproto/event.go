@@ -13,5 +13,5 @@ func Event(ev runtime.Event) (EncodedEvent, error) {
 	if err != nil {
 		return EncodedEvent{}, fmt.Errorf("event %q: %w", ev.Type, err)
 	}
-	return EncodedEvent{&pb.Event{Type: ev.Type, Json: data}}, nil
+	return EncodedEvent{&pb.Event{Type: string(ev.Type), Json: data}}, nil
 }

@@ -136,7 +136,7 @@ func Events(evs []EncodedEvent) Message {
 // EventJSON is an event whose fields are JSON already (runtime.JSONEmitter):
 // they cross as they are.
 func EventJSON(typ runtime.EventType, fields []byte) EncodedEvent {
-	return EncodedEvent{&pb.Event{Type: typ, Json: fields}}
+	return EncodedEvent{&pb.Event{Type: string(typ), Json: fields}}
 }
 
 // Ask asks the host for a permission decision on r; its fields cross as

@@ -10,7 +10,7 @@ import (
 func TurnEnded(turnID string, res runtime.TurnResult, err error) *pb.TurnEnded {
 	extra, merr := Object(res.Extra)
 	te := &pb.TurnEnded{
-		TurnId: turnID, StopReason: res.StopReason, HasFinalOutput: res.HasFinalOutput,
+		TurnId: turnID, StopReason: string(res.StopReason), HasFinalOutput: res.HasFinalOutput,
 		FinalOutput: res.FinalOutput, ExtraJson: extra, SessionId: res.SessionID,
 	}
 	if res.Usage != nil {
@@ -23,7 +23,7 @@ func TurnEnded(turnID string, res runtime.TurnResult, err error) *pb.TurnEnded {
 	if err != nil {
 		te.Error = Error(err)
 		if te.StopReason == "" {
-			te.StopReason = runtime.StopError
+			te.StopReason = string(runtime.StopError)
 		}
 	}
 	return te
