@@ -34,4 +34,7 @@ func TestMCPSpawnReadiness(t *testing.T) {
 	if res := m.call("avenor_result", map[string]any{"run_id": sp["run_id"], "timeout": 60}); res["status"] != "done" {
 		t.Errorf("echo after the refusals: %v", res)
 	}
+	// The spawn started a supervisor; it must not outlive the test.
+	m.call("avenor_shutdown", map[string]any{})
+	assertSupervisorGone(t, sock)
 }

@@ -63,4 +63,7 @@ func TestMCPParallelWaitsShareAConnection(t *testing.T) {
 			t.Fatalf("only %d of %d waits ended within 30 s of the cancel", i, waits)
 		}
 	}
+	// The spawn started a supervisor; it must not outlive the test.
+	m.call("avenor_shutdown", map[string]any{})
+	assertSupervisorGone(t, sock)
 }

@@ -113,8 +113,9 @@ func ownOld(path string, before time.Time) (*os.File, bool) {
 		return nil, false
 	}
 	var st syscall.Stat_t
-	if syscall.Fstat(int(f.Fd()), &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG ||
-		int(st.Uid) != os.Geteuid() || time.Unix(st.Ctim.Unix()).After(before) {
+	fi, err := f.Stat()
+	if err != nil || syscall.Fstat(int(f.Fd()), &st) != nil || !fi.Mode().IsRegular() ||
+		int(st.Uid) != os.Geteuid() || fi.ModTime().After(before) {
 		f.Close()
 		return nil, false
 	}
