@@ -91,8 +91,18 @@ func click(t testing.TB, ctx context.Context, sel string) {
 	t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := chromedp.Do(cctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel))); err != nil {
-		t.Fatalf("clicking %s: %v", sel, err)
+	// The page re-renders a card as events arrive: a node found for the
+	// click may be replaced before the click lands (CDP: "Could not find
+	// node with given id"). Find it again then, until the deadline.
+	for {
+		err := chromedp.Do(cctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") || cctx.Err() != nil {
+			t.Fatalf("clicking %s: %v", sel, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
