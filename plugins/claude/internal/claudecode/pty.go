@@ -251,17 +251,19 @@ func (s *ptySession) beginTurn(ctx context.Context) (*turn.Turn, error) {
 
 func (s *ptySession) endTurn(t *turn.Turn) { s.Runner.End(t) }
 
-// typePrompt pastes text as one bracketed paste and presses Enter, then
-// says so with agent.prompt_submitted (docs/events.md#agentprompt_submitted: delivery is the launcher).
-// The pause lets the TUI take the paste before the Enter that submits it.
+// typePrompt pastes text as one bracketed paste and presses Enter, saying
+// so with agent.prompt_submitted (docs/events.md#agentprompt_submitted: delivery is the launcher)
+// just before the Enter: the runtime may answer the prompt at once, and
+// what it answers must not come before the prompt in the log. The pause
+// lets the TUI take the paste before the Enter that submits it.
 func (s *ptySession) typePrompt(backend, text string) error {
 	if err := s.term.paste(text); err != nil {
 		return runtime.Errorf(runtime.FaultRuntime, "%s: typing the prompt: %v", backend, err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	_ = s.term.send("\r")
 	s.host.Emit(runtime.NewEvent(EventPromptSubmitted, map[string]any{"session_id": s.id, "delivery": string(s.launcher),
 		"prompt_length": len([]rune(text)), "source": string(s.launcher)}))
+	_ = s.term.send("\r")
 	return nil
 }
 
