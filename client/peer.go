@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strconv"
 	"syscall"
+
+	"github.com/avenor-go/avenor/internal/peercred"
 )
 
 // EnvTrustRoot, set to 1, lets a client accept a control socket served by
@@ -23,7 +25,7 @@ var ErrUntrustedSocket = errors.New("control socket belongs to another user")
 
 // errNoPeerCred: the platform cannot tell who serves a socket; the
 // socket file's owner is then all that is checked.
-var errNoPeerCred = errors.New("peer credentials not available on this platform")
+var errNoPeerCred = peercred.ErrUnavailable
 
 // trust is who a client accepts at the other end of a control socket.
 type trust struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/avenor-go/avenor/internal/peercred"
 	"github.com/avenor-go/avenor/sdk/jsonrpc"
 )
 
@@ -59,7 +60,7 @@ var (
 	errBudget = errors.New("request line buffers of all connections are full")
 	// errNoPeerCred: the platform does not give peer credentials; the 0600
 	// socket alone isolates it.
-	errNoPeerCred = errors.New("peer credentials are not available on this platform")
+	errNoPeerCred = peercred.ErrUnavailable
 )
 
 // Error is a JSON-RPC error object. Handlers return it to choose the code;

@@ -1,13 +1,14 @@
-package client
+package peercred
 
 import (
 	"net"
 	"syscall"
 )
 
-// peerCred is the uid and pid of the process that bound the socket at the
-// other end of c (SO_PEERCRED).
-func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+// Of returns the uid and pid of the process at the other end of c
+// (SO_PEERCRED: the process that connected, or that bound the listening
+// socket a client connected to).
+func Of(c *net.UnixConn) (uid, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, 0, err

@@ -1,4 +1,4 @@
-package client
+package peercred
 
 import (
 	"net"
@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred is the uid of the process at the other end of c
+// Of returns the uid of the process at the other end of c
 // (LOCAL_PEERCRED) and its pid (LOCAL_PEERPID, 0 when unknown).
-func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+func Of(c *net.UnixConn) (uid, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, 0, err
