@@ -79,7 +79,7 @@ func writeBackendsNarrow(out io.Writer, rows []hostrun.BackendRow) {
 			table = append(table, []string{"?", r.Plugin, "", "", "", "", "error: " + r.Error})
 			continue
 		}
-		resume := capCell(r.Capabilities[sdk.CapResume])
+		resume := hostrun.CapMark(r.Capabilities[sdk.CapResume])
 		if r.ResumeScope == sdk.ResumeInProcess && resume != "-" {
 			resume += "*"
 		}
@@ -91,7 +91,7 @@ func writeBackendsNarrow(out io.Writer, rows []hostrun.BackendRow) {
 			ready = "yes (" + r.RuntimeVersion + ")"
 		}
 		table = append(table, []string{r.Backend, r.Plugin + " " + r.PluginVersion, resume,
-			capCell(r.Capabilities[sdk.CapPermissionRelay]), capCell(r.Capabilities[sdk.CapModelSelection]),
+			hostrun.CapMark(r.Capabilities[sdk.CapPermissionRelay]), hostrun.CapMark(r.Capabilities[sdk.CapModelSelection]),
 			levelsRange(r.ThinkingLevels), ready})
 	}
 	widths := make([]int, len(table[0]))
@@ -113,18 +113,6 @@ func writeBackendsNarrow(out io.Writer, rows []hostrun.BackendRow) {
 		fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
 	}
 	writeBackendsLegend(out)
-}
-
-func capCell(level sdk.Support) string {
-	switch level {
-	case sdk.Supported:
-		return "yes"
-	case sdk.Experimental:
-		return "exp"
-	case sdk.Unverified:
-		return "?"
-	}
-	return "-"
 }
 
 // levelsRange is a backend's thinking levels as their first and last.

@@ -85,8 +85,8 @@ func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
 	return rows
 }
 
-// capMark is the one-character cell of the capability matrix.
-func capMark(level sdk.Support) string {
+// CapMark is a capability's cell in the backends table: yes, exp, ? or -.
+func CapMark(level sdk.Support) string {
 	switch level {
 	case sdk.Supported:
 		return "yes"
@@ -127,7 +127,7 @@ func WriteBackendsTable(out io.Writer, rows []BackendRow) {
 		}
 		cells := []string{r.Backend, r.Plugin + " " + r.PluginVersion}
 		for _, n := range sdk.CapabilityNames {
-			mark := capMark(r.Capabilities[n])
+			mark := CapMark(r.Capabilities[n])
 			if n == sdk.CapResume && r.ResumeScope == sdk.ResumeInProcess && mark != "-" {
 				mark += "(in-process)"
 			}
