@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -53,6 +55,11 @@ type Runner struct {
 	permissions PermissionsFunc
 	status      *statusTracker
 	turns       turnControl
+	// turnPrefix makes this runner's turn ids (the wire's, not the log's
+	// "turn" numbers) its own: a plugin that outlived a supervisor replays
+	// the end of the last turn it ran, numbered 1 like this runner's first,
+	// and must never be taken for it.
+	turnPrefix string
 
 	writeMu sync.Mutex // status synthesis and the write it precedes are one step
 	// shared: w is Options.Writer, so the run stamps its own session id
@@ -82,7 +89,8 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 		permissions = BrokerPermissions(permission.New(permission.Options{AutoApprove: opts.AutoApprove}))
 	}
 	r := &Runner{opts: opts, w: w, permissions: permissions, shared: opts.Writer != nil,
-		status: newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now)}
+		status:     newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now),
+		turnPrefix: newTurnPrefix()}
 	r.turns.init()
 	return r
 }
@@ -526,7 +534,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	var out turnOutcome
 	for {
 		n := r.turns.next()
-		turnID := strconv.Itoa(n)
+		turnID := r.turnPrefix + strconv.Itoa(n)
 		r.status.update(func(s *Status) { s.TurnState = TurnStarting })
 		if adopted != "" {
 			turnID, adopted = adopted, "" // its avenor.turn.start is in the log
@@ -793,4 +801,13 @@ func validLevel(level string) bool {
 		}
 	}
 	return false
+}
+
+// newTurnPrefix is a random prefix for a runner's turn ids ("3f9a0c1e-").
+func newTurnPrefix() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	}
+	return hex.EncodeToString(b[:]) + "-"
 }
