@@ -319,7 +319,7 @@ func pendingIn(e Entry, id string) bool {
 func (g *Gateway) resolve(ctx context.Context, id string) (Entry, error) {
 	kv := g.cfg.Stores.Runtimes
 	if !strings.Contains(id, "/") {
-		keys, err := kv.Keys(ctx)
+		keys, err := readAgain(ctx, func(ctx context.Context) ([]string, error) { return kv.Keys(ctx) })
 		if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 			return Entry{}, fmt.Errorf("fleet: reading the registry: %w", err)
 		}
@@ -339,7 +339,10 @@ func (g *Gateway) resolve(ctx context.Context, id string) (Entry, error) {
 			return Entry{}, control.InvalidParams(fmt.Sprintf("runtime id %s is ambiguous in the fleet (%s): name it as <node>/%s", id, strings.Join(hits, ", "), id))
 		}
 	}
-	e, _, err := getEntry(ctx, kv, id)
+	e, err := readAgain(ctx, func(ctx context.Context) (Entry, error) {
+		e, _, err := getEntry(ctx, kv, id)
+		return e, err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Entry{}, controlError(notFound(id, ""))
 	}
@@ -388,15 +391,25 @@ func (g *Gateway) request(ctx context.Context, node, method string, body []byte)
 	if !readOnly[method] {
 		return g.cfg.NC.RequestWithContext(ctx, rpcSubject(node), body)
 	}
+	return readAgain(ctx, func(ctx context.Context) (*nats.Msg, error) {
+		return g.cfg.NC.RequestWithContext(ctx, rpcSubject(node), body)
+	})
+}
+
+// readAgain runs a read-only request, within ReadAttemptTimeout a try, and
+// again when a try got no reply: a reply in flight when a NATS server of the
+// cluster goes away is lost — a node's answer as much as the registry's —
+// and without another try the caller would get a timeout for a fleet that
+// is still there. It stops when ctx ends or a try fails otherwise.
+func readAgain[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, ReadAttemptTimeout)
-		m, err := g.cfg.NC.RequestWithContext(actx, rpcSubject(node), body)
+		v, err := read(actx)
 		cancel()
 		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 		if err == nil || !lost || ctx.Err() != nil {
-			return m, err
+			return v, err
 		}
-		g.log.Debug("no reply from the node; the read is sent again", "node", node, "method", method)
 	}
 }
 
