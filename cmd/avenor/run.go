@@ -212,7 +212,7 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	// A loop or team config that does not load ends the run with
 	// STOP_REASON=error; a backend its phases name that does not resolve
 	// is a setup failure (exit_1).
-	spec.Workflow, err = prep.Workflow()
+	spec.Phased, err = prep.Phased()
 	var le *hostrun.LoadError
 	switch {
 	case errors.As(err, &le):

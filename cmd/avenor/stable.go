@@ -22,7 +22,7 @@ import (
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
-// stableFlags are the flags of `avenor stable` (docs/stable.md; the workflow
+// stableFlags are the flags of `avenor stable` (docs/stable.md; the durable workflow
 // flags are not built yet).
 type stableFlags struct {
 	controlSocket, httpDebug, httpDebugTokenFile             string

@@ -5,7 +5,7 @@
 //     the project's plugins.lock, the finder), so that "pin, verify, then
 //     exec" and the config hold the same way everywhere. The result is a
 //     runtime.Backend, the one resolved-backend type.
-//   - [LoadWorkflow]: loop and team configs and the backends their phases
+//   - [LoadPhased]: loop and team configs and the backends their phases
 //     name, loaded once for `avenor run --loop-file/--team-file` and for a
 //     stable spawn's loop_file/team_file.
 //   - [Start]: one run assembly — the batched event writer, the permission
@@ -14,7 +14,7 @@
 //   - [Prepare]: `avenor run`'s command line ([Request]) made into a
 //     validated [Spec] — the config under the flags, the roster, the
 //     exclusive flags, the prompt, the working directory, the permission
-//     broker — and its loop or team loaded ([Prepared.Workflow]).
+//     broker — and its loop or team loaded ([Prepared.Phased]).
 //   - [NewProbe]: `avenor probe`, one run of opencode-acp whose permission
 //     requests are all rejected.
 //   - [ReadPromptFile], [WorkDir], [ListBackends], [ResolveWorkingDir]: the

@@ -50,8 +50,8 @@ type Request struct {
 
 // Prepared is a validated one-shot run: Spec holds its options and its
 // permission broker's; the caller adds the event log, the control socket,
-// the HTTP debug adapter and the live view, then loads the workflow of a
-// loop or team run (Workflow) and calls Start.
+// the HTTP debug adapter and the live view, then loads the phased run of a
+// loop or team run (Phased) and calls Start.
 type Prepared struct {
 	Spec Spec
 
@@ -142,18 +142,18 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 // entry the run's backend, agent and model, and its thinking the default
 // under an explicit run-level one.
 func (req Request) applyRoster(s *config.Settings) error {
-	workflow := req.LoopFile != "" || req.TeamFile != ""
+	phased := req.LoopFile != "" || req.TeamFile != ""
 	switch {
 	case req.RosterEntry == "" && req.RosterFile == "":
 		return nil
 	case req.RosterEntry != "" && req.RosterFile == "":
 		return errors.New("--roster-entry requires --roster-file")
-	case req.RosterEntry != "" && workflow:
+	case req.RosterEntry != "" && phased:
 		return errors.New("--roster-entry cannot be used with --loop-file or --team-file (set roster_entry on the phases)")
-	case req.RosterEntry == "" && !workflow:
+	case req.RosterEntry == "" && !phased:
 		return errors.New("--roster-file requires --roster-entry (or a --loop-file or --team-file whose phases set roster_entry)")
-	case workflow:
-		return nil // the fallback roster of the config's phases: Workflow loads it
+	case phased:
+		return nil // the fallback roster of the config's phases: Phased loads it
 	}
 	for _, key := range []string{"backend", "agent", "model"} {
 		if _, set := req.Settings[key]; set {
@@ -258,17 +258,17 @@ func (req Request) permissions(s config.Settings, getenv func(string) string) (p
 	return o, nil
 }
 
-// Workflow loads the run's --loop-file or --team-file (docs/loop.md), with
+// Phased loads the run's --loop-file or --team-file (docs/loop.md), with
 // --roster-file as its phases' fallback roster, and resolves every backend
 // its phases name; nil when this is not a loop or team run. A config (or
 // roster) that does not load is a *LoadError, whose run ends with
 // STOP_REASON=error; a backend that does not resolve is a setup failure.
-func (p *Prepared) Workflow() (*Workflow, error) {
+func (p *Prepared) Phased() (*Phased, error) {
 	req, opts := p.req, p.Spec.Options
 	if req.LoopFile == "" && req.TeamFile == "" {
 		return nil, nil
 	}
-	files := WorkflowFiles{LoopFile: req.LoopFile, TeamFile: req.TeamFile}
+	files := PhasedFiles{LoopFile: req.LoopFile, TeamFile: req.TeamFile}
 	if req.RosterFile != "" {
 		kind := "loop"
 		if req.TeamFile != "" {
@@ -281,5 +281,5 @@ func (p *Prepared) Workflow() (*Workflow, error) {
 		files.Roster = r
 	}
 	id := loop.Identity{Backend: opts.Backend, Agent: opts.Agent, Model: opts.Model, Thinking: opts.Thinking}
-	return LoadWorkflow(files, id, p.backends)
+	return LoadPhased(files, id, p.backends)
 }

@@ -73,7 +73,7 @@ func TestPrepareOptions(t *testing.T) {
 	if p.Spec.Permissions.FileBase != filepath.Join(project, "run.perm") {
 		t.Errorf("permission file base %q", p.Spec.Permissions.FileBase)
 	}
-	if wf, err := p.Workflow(); wf != nil || err != nil {
-		t.Errorf("a one-shot run has no workflow: %v %v", wf, err)
+	if wf, err := p.Phased(); wf != nil || err != nil {
+		t.Errorf("a one-shot run is not phased: %v %v", wf, err)
 	}
 }

@@ -27,8 +27,8 @@ type Spec struct {
 	// Permissions configures the run's permission broker; Start sets its
 	// CancelRun and SessionID.
 	Permissions permission.Options
-	// Workflow, when set, makes this a loop or team run.
-	Workflow *Workflow
+	// Phased, when set, makes this a loop or team run.
+	Phased *Phased
 	// ControlSocket, when set, serves the one-shot control methods there
 	// (docs/control-protocol.md); the broker answers through it.
 	ControlSocket string
@@ -84,7 +84,7 @@ func Start(ctx context.Context, spec Spec) (Result, error) {
 	var writer *event.Writer
 	var run func(context.Context) Result
 	var broker *permission.Broker
-	if wf := spec.Workflow; wf != nil {
+	if wf := spec.Phased; wf != nil {
 		w := hostrt.NewEventWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label})
 		defer w.Close()
 		rts := &loop.Runtimes{Backend: wf.Backend, CancelRun: func() { cancel(hostrt.ErrInterrupted) }}

@@ -58,10 +58,10 @@ type runtime struct {
 	// streams.
 	debug *httpdebug.OneShot
 	// wf is set for a loop_file / team_file runtime; it never changes.
-	wf *workflow
-	// phasePlugins are a workflow's phase plugins still running.
+	wf *phasedRun
+	// phasePlugins are a phased run's phase plugins still running.
 	phasePlugins map[*plugins.Launched]struct{}
-	// ownSlotBusy: a phase of the workflow runs in the runtime's own
+	// ownSlotBusy: a phase of the phased run runs in the runtime's own
 	// executing slot; phaseSlots counts the extra slots its phases took
 	// (their names). Both under s.mu.
 	ownSlotBusy bool
@@ -74,7 +74,7 @@ type runtime struct {
 
 	mu        sync.Mutex
 	state     rtState
-	runner    runRef // the current or last run: a *hostrt.Runner, or a workflow's *loop.Runtimes
+	runner    runRef // the current or last run: a *hostrt.Runner, or a phased run's *loop.Runtimes
 	cancelRun context.CancelCauseFunc
 	runDone   chan struct{} // closed when the current run has parked
 	runs      int

@@ -88,17 +88,17 @@ func (p *SpawnParams) validate() error {
 // excludes backend, agent and model; with loop_file or team_file,
 // roster_file alone is the phases' fallback roster.
 func (p *SpawnParams) validateRoster() error {
-	workflow := p.LoopFile != "" || p.TeamFile != ""
+	phased := p.LoopFile != "" || p.TeamFile != ""
 	switch {
 	case p.RosterEntry == "" && p.RosterFile == "":
 		return nil
 	case p.RosterEntry != "" && p.RosterFile == "":
 		return errors.New("roster_entry requires roster_file")
-	case p.RosterEntry != "" && workflow:
+	case p.RosterEntry != "" && phased:
 		return errors.New("roster_entry cannot be used with loop_file or team_file (set roster_entry on the phases)")
-	case p.RosterEntry == "" && !workflow:
+	case p.RosterEntry == "" && !phased:
 		return errors.New("roster_file requires roster_entry (or a loop_file or team_file whose phases set roster_entry)")
-	case workflow:
+	case phased:
 		return nil
 	}
 	for _, f := range []struct{ key, val string }{{"backend", p.Backend}, {"agent", p.Agent}, {"model", p.Model}} {

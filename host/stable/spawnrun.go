@@ -115,9 +115,9 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 			return nil, err
 		}
 	}
-	var wf *workflow
+	var wf *phasedRun
 	if p.LoopFile != "" || p.TeamFile != "" {
-		if wf, err = s.loadWorkflow(p, absStart, roster, b); err != nil {
+		if wf, err = s.loadPhased(p, absStart, roster, b); err != nil {
 			return nil, err
 		}
 	}
@@ -210,7 +210,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	rt.mu.Lock()
 	if wf != nil {
-		rt.startWorkflowLocked(prompt)
+		rt.startPhasedLocked(prompt)
 	} else {
 		rt.startRunLocked(prompt, p.SessionID, held)
 	}

@@ -9,11 +9,11 @@ import (
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Workflow is a loaded loop or team config (docs/loop.md) and every backend
+// Phased is a loaded loop or team config (docs/loop.md) and every backend
 // its phases name, resolved before the first phase runs. `avenor run
 // --loop-file/--team-file` and a stable spawn's loop_file/team_file load
 // it here, the same way.
-type Workflow struct {
+type Phased struct {
 	// Kind is "loop" or "team"; File the config's path as given.
 	Kind, File string
 	Loop       *loop.LoopConfig // set when Kind is "loop"
@@ -35,21 +35,21 @@ type LoadError struct {
 func (e *LoadError) Error() string { return fmt.Sprintf("load %s config: %v", e.Kind, e.Err) }
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// WorkflowFiles names the config to load: exactly one of LoopFile and
+// PhasedFiles names the config to load: exactly one of LoopFile and
 // TeamFile, and the fallback roster of its phases.
-type WorkflowFiles struct {
+type PhasedFiles struct {
 	LoopFile, TeamFile string
 	// Dir, when set, is what a relative LoopFile or TeamFile is resolved
-	// against (a spawn's dir); Workflow.File keeps the path as given.
+	// against (a spawn's dir); Phased.File keeps the path as given.
 	Dir    string
 	Roster *loop.Roster
 }
 
-// LoadWorkflow loads files' loop or team config and resolves every backend
+// LoadPhased loads files' loop or team config and resolves every backend
 // its phases name through resolve. A config that does not load is a
 // *LoadError; a backend that does not resolve is resolve's error.
-func LoadWorkflow(files WorkflowFiles, id loop.Identity, resolve func(name string) (hostrt.Backend, error)) (*Workflow, error) {
-	wf := &Workflow{Kind: "loop", File: files.LoopFile, Identity: id, Backends: map[string]hostrt.Backend{}}
+func LoadPhased(files PhasedFiles, id loop.Identity, resolve func(name string) (hostrt.Backend, error)) (*Phased, error) {
+	wf := &Phased{Kind: "loop", File: files.LoopFile, Identity: id, Backends: map[string]hostrt.Backend{}}
 	if files.TeamFile != "" {
 		wf.Kind, wf.File = "team", files.TeamFile
 	}
@@ -84,7 +84,7 @@ func LoadWorkflow(files WorkflowFiles, id loop.Identity, resolve func(name strin
 }
 
 // Backend is the phases' loop.Runtimes.Backend.
-func (wf *Workflow) Backend(name string) (hostrt.Backend, error) {
+func (wf *Phased) Backend(name string) (hostrt.Backend, error) {
 	b, ok := wf.Backends[name]
 	if !ok {
 		return b, fmt.Errorf("unknown backend %q", name)
@@ -94,7 +94,7 @@ func (wf *Workflow) Backend(name string) (hostrt.Backend, error) {
 
 // Run runs the loop or the team to its end; it writes the run's one
 // sentinel (o.SentinelPath).
-func (wf *Workflow) Run(ctx context.Context, o loop.Options) loop.Result {
+func (wf *Phased) Run(ctx context.Context, o loop.Options) loop.Result {
 	if wf.Loop != nil {
 		return loop.RunLoop(ctx, wf.Loop, o)
 	}

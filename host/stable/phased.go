@@ -20,11 +20,11 @@ import (
 // supervisors of its tree free tree budget without telling it.
 const PhaseSlotRetry = 250 * time.Millisecond
 
-// workflow is what a loop_file / team_file runtime runs (docs/control-protocol.md#spawn),
+// phasedRun is what a loop_file / team_file runtime runs (docs/control-protocol.md#spawn),
 // loaded by host/run as `avenor run --loop-file` loads it: the whole loop
 // or team is the runtime's one run, every phase a host/runner run of its
 // own writing into the runtime's stream.
-type workflow = hostrun.Workflow
+type phasedRun = hostrun.Phased
 
 // relTo resolves a spawn's path against its dir.
 func relTo(dir, path string) string {
@@ -55,14 +55,14 @@ func rosterEntry(r *loop.Roster, name string) (loop.RosterEntry, error) {
 	return e, nil
 }
 
-// loadWorkflow loads the spawn's loop or team config (roster as the
+// loadPhased loads the spawn's loop or team config (roster as the
 // fallback roster of its phases) and resolves every backend its phases name
 // before anything runs; b is the run-level backend, already resolved.
-func (s *Supervisor) loadWorkflow(p SpawnParams, dir string, roster *loop.Roster, b Backend) (*workflow, error) {
+func (s *Supervisor) loadPhased(p SpawnParams, dir string, roster *loop.Roster, b Backend) (*phasedRun, error) {
 	set := b.Settings
 	id := loop.Identity{Backend: set.Backend, Agent: set.Agent, Model: set.Model, Thinking: set.Thinking}
-	files := hostrun.WorkflowFiles{LoopFile: p.LoopFile, TeamFile: p.TeamFile, Dir: dir, Roster: roster}
-	return hostrun.LoadWorkflow(files, id, func(name string) (hostrt.Backend, error) {
+	files := hostrun.PhasedFiles{LoopFile: p.LoopFile, TeamFile: p.TeamFile, Dir: dir, Roster: roster}
+	return hostrun.LoadPhased(files, id, func(name string) (hostrt.Backend, error) {
 		nb := b
 		if name != set.Backend {
 			var err error
@@ -83,7 +83,7 @@ func (s *Supervisor) loadWorkflow(p SpawnParams, dir string, roster *loop.Roster
 	})
 }
 
-// phaseBackend is the phases' Runtimes.Backend: the workflow's backend,
+// phaseBackend is the phases' Runtimes.Backend: the phased run's backend,
 // whose plugins the runtime tracks while they run, so that a kill shutdown
 // can SIGKILL them.
 func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
@@ -115,11 +115,11 @@ func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
 	return b, nil
 }
 
-// startWorkflowLocked starts the runtime's loop or team run with the
+// startPhasedLocked starts the runtime's loop or team run with the
 // initial prompt ("" for none); the executing slot is taken and s.mu and
 // rt.mu are held. Spawn answers at once: session_id is "" (every phase has
 // a session of its own).
-func (rt *runtime) startWorkflowLocked(initial string) {
+func (rt *runtime) startPhasedLocked(initial string) {
 	s := rt.s
 	sp := rt.spec
 	wf := rt.wf
