@@ -22,7 +22,7 @@ func (d debugSupervisor) Runtime(id string) (httpdebug.Target, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return debugTarget{OneShot: rt.debug, rt: rt}, true
+	return debugTarget{TableTarget: rt.debug, rt: rt}, true
 }
 
 // List implements httpdebug.Supervisor: the list method's entries.
@@ -42,7 +42,7 @@ func (d debugSupervisor) SubscribeAll() (httpdebug.Subscription, error) {
 // (replay, de-duplication, an end once the runtime is gone), refusing a
 // runtime that is gone with 404.
 type debugTarget struct {
-	*httpdebug.OneShot
+	*httpdebug.TableTarget
 	rt *runtime
 }
 
@@ -63,7 +63,7 @@ func (t debugTarget) Subscribe(opts httpdebug.SubscribeOptions) (httpdebug.Subsc
 	if err := t.gone(); err != nil {
 		return nil, err
 	}
-	return t.OneShot.Subscribe(opts)
+	return t.TableTarget.Subscribe(opts)
 }
 
 // Cancel implements httpdebug.Target: the running run (or loop) ends
@@ -72,7 +72,7 @@ func (t debugTarget) Cancel() error {
 	if err := t.gone(); err != nil {
 		return err
 	}
-	return t.OneShot.Cancel()
+	return t.TableTarget.Cancel()
 }
 
 // AnswerPermission implements httpdebug.Target.
@@ -80,12 +80,12 @@ func (t debugTarget) AnswerPermission(requestID, optionID, message string) error
 	if err := t.gone(); err != nil {
 		return err
 	}
-	return t.OneShot.AnswerPermission(requestID, optionID, message)
+	return t.TableTarget.AnswerPermission(requestID, optionID, message)
 }
 
 // newDebugTarget is the runtime's adapter target over its method-table
 // runtime; closeStream ends it.
-func newDebugTarget(rt *runtime) *httpdebug.OneShot {
+func newDebugTarget(rt *runtime) *httpdebug.TableTarget {
 	return httpdebug.NewTableTarget(tableTarget{rt}, control.BrokerAnswerer{Broker: rt.broker}.Pending)
 }
 

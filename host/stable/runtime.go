@@ -56,7 +56,7 @@ type runtime struct {
 	started int64
 	// debug is the runtime's --http-debug target; closeStream ends its
 	// streams.
-	debug *httpdebug.OneShot
+	debug *httpdebug.TableTarget
 	// wf is set for a loop_file / team_file runtime; it never changes.
 	wf *phasedRun
 	// phasePlugins are a phased run's phase plugins still running.
@@ -133,10 +133,15 @@ func (rt *runtime) launch(ctx context.Context) (*plugins.Launched, error) {
 	return l, nil
 }
 
-// opened makes the runtime's plugin and session durable before its
-// prompt goes out (Options.Opened): a supervisor killed during the turn
-// leaves its successor what it needs to take the turn over.
-func (rt *runtime) opened(sessionID string) {
+// runFacts is the runtime as its runs' observer (hostrt.Observer): the
+// typed facts of its sessions, never read back out of the event stream.
+type runFacts struct{ rt *runtime }
+
+// Opened makes the runtime's plugin and session durable before its prompt
+// goes out: a supervisor killed during the turn leaves its successor what
+// it needs to take the turn over.
+func (f runFacts) Opened(sessionID string) {
+	rt := f.rt
 	if sessionID != "" {
 		rt.mu.Lock()
 		rt.sessionID = sessionID
@@ -147,35 +152,38 @@ func (rt *runtime) opened(sessionID string) {
 	_ = rt.s.saveSync()
 }
 
-// onEventTypes are the events onEvent and persistEvent act on; the others
-// (the chunks, most of a stream) are not decoded for them.
-var onEventTypes = map[sdk.EventType]bool{
-	event.TypeSessionStart: true, event.TypeSessionEnd: true,
-	event.TypePermissionRequest: true, event.TypePermissionResponse: true,
+// Started: the session's session.start is written; spawn answers now.
+func (f runFacts) Started(sessionID string) {
+	rt := f.rt
+	if sessionID != "" {
+		rt.mu.Lock()
+		rt.sessionID = sessionID
+		rt.mu.Unlock()
+	}
+	rt.markReady()
+	rt.s.dirty()
 }
 
-// onEvent sees the runtime's runs' events of onEventTypes (Options.OnEvent).
-func (rt *runtime) onEvent(ev event.Event) {
-	rt.persistEvent(ev)
-	switch ev.Type() {
-	case event.TypeSessionStart:
-		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
-			rt.mu.Lock()
-			rt.sessionID = sid
-			rt.mu.Unlock()
-		}
-		rt.markReady()
-	case event.TypeSessionEnd:
-		end, cut := boundedEnd(ev)
-		rt.mu.Lock()
-		rt.lastEnd, rt.lastEndCut = end, cut
-		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
-			rt.sessionID = sid
-		}
-		rt.mu.Unlock()
-		rt.markReady()
+// Ended keeps the turn's session.end, bounded, for the control views. The
+// turn is over: every decision of it reached the runtime (or is moot), and
+// nothing of it is pending any more.
+func (f runFacts) Ended(e hostrt.SessionEnd) {
+	rt := f.rt
+	end, cut := boundedEnd(e.Event)
+	rt.mu.Lock()
+	rt.perms, rt.permOrder = nil, nil
+	rt.lastEnd, rt.lastEndCut = end, cut
+	if e.SessionID != "" {
+		rt.sessionID = e.SessionID
 	}
+	rt.mu.Unlock()
+	rt.markReady()
+	rt.s.dirty()
 }
+
+// persistTypes are the events persistEvent keeps in state.json; the
+// others (the chunks, most of a stream) are not decoded for it.
+var persistTypes = map[sdk.EventType]bool{event.TypePermissionRequest: true, event.TypePermissionResponse: true}
 
 func (rt *runtime) markReady() { rt.readyOnce.Do(func() { close(rt.ready) }) }
 
@@ -209,8 +217,8 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 		Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
 		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
 		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: retries,
-		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent, OnEventTypes: onEventTypes,
-		SentinelPath: sp.sentinel, PermBase: sp.permBase, Opened: rt.opened,
+		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.persistEvent, OnEventTypes: persistTypes,
+		SentinelPath: sp.sentinel, PermBase: sp.permBase, Observer: runFacts{rt},
 		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
 		Launch: launch, KeepSession: true, Held: held, Reattach: reattach, AdoptTurn: reattach != nil, AdoptedEvents: adoptedEvents,
 		Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,

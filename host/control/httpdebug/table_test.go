@@ -40,7 +40,7 @@ func ended(t *testing.T, sub Subscription) {
 
 func TestOneShotSubscribe(t *testing.T) {
 	rt := newFakeRuntime("")
-	o := NewOneShot(rt, nil)
+	o := newOneShot(rt, nil)
 	for range 4 {
 		rt.write(t, event.Event{"event": "x"})
 	}
@@ -79,7 +79,7 @@ func TestOneShotSubscribe(t *testing.T) {
 // Close ends a stream whose reader stopped reading.
 func TestOneShotCloseUnread(t *testing.T) {
 	rt := newFakeRuntime("")
-	o := NewOneShot(rt, nil)
+	o := newOneShot(rt, nil)
 	sub, _ := o.Subscribe(SubscribeOptions{Limit: 64})
 	for range 10 {
 		rt.write(t, event.Event{"event": "x"})

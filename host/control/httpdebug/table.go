@@ -1,25 +1,15 @@
 package httpdebug
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Runtime is what NewOneShot serves: *runtime.Runner (and any
-// control.Runtime).
-type Runtime interface {
-	Status() hostrt.Status
-	Cancel()
-	Events() *event.Writer
-}
-
 // TableRuntime is one runtime of the control method table as the adapter
-// serves it: control.Target (a one-shot control.Run, a stable runtime)
-// satisfies it, so GET /status, POST /cancel and POST /answer-permission
+// serves it: every control.Target (the runtime of `avenor run`, a stable
+// runtime) satisfies it, so GET /status, POST /cancel and POST /answer-permission
 // answer exactly what the socket's status, cancel and answer_permission do.
 type TableRuntime interface {
 	Status() any
@@ -28,14 +18,14 @@ type TableRuntime interface {
 	AnswerPermission(requestID, optionID, message string) error
 }
 
-// OneShot is a Target over one runtime of the control method table: the
-// table's status, cancel and answer_permission, and subscriptions with
+// TableTarget is a Target over one runtime of the control method table:
+// the table's status, cancel and answer_permission, and subscriptions with
 // subscribe's replay and de-duplication that end once the runtime has
 // ended and every event up to its last was delivered.
 //
-// The runtime's event writer stays open after its run, so OneShot needs
-// End to know when its streams are complete.
-type OneShot struct {
+// The runtime's event writer stays open after its run, so TableTarget
+// needs End to know when its streams are complete.
+type TableTarget struct {
 	rt      TableRuntime
 	pending func() bool
 
@@ -43,43 +33,27 @@ type OneShot struct {
 	ended   chan struct{}
 }
 
-// NewOneShot returns the target of `avenor run --http-debug` for rt; perms
-// answers permission requests (nil: every answer gets 409, as -32001 on
-// the socket).
-func NewOneShot(rt Runtime, perms control.PermissionAnswerer) *OneShot {
-	run := control.NewRun(runtimeOnly{rt}, control.RunOptions{Permissions: perms})
-	return NewTableTarget(run, run.Pending)
-}
-
-// runtimeOnly is a Runtime that takes no prompts: the adapter sends none.
-type runtimeOnly struct{ Runtime }
-
-func (runtimeOnly) Prompt(string) error                   { return errNoPrompts }
-func (runtimeOnly) InterruptAndPrompt(string, bool) error { return errNoPrompts }
-
-var errNoPrompts = errors.New("the HTTP debug adapter sends no prompts")
-
 // NewTableTarget returns the target for rt; pending reports a permission
 // request waiting for an answer (nil: never, every answer gets 409).
-func NewTableTarget(rt TableRuntime, pending func() bool) *OneShot {
-	return &OneShot{rt: rt, pending: pending, ended: make(chan struct{})}
+func NewTableTarget(rt TableRuntime, pending func() bool) *TableTarget {
+	return &TableTarget{rt: rt, pending: pending, ended: make(chan struct{})}
 }
 
 // End says the run has ended: every stream delivers the events written so
-// far and then ends. Call it after Runner.Run returns; it is idempotent.
-func (o *OneShot) End() { o.endOnce.Do(func() { close(o.ended) }) }
+// far and then ends. Call it once the runtime has ended; it is idempotent.
+func (o *TableTarget) End() { o.endOnce.Do(func() { close(o.ended) }) }
 
 // Status implements Target: the table's status (docs/control-protocol.md#status, docs/control-protocol.md#spawn).
-func (o *OneShot) Status() any { return o.rt.Status() }
+func (o *TableTarget) Status() any { return o.rt.Status() }
 
 // Cancel implements Target: as SIGINT, stop reason cancelled, exit 130.
-func (o *OneShot) Cancel() error {
+func (o *TableTarget) Cancel() error {
 	o.rt.Cancel()
 	return nil
 }
 
 // AnswerPermission implements Target.
-func (o *OneShot) AnswerPermission(requestID, optionID, message string) error {
+func (o *TableTarget) AnswerPermission(requestID, optionID, message string) error {
 	if o.pending == nil || !o.pending() {
 		return ErrNoPendingPermission
 	}
@@ -88,7 +62,7 @@ func (o *OneShot) AnswerPermission(requestID, optionID, message string) error {
 
 // Subscribe implements Target. Replay and subscription are taken
 // atomically; without replay the stream starts at the next event.
-func (o *OneShot) Subscribe(opts SubscribeOptions) (Subscription, error) {
+func (o *TableTarget) Subscribe(opts SubscribeOptions) (Subscription, error) {
 	w := o.rt.Events()
 	// A replay of at least one event also tells where the live events
 	// start: its last event is the writer's latest.
@@ -106,23 +80,23 @@ func (o *OneShot) Subscribe(opts SubscribeOptions) (Subscription, error) {
 	if !opts.Replay {
 		replay = nil
 	}
-	s := &oneShotSub{out: make(chan event.Event), done: make(chan struct{}), exited: make(chan struct{})}
+	s := &tableSub{out: make(chan event.Event), done: make(chan struct{}), exited: make(chan struct{})}
 	go s.forward(replay, inner, opts.AfterSeq, start, o.ended, w.LatestSeq)
 	return s, nil
 }
 
-// oneShotSub forwards a replay and an event.Subscription, de-duplicated by
+// tableSub forwards a replay and an event.Subscription, de-duplicated by
 // seq, and ends once the run has ended and its last event was sent.
-type oneShotSub struct {
+type tableSub struct {
 	out    chan event.Event
 	done   chan struct{}
 	exited chan struct{}
 	once   sync.Once
 }
 
-func (s *oneShotSub) C() <-chan event.Event { return s.out }
+func (s *tableSub) C() <-chan event.Event { return s.out }
 
-func (s *oneShotSub) Close() {
+func (s *tableSub) Close() {
 	s.once.Do(func() { close(s.done) })
 	<-s.exited
 }
@@ -131,7 +105,7 @@ func (s *oneShotSub) Close() {
 // start). last is the highest seq sent; once ended is closed, the stream
 // ends when last reaches the writer's latest seq at that moment — the run
 // writes nothing after it ends.
-func (s *oneShotSub) forward(replay []event.Event, inner *event.Subscription, last, start int64, ended <-chan struct{}, latest func() int64) {
+func (s *tableSub) forward(replay []event.Event, inner *event.Subscription, last, start int64, ended <-chan struct{}, latest func() int64) {
 	defer close(s.exited)
 	defer close(s.out)
 	defer inner.Close()
