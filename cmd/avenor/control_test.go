@@ -54,7 +54,9 @@ func (r *ctlRuntime) Result() any {
 	}
 	return map[string]any{"final_output": ""}
 }
-func (r *ctlRuntime) AnswerPermission(req, opt, msg string) error { return r.perm.Answer(req, opt, msg) }
+func (r *ctlRuntime) AnswerPermission(req, opt, msg string) error {
+	return r.perm.Answer(req, opt, msg)
+}
 func (r *ctlRuntime) Cancel()               { r.note("cancel") }
 func (r *ctlRuntime) Events() *event.Writer { return r.w }
 func (r *ctlRuntime) note(s string) {
