@@ -1,0 +1,95 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/plugins"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	"github.com/avenor-go/avenor/sdk/plugintest/scripted"
+)
+
+// inProcess launches the scripted backend in process over real gRPC.
+func inProcess(ctx context.Context) (*plugins.Launched, error) {
+	c, err := plugin.ServeInProcess(ctx, plugin.Info{Name: "scripted", Version: "test"}, nil, scripted.New())
+	if err != nil {
+		return nil, err
+	}
+	b, _ := c.Backend("scripted")
+	return &plugins.Launched{Client: c, Backend: b, Found: plugins.Found{Family: "scripted", Path: "in-process"}}, nil
+}
+
+func scriptedSpec(t *testing.T, prompt string) Spec {
+	dir := t.TempDir()
+	return Spec{Options: hostrt.Options{
+		Backend: "scripted", Dir: dir, Prompt: prompt, RunID: "00000000000000aa",
+		StateDir: filepath.Join(dir, "state"), Launch: inProcess, CancelBudget: 500 * time.Millisecond,
+	}}
+}
+
+// TestRuntimeIsATarget: the runtime is what the control method table
+// serves — its snapshot, its id, and the final output of its last turn,
+// learned from the runner's typed facts.
+func TestRuntimeIsATarget(t *testing.T) {
+	var _ control.Target = (*Runtime)(nil)
+	var _ control.SourcedTarget = (*Runtime)(nil)
+	spec := scriptedSpec(t, "say hi")
+	spec.RuntimeID = "rt_7"
+	rt := New(spec)
+	defer rt.Close()
+	rt.Start(context.Background())
+	res := rt.Wait()
+	if res.ExitCode != 0 || res.SessionID == "" {
+		t.Fatalf("result %+v", res)
+	}
+	if rt.ID() != "rt_7" {
+		t.Errorf("ID = %q", rt.ID())
+	}
+	st, ok := rt.Status().(control.Status)
+	if !ok || st.SessionID != res.SessionID || st.RunID != "00000000000000aa" {
+		t.Errorf("Status = %#v, want the snapshot of session %s", rt.Status(), res.SessionID)
+	}
+	rt.mu.Lock()
+	end := rt.end
+	rt.mu.Unlock()
+	if end.FinalOutput == "" || end.SessionID != res.SessionID {
+		t.Fatalf("the runtime kept no session.end fact: %+v", end)
+	}
+	out, _ := json.Marshal(rt.Result())
+	want, _ := json.Marshal(map[string]any{"final_output": end.FinalOutput})
+	if string(out) != string(want) {
+		t.Errorf("Result = %s, want %s", out, want)
+	}
+	if rt.Pending() {
+		t.Error("a permission is pending after the run")
+	}
+}
+
+// TestRuntimeResultOutlivesHistory: result is the last session.end's final
+// output even once the history no longer holds it.
+func TestRuntimeResultOutlivesHistory(t *testing.T) {
+	rt := New(scriptedSpec(t, "say hi"))
+	defer rt.Close()
+	rt.Start(context.Background())
+	rt.Wait()
+	rt.mu.Lock()
+	final := rt.end.FinalOutput
+	rt.mu.Unlock()
+	for i := 0; i < 5000; i++ { // past any history ring
+		if _, err := rt.Events().Write(map[string]any{"event": "agent.message_chunk", "delta": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rt.Result().(map[string]any)["final_output"]; final == "" || got != final {
+		t.Fatalf("Result final_output = %q, want %q", got, final)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
