@@ -8,9 +8,13 @@
 //   - [LoadPhased]: loop and team configs and the backends their phases
 //     name, loaded once for `avenor run --loop-file/--team-file` and for a
 //     stable spawn's loop_file/team_file.
-//   - [Start]: one run assembly — the batched event writer, the permission
-//     broker, the runner or the loop/team over runtime phases, the control
-//     method table on the socket and the HTTP debug adapter.
+//   - [Runtime]: the one type that is a runtime ([New]) — its event
+//     writer, its permission broker, its run (a runner, or the phases of a
+//     loop or team run, [Phased]), its status, session and result — and a
+//     control.Target, which the control method table and the HTTP debug
+//     adapter serve as it is.
+//   - [Start]: `avenor run`'s runtime served as a supervisor of one on the
+//     control socket and the HTTP debug adapter, run to its end.
 //   - [Prepare]: `avenor run`'s command line ([Request]) made into a
 //     validated [Spec] — the config under the flags, the roster, the
 //     exclusive flags, the prompt, the working directory, the permission
