@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,38 +12,51 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
+	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	"github.com/avenor-go/avenor/sdk/plugin"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Runtime is one runtime: its event writer, its permission broker and its
-// run — a runner, or the phases of a phased run — with the run's status,
-// session and result. It is a control.Target: the control method table
-// and the HTTP debug adapter serve it as it is.
+// Runtime is one runtime: its event writer (and, for a runtime of
+// `avenor stable`, its own event log file), its permission broker, its
+// runs — a runner each, or the phases of a phased run — with their status,
+// session and result. It is a control.Target: the control method table and
+// the HTTP debug adapter serve it as it is.
 //
-// Its life: New, then Start once; Wait returns how the run ended; Close
-// releases the event writer once nothing reads it any more.
+// The run of `avenor run` is New, Start, Wait, Close. A stable runtime
+// (Spec.EventLog) is New (or Restore, after a supervisor's restart), then
+// a run per prompt (Begin or BeginPhased) with Park between them, and Close
+// when it is reaped; its supervisor keeps the rest (admission, parking,
+// eviction, the durable record).
 type Runtime struct {
 	spec   Spec
 	log    hclog.Logger
 	w      *event.Writer
+	evlog  *eventLog // Spec.EventLog's, nil without
 	broker *permission.Broker
-	// run is the control plane's way into the run: the runner, or the
-	// phases' runtimes (status and prompts reach the phase in flight,
-	// cancel the run).
-	run    runRef
-	runFn  func(context.Context) Result
-	cancel context.CancelCauseFunc
 
+	// Set once by New for the run of `avenor run`.
+	runFn     func(context.Context) Result
 	startOnce sync.Once
 	done      chan struct{}
 	res       Result
 
-	mu sync.Mutex
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc
+	// cur is the current (or last) run: the control plane's way into it.
+	cur runRef
 	// end is the latest session.end (by seq): result's final_output.
 	end hostrt.SessionEnd
+	// lastEnd is the last session.end, its final_output cut to
+	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
+	lastEnd    event.Event
+	lastEndCut bool
 }
 
-// runRef is what the control plane reaches in a run.
+// runRef is what the control plane reaches in a run: a *hostrt.Runner, or
+// a phased run's *loop.Runtimes (status and prompts reach the phase in
+// flight, cancel the run).
 type runRef interface {
 	Status() hostrt.Status
 	Prompt(text string) error
@@ -50,59 +64,109 @@ type runRef interface {
 	Cancel()
 }
 
-// New assembles the runtime of spec — one batched event writer, the
-// permission broker, the runner or the phases of spec.Phased — ready to
-// Start. Nothing runs yet.
-func New(spec Spec) *Runtime {
-	opts, perms := spec.Options, spec.Permissions
-	rt := &Runtime{spec: spec, log: opts.Logger, done: make(chan struct{})}
+// Deps are what a runtime needs of its owner.
+type Deps struct {
+	// Control routes the broker's permission requests to a control plane
+	// (docs/permission-handler.md#precedence); nil: none yet (SetControl).
+	Control permission.ControlResolver
+}
+
+// New assembles the runtime of spec — its event writer, its permission
+// broker and, for the run of `avenor run`, its runner or the phases of
+// spec.Phased — ready to run. Nothing runs yet. With spec.EventLog it
+// creates (truncates) that log, refusing a pipe or a device: an error is
+// the log's.
+func New(spec Spec, deps Deps) (*Runtime, error) {
+	rt := newRuntime(spec)
+	if spec.EventLog != "" {
+		evlog, err := createEventLog(spec.EventLog)
+		if err != nil {
+			return nil, err
+		}
+		rt.evlog = evlog
+		// Batched, as every run's: each run flushes it before its
+		// sentinel, and Close before the log closes.
+		rt.w = hostrt.NewEventWriter(evlog, rt.stamp())
+	}
+	rt.assemble(deps)
+	return rt, nil
+}
+
+// Restore is the runtime of spec after a supervisor's restart: its event
+// log continued after lastSeq (the seq of its last complete line), parked
+// until a run writes to it. Its record says what ran; what to do with a
+// turn left open is its owner's (EndTurn, Begin with a Reattach).
+func Restore(spec Spec, lastSeq int64, deps Deps) *Runtime {
+	rt := newRuntime(spec)
+	rt.evlog = &eventLog{path: spec.EventLog, parked: true}
+	rt.w = event.NewWriter(rt.evlog, rt.stamp(), event.Options{Batched: true, StartSeq: lastSeq})
+	rt.assemble(deps)
+	return rt
+}
+
+func newRuntime(spec Spec) *Runtime {
+	rt := &Runtime{spec: spec, log: spec.Options.Logger, done: make(chan struct{})}
 	if rt.log == nil {
 		rt.log = hclog.NewNullLogger()
-	}
-	// The runner's facts reach the runtime typed (rt.Ended), whoever else
-	// observes them.
-	opts.Observer = observers{rt, opts.Observer}
-	if ph := spec.Phased; ph != nil {
-		w := hostrt.NewEventWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label})
-		rts := &loop.Runtimes{Backend: ph.Backend, CancelRun: func() { rt.cancelRun() }}
-		perms.CancelRun, perms.SessionID = rts.Cancel, rts.SessionID
-		rt.broker = permission.New(perms)
-		base := opts
-		base.Writer, base.Events = w, nil
-		rts.Base = base
-		rts.Permissions = hostrt.BrokerPermissions(rt.broker)
-		rts.SerialPermissions = perms.FileBase != ""
-		lopts := loop.Options{
-			RunID: opts.RunID, Dir: opts.Dir, Writer: w, SentinelPath: opts.SentinelPath, Timeout: opts.Timeout,
-			Initial: opts.Prompt, Identity: ph.Identity, Phases: rts.Run, Stderr: opts.Stderr,
-		}
-		rt.w, rt.run = w, rts
-		rt.runFn = func(ctx context.Context) Result {
-			res := ph.Run(ctx, lopts)
-			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
-		}
-		return rt
-	}
-	// The broker cancels the run on a "cancelled" answer and names the
-	// current session in its .req files; both come from the runner.
-	var runner *hostrt.Runner
-	perms.CancelRun = func() { runner.Cancel() }
-	perms.SessionID = func() string { return runner.Status().SessionID }
-	rt.broker = permission.New(perms)
-	runner = hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
-	rt.w, rt.run = runner.Events(), runner
-	rt.runFn = func(ctx context.Context) Result {
-		res := runner.Run(ctx)
-		return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
 	}
 	return rt
 }
 
+// stamp is what every event of a stable runtime carries.
+func (rt *Runtime) stamp() event.Stamp {
+	o := rt.spec.Options
+	return event.Stamp{RunID: o.RunID, RunLabel: o.Label, RuntimeID: rt.spec.RuntimeID, Now: o.Now}
+}
+
+// assemble makes the broker and, for the run of `avenor run` (no
+// EventLog), the run itself.
+func (rt *Runtime) assemble(deps Deps) {
+	spec := rt.spec
+	perms := spec.Permissions
+	// The broker cancels the run on a "cancelled" answer and names the
+	// current session in its .req files; both come from the run in flight
+	// unless the owner says otherwise.
+	if perms.CancelRun == nil {
+		perms.CancelRun = rt.Cancel
+	}
+	if perms.SessionID == nil {
+		perms.SessionID = func() string { return rt.Snapshot().SessionID }
+	}
+	rt.broker = permission.New(perms)
+	if deps.Control != nil {
+		rt.broker.SetControl(deps.Control)
+	}
+	if spec.EventLog != "" {
+		return
+	}
+	opts := spec.Options
+	// The runner's facts reach the runtime typed (rt.Ended), whoever else
+	// observes them.
+	opts.Observer = observers{rt, opts.Observer}
+	if ph := spec.Phased; ph != nil {
+		rt.w = hostrt.NewEventWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label})
+		base := opts
+		base.Events = nil
+		run := rt.BeginPhased(PhasedRun{Base: base, Initial: opts.Prompt, Backend: ph.Backend, CancelRun: rt.cancelRun})
+		rt.runFn = func(ctx context.Context) Result {
+			res := run(ctx)
+			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
+		}
+		return
+	}
+	runner := hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
+	rt.w, rt.cur = runner.Events(), runner
+	rt.runFn = func(ctx context.Context) Result {
+		res := runner.Run(ctx)
+		return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
+	}
+}
+
 // SetControl routes the broker's permission requests to a control plane
-// (docs/permission-handler.md#precedence); call it before Start.
+// (docs/permission-handler.md#precedence); call it before a run starts.
 func (rt *Runtime) SetControl(c permission.ControlResolver) { rt.broker.SetControl(c) }
 
-// Start runs the runtime's run in the background; ctx cancelled with
+// Start runs the run of `avenor run` in the background; ctx cancelled with
 // hostrt.ErrInterrupted as its cause ends it as cancelled. Only the first
 // call starts it.
 func (rt *Runtime) Start(ctx context.Context) {
@@ -119,20 +183,14 @@ func (rt *Runtime) Start(ctx context.Context) {
 	})
 }
 
-// Done is closed once the run has ended.
-func (rt *Runtime) Done() <-chan struct{} { return rt.done }
-
-// Wait waits for the run to end and returns how it ended.
+// Wait waits for the run Start started to end and returns how it ended.
 func (rt *Runtime) Wait() Result {
 	<-rt.done
 	return rt.res
 }
 
-// Close closes the event writer (flushing the log); call it after Wait,
-// once nothing serves the runtime any more.
-func (rt *Runtime) Close() error { return rt.w.Close() }
-
-// cancelRun ends the whole run cancelled (a phased run's control cancel).
+// cancelRun ends the run Start started cancelled (a phased run's control
+// cancel).
 func (rt *Runtime) cancelRun() {
 	rt.mu.Lock()
 	cancel := rt.cancel
@@ -142,30 +200,200 @@ func (rt *Runtime) cancelRun() {
 	}
 }
 
+// Turn is one run of a stable runtime: a prompt, continuing a session.
+type Turn struct {
+	Prompt, Resume string
+	// Held is the session an earlier run kept (hostrt.Options.Held).
+	Held *hostrt.HeldSession
+	// Adopt, when set, makes the run take the turn in flight in a plugin
+	// that outlived the supervisor before this one over, rather than
+	// prompt (after a restart).
+	Adopt *Adopt
+}
+
+// Adopt is a recovered runtime's turn, going on in the plugin that kept
+// it.
+type Adopt struct {
+	// Plugin is that plugin, re-attached; the run's first attempt uses it.
+	Plugin *plugins.Launched
+	// Reattach takes its session over.
+	Reattach func(ctx context.Context, l *plugins.Launched, h sdk.Host) (sdk.Session, plugin.Reattached, error)
+	// Events are the turn's events the log has (its final output).
+	Events []event.Event
+}
+
+// Begin makes t the runtime's current run, a runner over the runtime's
+// writer with Spec.Options, and returns the function that runs it to its
+// end. Call it with the run's slot taken; the log stays open until Park.
+func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
+	o := rt.spec.Options
+	o.Writer, o.Events = rt.w, nil
+	o.Prompt, o.Resume, o.Held = t.Prompt, t.Resume, t.Held
+	o.Observer = observers{rt, o.Observer}
+	if a := t.Adopt; a != nil {
+		// The turn goes on in the plugin that kept it; a retry would have
+		// no prompt to send again.
+		launch, first := o.Launch, true
+		o.Launch = func(ctx context.Context) (*plugins.Launched, error) {
+			if first {
+				first = false
+				return a.Plugin, nil
+			}
+			return launch(ctx)
+		}
+		o.MaxRetries, o.Reattach, o.AdoptTurn, o.AdoptedEvents = 0, a.Reattach, true, a.Events
+	}
+	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
+	rt.begin(runner)
+	return runner.Run
+}
+
+// PhasedRun is a phased run of a runtime: its phases' common options and
+// the hooks of their owner.
+type PhasedRun struct {
+	// Base holds every phase's options (loop.Runtimes.Base); the runtime
+	// sets its writer.
+	Base hostrt.Options
+	// Initial is the initial prompt ("" for none).
+	Initial string
+	// Backend resolves a phase's backend.
+	Backend func(name string) (hostrt.Backend, error)
+	// Admit, when set, wraps every phase (stable: an executing slot each).
+	Admit func(loop.PhaseFunc) loop.PhaseFunc
+	// CancelRun cancels the whole run (the control plane's cancel).
+	CancelRun func()
+}
+
+// BeginPhased makes the runtime's phased run (Spec.Phased) its current run
+// and returns the function that runs it to its end; it writes the run's one
+// sentinel (Options.SentinelPath).
+func (rt *Runtime) BeginPhased(p PhasedRun) func(context.Context) loop.Result {
+	ph, o := rt.spec.Phased, rt.spec.Options
+	base := p.Base
+	base.Writer = rt.w
+	rts := &loop.Runtimes{
+		Base: base, Backend: p.Backend, Permissions: hostrt.BrokerPermissions(rt.broker),
+		SerialPermissions: rt.spec.Permissions.FileBase != "", CancelRun: p.CancelRun,
+	}
+	phases := loop.PhaseFunc(rts.Run)
+	if p.Admit != nil {
+		phases = p.Admit(phases)
+	}
+	lopts := loop.Options{
+		RunID: o.RunID, Dir: o.Dir, Writer: rt.w, SentinelPath: o.SentinelPath, Timeout: o.Timeout,
+		Initial: p.Initial, Identity: ph.Identity, Phases: phases, Stderr: o.Stderr,
+	}
+	rt.begin(rts)
+	return func(ctx context.Context) loop.Result { return ph.Run(ctx, lopts) }
+}
+
+func (rt *Runtime) begin(r runRef) {
+	rt.mu.Lock()
+	rt.cur = r
+	rt.mu.Unlock()
+	if rt.evlog != nil {
+		rt.evlog.unpark()
+	}
+}
+
+// Park ends a stable runtime's run: its log file closes until the next
+// write, and its history keeps only what the control views show of the
+// run's answers (the log has them whole).
+func (rt *Runtime) Park() error {
+	var err error
+	if rt.evlog != nil {
+		err = rt.evlog.park()
+	}
+	rt.w.BoundFinalOutput(MaxKeptFinalOutput)
+	return err
+}
+
+// EndTurn ends a recovered runtime's open turn in its log for a supervisor
+// that died: an avenor.error (source supervisor) saying msg and a
+// session.end with stop reason error, both of sessionID, flushed.
+func (rt *Runtime) EndTurn(sessionID, msg string) error {
+	end := event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(sdk.StopError)}
+	for _, ev := range []event.Event{{"event": string(event.TypeError), "source": "supervisor", "message": msg}, end} {
+		if sessionID != "" {
+			ev[event.KeySessionID] = sessionID
+		}
+		stamped, err := rt.w.Write(ev)
+		if err == nil && ev.Type() == event.TypeSessionEnd {
+			rt.keepEnd(stamped)
+		}
+	}
+	if err := rt.w.Flush(); err != nil {
+		return fmt.Errorf("continuing the event log %s: %w", rt.spec.EventLog, err)
+	}
+	return nil
+}
+
+// Close closes the event writer (flushing the log) and the log file; call
+// it once nothing runs or serves the runtime any more.
+func (rt *Runtime) Close() error {
+	err := rt.w.Close()
+	if rt.evlog != nil {
+		if cerr := rt.evlog.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Broker is the runtime's permission broker (a recovered turn's recorded
+// decisions are answered again through it).
+func (rt *Runtime) Broker() *permission.Broker { return rt.broker }
+
 // ID implements control.Target: the stable runtime id, "" for the run of
 // `avenor run` (history echoes the runtime_id param as given).
 func (rt *Runtime) ID() string { return rt.spec.RuntimeID }
 
-// Snapshot is the run's status snapshot (docs/control-protocol.md#status).
-func (rt *Runtime) Snapshot() control.Status { return rt.run.Status() }
+// Snapshot is the current (or last) run's status snapshot
+// (docs/control-protocol.md#status); the zero one before the first run.
+func (rt *Runtime) Snapshot() control.Status {
+	rt.mu.Lock()
+	r := rt.cur
+	rt.mu.Unlock()
+	if r == nil {
+		return control.Status{}
+	}
+	return r.Status()
+}
 
 // Status implements control.Target: the snapshot.
-func (rt *Runtime) Status() any { return rt.run.Status() }
+func (rt *Runtime) Status() any { return rt.Snapshot() }
 
 // Events implements control.Target.
 func (rt *Runtime) Events() *event.Writer { return rt.w }
 
-// Cancel implements control.Target: as SIGINT, stop reason cancelled,
-// exit 130.
-func (rt *Runtime) Cancel() { rt.run.Cancel() }
+// Cancel implements control.Target: the current run ends as on SIGINT,
+// stop reason cancelled, exit 130.
+func (rt *Runtime) Cancel() {
+	rt.mu.Lock()
+	r := rt.cur
+	rt.mu.Unlock()
+	if r != nil {
+		r.Cancel()
+	}
+}
 
-// Prompt implements control.Target: text queued, or interrupting the turn.
+// errNoRun: the runtime has not started a run.
+var errNoRun = errors.New("the runtime has not started a run")
+
+// Prompt implements control.Target: text queued in the current run, or
+// interrupting its turn.
 func (rt *Runtime) Prompt(_ context.Context, text string, interrupt, keepQueue bool) error {
+	rt.mu.Lock()
+	r := rt.cur
+	rt.mu.Unlock()
+	if r == nil {
+		return errNoRun
+	}
 	var err error
 	if interrupt {
-		err = rt.run.InterruptAndPrompt(text, keepQueue)
+		err = r.InterruptAndPrompt(text, keepQueue)
 	} else {
-		err = rt.run.Prompt(text)
+		err = r.Prompt(text)
 	}
 	if errors.Is(err, hostrt.ErrEmptyPrompt) {
 		return control.InvalidParams(err.Error())
@@ -215,7 +443,15 @@ func (rt *Runtime) noteEnd(e hostrt.SessionEnd) {
 	rt.mu.Unlock()
 }
 
-// observers is the runtime's own observer, then its spec's.
+// keepEnd keeps a written session.end for the control views, bounded.
+func (rt *Runtime) keepEnd(ev event.Event) {
+	end, cut := boundedEnd(ev)
+	rt.mu.Lock()
+	rt.lastEnd, rt.lastEndCut = end, cut
+	rt.mu.Unlock()
+}
+
+// observers is the runtime's own observer, then its spec's (its owner's).
 type observers struct {
 	rt   *Runtime
 	next hostrt.Observer
@@ -235,6 +471,7 @@ func (o observers) Started(sessionID string) {
 
 func (o observers) Ended(e hostrt.SessionEnd) {
 	o.rt.noteEnd(e)
+	o.rt.keepEnd(e.Event)
 	if o.next != nil {
 		o.next.Ended(e)
 	}

@@ -3,7 +3,9 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +44,10 @@ func TestRuntimeIsATarget(t *testing.T) {
 	var _ control.SourcedTarget = (*Runtime)(nil)
 	spec := scriptedSpec(t, "say hi")
 	spec.RuntimeID = "rt_7"
-	rt := New(spec)
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer rt.Close()
 	rt.Start(context.Background())
 	res := rt.Wait()
@@ -75,7 +80,10 @@ func TestRuntimeIsATarget(t *testing.T) {
 // TestRuntimeResultOutlivesHistory: result is the last session.end's final
 // output even once the history no longer holds it.
 func TestRuntimeResultOutlivesHistory(t *testing.T) {
-	rt := New(scriptedSpec(t, "say hi"))
+	rt, err := New(scriptedSpec(t, "say hi"), Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer rt.Close()
 	rt.Start(context.Background())
 	rt.Wait()
@@ -93,3 +101,49 @@ func TestRuntimeResultOutlivesHistory(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestStableRuntimeWriterIsBatched: a runtime with its own event log
+// writes through the batched writer, as the run of `avenor run` does: a
+// Write returns once its line is queued, so a log that blocks (here: its
+// lock held) holds up no runtime, and the line reaches the log once it
+// unblocks — also while parked, when the log is reopened for the write.
+func TestStableRuntimeWriterIsBatched(t *testing.T) {
+	spec := scriptedSpec(t, "say hi")
+	spec.RuntimeID = "rt_1"
+	spec.EventLog = filepath.Join(t.TempDir(), "ev.ndjson")
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if res := rt.Begin(Turn{Prompt: "say hi"})(context.Background()); res.ExitCode != 0 {
+		t.Fatalf("run %+v", res)
+	}
+	if err := rt.Park(); err != nil {
+		t.Fatal(err)
+	}
+	rt.evlog.mu.Lock() // the log blocks
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := rt.Events().Write(map[string]any{"event": "test.marker"})
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		rt.evlog.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		rt.evlog.mu.Unlock()
+		<-wrote
+		t.Fatal("a runtime's Write waited for its blocked log: its writer is not batched")
+	}
+	if err := rt.Events().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(spec.EventLog)
+	if !strings.Contains(string(data), `"event":"test.marker"`) || !strings.Contains(string(data), `"runtime_id":"rt_1"`) {
+		t.Fatalf("the queued line never reached the log, or lacks the runtime id:\n%s", data)
+	}
+}

@@ -29,8 +29,13 @@ type Spec struct {
 	// Phased, when set, makes this a loop or team run.
 	Phased *Phased
 	// RuntimeID is the runtime's id as the control plane names it (a
-	// stable runtime's rt_N); "" for the run of `avenor run`.
+	// stable runtime's rt_N, stamped on its events); "" for the run of
+	// `avenor run`.
 	RuntimeID string
+	// EventLog, when set, is the path of the runtime's own NDJSON event
+	// log, a stable runtime's: its runs share its one writer, and the file
+	// is closed while the runtime is parked. Options.Events is then unused.
+	EventLog string
 	// ControlSocket, when set, serves the one-shot control methods there
 	// (docs/control-protocol.md); the broker answers through it.
 	ControlSocket string
@@ -75,7 +80,10 @@ func Start(ctx context.Context, spec Spec) (Result, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	rt := New(spec)
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		return Result{}, &SetupError{err}
+	}
 	defer rt.Close()
 	// One control method table serves the socket and the HTTP adapter.
 	if spec.HTTPDebug != nil {

@@ -45,7 +45,7 @@ func (s *Supervisor) Events(id string) (*event.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.w, nil
+	return rt.run.Events(), nil
 }
 
 // Cancel cancels a runtime's running run (stop reason cancelled); a parked
@@ -69,10 +69,7 @@ func (rt *runtime) entry(children []string) map[string]any {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	sp := rt.spec
-	var st hostrt.Status
-	if rt.runner != nil {
-		st = rt.runner.Status()
-	}
+	st := rt.run.Snapshot()
 	status := StatusRunning
 	switch rt.state {
 	case stateParked:
@@ -87,7 +84,7 @@ func (rt *runtime) entry(children []string) map[string]any {
 		"runtime_id": rt.id, "session_id": rt.sessionID, "run_id": sp.runID, "label": sp.label,
 		"agent": sp.agent, "model": sp.model, "backend": sp.backend, "dir": sp.dir,
 		"status": status, "phase": st.Phase, "phase_label": st.PhaseLabel,
-		"parent_id": sp.parentID, "children": children, "latest_seq": rt.w.LatestSeq(),
+		"parent_id": sp.parentID, "children": children, "latest_seq": rt.run.Events().LatestSeq(),
 		"usage": nil, "exit_code": nil, "stop_reason": "",
 		"on_event": sp.onEvent, "event_path": sp.onEvent, "sentinel_file": sp.sentinel,
 		"final_output": "", "final_output_truncated": false,
@@ -123,14 +120,14 @@ func (rt *runtime) entry(children []string) map[string]any {
 		e["exit_code"] = rt.result.ExitCode
 		e["stop_reason"] = string(rt.result.StopReason)
 	}
-	if end := rt.lastEnd; end != nil {
+	if end, endCut := rt.run.LastEnd(); end != nil {
 		if u, ok := end["usage"]; ok {
 			e["usage"] = u
 		}
 		if rt.state != stateRunning {
 			if f, ok := end["final_output"].(string); ok {
 				f, cut := event.TruncateRunes(f, event.FinalOutputLimit)
-				e["final_output"], e["final_output_truncated"] = f, cut || rt.lastEndCut
+				e["final_output"], e["final_output_truncated"] = f, cut || endCut
 			}
 		}
 	}

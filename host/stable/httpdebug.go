@@ -3,9 +3,7 @@ package stable
 import (
 	"fmt"
 
-	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // HTTPDebug is the supervisor as the --http-debug adapter serves it
@@ -86,16 +84,5 @@ func (t debugTarget) AnswerPermission(requestID, optionID, message string) error
 // newDebugTarget is the runtime's adapter target over its method-table
 // runtime; closeStream ends it.
 func newDebugTarget(rt *runtime) *httpdebug.TableTarget {
-	return httpdebug.NewTableTarget(tableTarget{rt}, control.BrokerAnswerer{Broker: rt.broker}.Pending)
-}
-
-// runStatus is the current (or last) run's status.
-func (rt *runtime) runStatus() hostrt.Status {
-	rt.mu.Lock()
-	r := rt.runner
-	rt.mu.Unlock()
-	if r == nil {
-		return hostrt.Status{}
-	}
-	return r.Status()
+	return httpdebug.NewTableTarget(tableTarget{rt}, rt.run.Pending)
 }

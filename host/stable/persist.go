@@ -132,7 +132,7 @@ func (rt *runtime) persisted() runtimeState {
 	r := runtimeState{
 		ID: rt.id, N: rt.n, Label: sp.label, Backend: sp.backend, Dir: sp.dir, RunID: sp.runID,
 		OnEvent: sp.onEvent, Sentinel: sp.sentinel, PermBase: sp.permBase, Started: rt.started,
-		Spawn: rt.params, LastSeq: rt.w.LatestSeq(),
+		Spawn: rt.params, LastSeq: rt.run.Events().LatestSeq(),
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -122,29 +122,22 @@ func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
 func (rt *runtime) startPhasedLocked(initial string) {
 	s := rt.s
 	sp := rt.spec
-	wf := rt.wf
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	rts := &loop.Runtimes{
+	run := rt.run.BeginPhased(hostrun.PhasedRun{
 		Base: hostrt.Options{
 			Dir: sp.dir, DirExplicit: sp.dirExplicit, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
 			ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries, AutoApprove: sp.autoApprove,
-			Writer: rt.w, PermBase: sp.permBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+			PermBase: sp.permBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
 		},
-		Backend: rt.phaseBackend, Permissions: hostrt.BrokerPermissions(rt.broker),
-		SerialPermissions: sp.permFile, CancelRun: rt.cancel,
-	}
+		Initial: initial, Backend: rt.phaseBackend, Admit: rt.admitted, CancelRun: rt.cancel,
+	})
 	done := make(chan struct{})
-	rt.runner, rt.cancelRun, rt.runDone, rt.state = rts, cancel, done, stateRunning
+	rt.cancelRun, rt.runDone, rt.state = cancel, done, stateRunning
 	rt.runs++
-	rt.evlog.unpark()
 	s.runs.Add(1)
-	opts := loop.Options{
-		RunID: sp.runID, Dir: sp.dir, Writer: rt.w, SentinelPath: sp.sentinel, Timeout: sp.timeout,
-		Initial: initial, Identity: wf.Identity, Phases: rt.admitted(rts.Run), Stderr: s.cfg.Stderr,
-	}
 	go func() {
 		defer s.runs.Done()
-		res := wf.Run(ctx, opts)
+		res := run(ctx)
 		cancel(nil)
 		rt.finishRun(hostrt.Result{ExitCode: res.ExitCode, StopReason: res.StopReason}, done)
 	}()

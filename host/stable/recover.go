@@ -16,6 +16,7 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/host/sentinel"
 	"github.com/avenor-go/avenor/sdk/plugin"
@@ -122,19 +123,12 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		fileBase = ""
 	}
 	sp.permFile = fileBase != ""
-	evlog := &eventLog{path: r.OnEvent, parked: true}
 	rt := &runtime{
-		s: s, id: r.ID, n: r.N, spec: sp, params: r.Spawn, evlog: evlog, started: r.Started, ready: make(chan struct{}),
+		s: s, id: r.ID, n: r.N, spec: sp, params: r.Spawn, started: r.Started, ready: make(chan struct{}),
 		state: stateParked, sessionID: r.SessionID, dead: dead, parkedAt: s.cfg.Now().UnixMilli(),
 	}
 	rt.markReady()
-	rt.w = event.NewWriter(evlog, event.Stamp{RunID: sp.runID, RunLabel: sp.label, RuntimeID: r.ID, Now: s.cfg.Now},
-		event.Options{Batched: true, StartSeq: lastSeq})
-	rt.broker = permission.New(permission.Options{
-		AutoApprove: sp.autoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
-		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
-	})
-	rt.broker.SetControl(control.Resolver{Server: s.srv})
+	rt.run = hostrun.Restore(s.runSpec(rt, fileBase), lastSeq, hostrun.Deps{Control: control.Resolver{Server: s.srv}})
 	rt.debug = newDebugTarget(rt)
 
 	if r.AcceptedAt > 0 && lastSeq <= r.AcceptedAt {
@@ -205,21 +199,8 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 // session.end{stop_reason:"error"}, the sentinel FAILED.
 func (s *Supervisor) endTurnInError(rt *runtime, r runtimeState, msg string) error {
 	fmt.Fprintf(s.cfg.Stderr, "avenor stable: %s\n", msg)
-	end := event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(sdk.StopError)}
-	if r.SessionID != "" {
-		end["session_id"] = r.SessionID
-	}
-	for _, ev := range []event.Event{{"event": string(event.TypeError), "source": "supervisor", "message": msg}, end} {
-		if r.SessionID != "" {
-			ev[event.KeySessionID] = r.SessionID
-		}
-		stamped, err := rt.w.Write(ev)
-		if err == nil && ev.Type() == event.TypeSessionEnd {
-			rt.lastEnd, rt.lastEndCut = boundedEnd(stamped)
-		}
-	}
-	if err := rt.w.Flush(); err != nil {
-		return fmt.Errorf("continuing the event log %s: %w", r.OnEvent, err)
+	if err := rt.run.EndTurn(r.SessionID, msg); err != nil {
+		return err
 	}
 	rec := sentinel.Record{ExitCode: sentinel.ExitFailure, SessionID: r.SessionID, StopReason: sdk.StopError, RunID: r.RunID}
 	if err := sentinel.Write(r.Sentinel, rec); err != nil {
@@ -260,15 +241,6 @@ func (s *Supervisor) settleEndedTurn(rt *runtime, r runtimeState) {
 // session over.
 const reattachWait = 10 * time.Second
 
-// reattachPlan is how a recovered runtime's next run takes its session
-// over: from plugin l, by reattach.
-type reattachPlan struct {
-	l        *plugins.Launched
-	reattach func(context.Context, *plugins.Launched, sdk.Host) (sdk.Session, plugin.Reattached, error)
-	// turnEvents are the turn's events the log has (its final output).
-	turnEvents []event.Event
-}
-
 // reattachRuntime takes the runtime's session over from the plugin that
 // kept it: a turn still open in the log goes on in a run that awaits it
 // (its permission requests asked again, its end written as usual); a
@@ -303,7 +275,7 @@ func (s *Supervisor) reattachRuntime(rt *runtime, r runtimeState, lastType strin
 		s.active++ // it runs already: admitted whatever the limits say now
 		_ = s.tree.reserve(rt.id)
 		rt.mu.Lock()
-		rt.plan = &reattachPlan{l: l, reattach: fn, turnEvents: lastTurnEvents(r.OnEvent)}
+		rt.plan = &hostrun.Adopt{Plugin: l, Reattach: fn, Events: lastTurnEvents(r.OnEvent)}
 		rt.startRunLocked(r.Spawn.Prompt, sid, nil)
 		rt.mu.Unlock()
 		s.mu.Unlock()
@@ -363,13 +335,13 @@ func (s *Supervisor) answerRecorded(rt *runtime, perms []permissionState) {
 			defer s.bg.Done()
 			deadline := time.Now().Add(reattachWait)
 			for time.Now().Before(deadline) {
-				for _, req := range rt.broker.Pending() {
+				for _, req := range rt.run.Broker().Pending() {
 					if req.ID == id {
 						src := d.Source
 						if !permission.ValidAnswerSource(src) {
 							src = ""
 						}
-						if err := rt.broker.Answer(id, permission.Answer{OptionID: d.OptionID, Source: src}); err != nil {
+						if err := rt.run.Broker().Answer(id, permission.Answer{OptionID: d.OptionID, Source: src}); err != nil {
 							s.log.Debug("answering a recorded decision again", "request_id", id, "error", err)
 						}
 						return

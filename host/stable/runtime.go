@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/event"
-	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
-	"github.com/avenor-go/avenor/sdk/plugin"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -45,14 +45,14 @@ type spec struct {
 // runtime is one runtime of the supervisor: its stream, broker, the current
 // or last run and, while parked, the plugin it may keep.
 type runtime struct {
-	s       *Supervisor
-	id      string
-	n       int
-	spec    spec
-	params  SpawnParams // as spawned, for the state file
-	w       *event.Writer
-	evlog   *eventLog // the event log file; closed while parked
-	broker  *permission.Broker
+	s      *Supervisor
+	id     string
+	n      int
+	spec   spec
+	params SpawnParams // as spawned, for the state file
+	// run is the runtime itself: its event log and writer, its broker,
+	// its runs and their status and last session.end.
+	run     *hostrun.Runtime
 	started int64
 	// debug is the runtime's --http-debug target; closeStream ends its
 	// streams.
@@ -74,7 +74,6 @@ type runtime struct {
 
 	mu        sync.Mutex
 	state     rtState
-	runner    runRef // the current or last run: a *hostrt.Runner, or a phased run's *loop.Runtimes
 	cancelRun context.CancelCauseFunc
 	runDone   chan struct{} // closed when the current run has parked
 	runs      int
@@ -85,19 +84,15 @@ type runtime struct {
 	heldStop  chan struct{}
 	sessionID string
 	result    *hostrt.Result
-	// lastEnd is the last session.end, its final_output cut to
-	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
-	lastEnd    event.Event
-	lastEndCut bool
-	parkedAt   int64
-	parkGen    int
-	parkTimer  *time.Timer
-	handedTo   string // a spawn took over the parked session
-	lost       string // why the session cannot be continued
+	parkedAt  int64
+	parkGen   int
+	parkTimer *time.Timer
+	handedTo  string // a spawn took over the parked session
+	lost      string // why the session cannot be continued
 	// dead: recovered after the supervisor died, and cannot continue
 	// (why); perms are its turn's permission requests (state.json).
 	dead      string
-	plan      *reattachPlan // the next run takes its session over (recover.go)
+	plan      *hostrun.Adopt // the next run takes its turn over (recover.go)
 	perms     map[string]*permissionState
 	permOrder []string
 	// acceptedAt is the log's last seq when a follow-up prompt was
@@ -109,13 +104,6 @@ type runtime struct {
 	// accepting is closed once a follow-up prompt accepted while parked
 	// has been made durable (or refused); nil otherwise.
 	accepting chan struct{}
-}
-
-// runRef is what the runtime's status and follow-ups reach in its run.
-type runRef interface {
-	Status() hostrt.Status
-	Prompt(text string) error
-	InterruptAndPrompt(text string, keepQueue bool) error
 }
 
 // launch is the runtime's Launch: the backend's, remembering the plugin.
@@ -164,15 +152,13 @@ func (f runFacts) Started(sessionID string) {
 	rt.s.dirty()
 }
 
-// Ended keeps the turn's session.end, bounded, for the control views. The
-// turn is over: every decision of it reached the runtime (or is moot), and
-// nothing of it is pending any more.
+// Ended: the turn is over (the runtime keeps its session.end for the
+// control views): every decision of it reached the runtime (or is moot),
+// and nothing of it is pending any more.
 func (f runFacts) Ended(e hostrt.SessionEnd) {
 	rt := f.rt
-	end, cut := boundedEnd(e.Event)
 	rt.mu.Lock()
 	rt.perms, rt.permOrder = nil, nil
-	rt.lastEnd, rt.lastEndCut = end, cut
 	if e.SessionID != "" {
 		rt.sessionID = e.SessionID
 	}
@@ -191,49 +177,23 @@ func (rt *runtime) markReady() { rt.readyOnce.Do(func() { close(rt.ready) }) }
 // s.mu and rt.mu are held.
 func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession) {
 	s := rt.s
-	sp := rt.spec
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	launch, retries := rt.launch, sp.maxRetries
-	var reattach func(context.Context, *plugins.Launched, sdk.Host) (sdk.Session, plugin.Reattached, error)
-	var adoptedEvents []event.Event
+	turn := hostrun.Turn{Prompt: text, Resume: resume, Held: held, Adopt: rt.plan}
 	if p := rt.plan; p != nil {
-		// A recovered runtime's turn goes on in the plugin that kept it; a
-		// retry would have no prompt to send again.
 		rt.plan = nil
-		reattach, retries, adoptedEvents = p.reattach, 0, p.turnEvents
-		first := true
-		launch = func(ctx context.Context) (*plugins.Launched, error) {
-			if first {
-				first = false
-				rt.mu.Lock()
-				rt.launched = p.l
-				rt.mu.Unlock()
-				return p.l, nil
-			}
-			return rt.launch(ctx)
-		}
+		rt.launched = p.Plugin
 	}
-	runner := hostrt.New(hostrt.Options{
-		Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
-		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
-		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: retries,
-		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.persistEvent, OnEventTypes: persistTypes,
-		SentinelPath: sp.sentinel, PermBase: sp.permBase, Observer: runFacts{rt},
-		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
-		Launch: launch, KeepSession: true, Held: held, Reattach: reattach, AdoptTurn: reattach != nil, AdoptedEvents: adoptedEvents,
-		Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
-	}, hostrt.BrokerPermissions(rt.broker))
+	run := rt.run.Begin(turn)
 	if held != nil {
 		rt.launched = held.Plugin()
 	}
 	done := make(chan struct{})
-	rt.runner, rt.cancelRun, rt.runDone, rt.state = runner, cancel, done, stateRunning
+	rt.cancelRun, rt.runDone, rt.state = cancel, done, stateRunning
 	rt.runs++
-	rt.evlog.unpark()
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
-		res := runner.Run(ctx)
+		res := run(ctx)
 		cancel(nil)
 		rt.finishRun(res, done)
 	}()
@@ -276,12 +236,11 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 		}
 	}
 	s.mu.Unlock()
-	if err := rt.evlog.park(); err != nil {
+	// The run's answers are in the log; its history keeps what the control
+	// views show of them.
+	if err := rt.run.Park(); err != nil {
 		s.log.Warn("closing the event log of a parked runtime", "runtime_id", rt.id, "error", err)
 	}
-	// The run's answers are in the log; its history keeps what the control
-	// views show of them (finaloutput.go).
-	rt.w.BoundFinalOutput(MaxKeptFinalOutput)
 	close(done)
 	rt.markReady()
 	s.dirty()
@@ -410,11 +369,8 @@ func (rt *runtime) closeStream() {
 	if rt.debug != nil {
 		rt.debug.End()
 	}
-	_ = rt.w.Close()
-	if rt.evlog != nil {
-		if err := rt.evlog.Close(); err != nil {
-			rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
-		}
+	if err := rt.run.Close(); err != nil {
+		rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
 	}
 }
 
@@ -482,19 +438,14 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			s.mu.Unlock()
 			return unknownRuntime(rt.id)
 		case stateRunning:
-			runner, done := rt.runner, rt.runDone
+			started, done := rt.runs > 0, rt.runDone
 			rt.mu.Unlock()
 			s.mu.Unlock()
-			if runner == nil {
+			if !started {
 				// Between its spawn's durable record and its first run.
 				return fmt.Errorf("runtime %s is starting; prompt it once its spawn has answered", rt.id)
 			}
-			var err error
-			if interrupt {
-				err = runner.InterruptAndPrompt(text, keepQueue)
-			} else {
-				err = runner.Prompt(text)
-			}
+			err := rt.run.Prompt(ctx, text, interrupt, keepQueue)
 			// A cancelled run that is still ending its turn (ErrStopping)
 			// is an ending run: once it has ended, the prompt continues the
 			// session as a prompt that just missed the end does, or is
@@ -560,7 +511,7 @@ func (rt *runtime) acceptLocked() error {
 		rt.parkTimer.Stop()
 	}
 	rt.parkGen++ // a reap already due is void
-	rt.acceptedAt = rt.w.LatestSeq()
+	rt.acceptedAt = rt.run.Events().LatestSeq()
 	rt.accepting = make(chan struct{})
 	return nil
 }
@@ -655,11 +606,34 @@ func (rt *runtime) refusalLocked() error {
 // session returns the runtime's current session id.
 // For a loop or team it is the session of the phase in flight.
 func (rt *runtime) session() string {
-	rt.mu.Lock()
-	sid, r := rt.sessionID, rt.runner
-	rt.mu.Unlock()
-	if rt.wf != nil && r != nil {
-		return r.Status().SessionID
+	if rt.wf != nil {
+		return rt.run.Snapshot().SessionID
 	}
-	return sid
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.sessionID
+}
+
+// ReapReleaseDelay is how long after reaping parked runtimes the
+// supervisor hands the memory they held back to the system (one forced
+// collection for a burst of reaps). Go would return it only minutes later,
+// so a supervisor that had parked large answers kept its size long after
+// their runtimes were gone.
+const ReapReleaseDelay = 2 * time.Second
+
+// releaseMemoryLocked schedules the one release of the memory of the
+// runtimes reaped in the next ReapReleaseDelay; s.mu is held.
+func (s *Supervisor) releaseMemoryLocked() {
+	if s.releaseTimer != nil || s.closing {
+		return
+	}
+	s.releaseTimer = time.AfterFunc(ReapReleaseDelay, func() {
+		s.mu.Lock()
+		s.releaseTimer = nil
+		closing := s.closing
+		s.mu.Unlock()
+		if !closing {
+			debug.FreeOSMemory()
+		}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
-	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrun "github.com/avenor-go/avenor/host/run"
@@ -141,10 +140,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	n := s.nextN
 	s.mu.Unlock()
 
-	rt, err := s.newRuntime(id, n, p, b, dir)
-	if err == nil {
-		rt.wf = wf
-	}
+	rt, err := s.newRuntime(id, n, p, b, dir, wf)
 	if err != nil {
 		s.mu.Lock()
 		s.releaseLocked(id)
@@ -252,7 +248,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 }
 
 // newRuntime builds a runtime's artifacts, stream and broker.
-func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir string) (*runtime, error) {
+func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir string, wf *phasedRun) (*runtime, error) {
 	set := b.Settings
 	sp := spec{
 		backend: set.Backend, model: set.Model, agent: set.Agent, agentProfile: p.AgentProfile, thinking: set.Thinking,
@@ -296,27 +292,41 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		sp.permBase = permission.DerivePermBase(sp.sentinel)
 	}
 	hostrt.CleanFiles(sp.sentinel, sp.permBase, s.log.Warn)
+	rt := &runtime{
+		s: s, id: id, n: n, spec: sp, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
+		state: stateRunning, wf: wf,
+	}
 	// A named pipe or device is refused, as for `run --on-event`: a pipe
 	// nobody reads would block the open or the log.
-	evlog, err := createEventLog(sp.onEvent)
+	rt.run, err = hostrun.New(s.runSpec(rt, fileBase), hostrun.Deps{Control: control.Resolver{Server: s.srv}})
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
 	}
-	rt := &runtime{
-		s: s, id: id, n: n, spec: sp, evlog: evlog, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
-		state: stateRunning,
-	}
-	// Batched, as every run's: each run flushes it before its
-	// sentinel, and closeStream before the log closes.
-	rt.w = hostrt.NewEventWriter(evlog, event.Stamp{RunID: sp.runID, RunLabel: sp.label, RuntimeID: id, Now: s.cfg.Now})
-	perms := permission.Options{
-		AutoApprove: sp.autoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
-		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
-	}
-	rt.broker = permission.New(perms)
-	rt.broker.SetControl(control.Resolver{Server: s.srv})
 	rt.debug = newDebugTarget(rt)
 	return rt, nil
+}
+
+// runSpec is what the runtime rt runs, as host/run's runtime takes it:
+// every run's options (a run's prompt and session are its own), the
+// broker's (fileBase: the file handler's base, "" for none), its phased
+// run, its id and its event log.
+func (s *Supervisor) runSpec(rt *runtime, fileBase string) hostrun.Spec {
+	sp := rt.spec
+	return hostrun.Spec{
+		Options: hostrt.Options{
+			Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
+			ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
+			Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries, AutoApprove: sp.autoApprove,
+			OnEvent: rt.persistEvent, OnEventTypes: persistTypes, Observer: runFacts{rt},
+			SentinelPath: sp.sentinel, PermBase: sp.permBase, Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
+			Launch: rt.launch, KeepSession: true, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+		},
+		Permissions: permission.Options{
+			AutoApprove: sp.autoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
+			File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
+		},
+		Phased: rt.wf, RuntimeID: rt.id, EventLog: sp.onEvent,
+	}
 }
 
 // removeDefaultArtifacts removes the empty log and the directory a refused

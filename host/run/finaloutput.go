@@ -1,4 +1,4 @@
-package stable
+package run
 
 import (
 	"bytes"
@@ -6,9 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
@@ -50,31 +48,7 @@ func boundedEnd(ev event.Event) (event.Event, bool) {
 
 // maxResultScan bounds how far back from the end of a runtime's log result
 // looks for the session.end whose final output it reads back.
-const maxResultScan = maxLogTail
-
-// ReapReleaseDelay is how long after reaping parked runtimes the
-// supervisor hands the memory they held back to the system (one forced
-// collection for a burst of reaps). Go would return it only minutes later,
-// so a supervisor that had parked large answers kept its size long after
-// their runtimes were gone.
-const ReapReleaseDelay = 2 * time.Second
-
-// releaseMemoryLocked schedules the one release of the memory of the
-// runtimes reaped in the next ReapReleaseDelay; s.mu is held.
-func (s *Supervisor) releaseMemoryLocked() {
-	if s.releaseTimer != nil || s.closing {
-		return
-	}
-	s.releaseTimer = time.AfterFunc(ReapReleaseDelay, func() {
-		s.mu.Lock()
-		s.releaseTimer = nil
-		closing := s.closing
-		s.mu.Unlock()
-		if !closing {
-			debug.FreeOSMemory()
-		}
-	})
-}
+const maxResultScan = 64 << 20
 
 // errNotLogged: the log does not hold the session.end looked for (within
 // maxResultScan of its end).
@@ -139,10 +113,10 @@ func loggedFinalOutput(path string, seq int64) (string, error) {
 	}
 }
 
-// finalOutput is the runtime's last final_output, complete: the kept one, or,
-// when it was cut, the log's. A log that no longer has it (removed,
-// rewritten) answers the kept part with final_output_truncated.
-func (rt *runtime) finalOutput() (final string, truncated bool) {
+// FinalOutput is the runtime's last final_output, complete: the kept one,
+// or, when it was cut, the event log's. A log that no longer has it
+// (removed, rewritten) answers the kept part, and truncated.
+func (rt *Runtime) FinalOutput() (final string, truncated bool) {
 	rt.mu.Lock()
 	end, cut := rt.lastEnd, rt.lastEndCut
 	rt.mu.Unlock()
@@ -154,10 +128,18 @@ func (rt *runtime) finalOutput() (final string, truncated bool) {
 		return f, false
 	}
 	seq, _ := control.SeqOf(end)
-	whole, err := loggedFinalOutput(rt.spec.onEvent, seq)
+	whole, err := loggedFinalOutput(rt.spec.EventLog, seq)
 	if err != nil {
-		rt.s.log.Warn("reading a runtime's final output back from its event log", "runtime_id", rt.id, "path", rt.spec.onEvent, "error", err)
+		rt.log.Warn("reading a runtime's final output back from its event log", "path", rt.spec.EventLog, "error", err)
 		return f, true
 	}
 	return whole, false
+}
+
+// LastEnd is the runtime's last session.end, its final_output cut to
+// MaxKeptFinalOutput runes when cut; nil when none.
+func (rt *Runtime) LastEnd() (end event.Event, cut bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.lastEnd, rt.lastEndCut
 }
