@@ -131,16 +131,10 @@ func (rt *runtime) startPhasedLocked(initial string) {
 		},
 		Initial: initial, Backend: rt.phaseBackend, Admit: rt.admitted, CancelRun: rt.cancel,
 	})
-	done := make(chan struct{})
-	rt.cancelRun, rt.runDone, rt.state = cancel, done, stateRunning
-	rt.runs++
-	s.runs.Add(1)
-	go func() {
-		defer s.runs.Done()
+	rt.goLocked(cancel, func() hostrt.Result {
 		res := run(ctx)
-		cancel(nil)
-		rt.finishRun(hostrt.Result{ExitCode: res.ExitCode, StopReason: res.StopReason}, done)
-	}()
+		return hostrt.Result{ExitCode: res.ExitCode, StopReason: res.StopReason}
+	})
 	rt.markReady()
 }
 

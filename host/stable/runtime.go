@@ -187,13 +187,20 @@ func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession)
 	if held != nil {
 		rt.launched = held.Plugin()
 	}
+	rt.goLocked(cancel, func() hostrt.Result { return run(ctx) })
+}
+
+// goLocked runs run, the runtime's run begun with its context's cancel,
+// and parks the runtime after it; s.mu and rt.mu are held.
+func (rt *runtime) goLocked(cancel context.CancelCauseFunc, run func() hostrt.Result) {
+	s := rt.s
 	done := make(chan struct{})
 	rt.cancelRun, rt.runDone, rt.state = cancel, done, stateRunning
 	rt.runs++
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
-		res := run(ctx)
+		res := run()
 		cancel(nil)
 		rt.finishRun(res, done)
 	}()

@@ -151,8 +151,9 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		return nil, err
 	}
 
-	s.mu.Lock()
-	if s.closing {
+	// shutDown refuses the spawn the shutdown overtook: its stream is
+	// closed, nothing runs; s.mu is held.
+	shutDown := func() (map[string]any, error) {
 		s.releaseLocked(id)
 		s.mu.Unlock()
 		rt.closeStream()
@@ -160,6 +161,10 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 			warm.Close()
 		}
 		return nil, ErrShuttingDown
+	}
+	s.mu.Lock()
+	if s.closing {
+		return shutDown()
 	}
 	s.runtimes[id] = rt
 	rt.params = p
@@ -183,15 +188,8 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	s.mu.Lock()
 	if s.closing {
-		// The shutdown retires it (it is in the table): its stream is
-		// closed, nothing runs.
-		s.releaseLocked(id)
-		s.mu.Unlock()
-		rt.closeStream()
-		if warm != nil {
-			warm.Close()
-		}
-		return nil, ErrShuttingDown
+		// The shutdown retires it (it is in the table).
+		return shutDown()
 	}
 	s.attachLocked(rt)
 	held := warm
