@@ -84,7 +84,7 @@ type Supervisor struct {
 
 	// store holds the durable state (nil without Config.StateDir); the
 	// saver goroutine writes it when dirty (persist.go).
-	store     *stateStore
+	store     store
 	saveCh    chan struct{}
 	saverQuit chan struct{}
 	saverDone chan struct{}

@@ -1,4 +1,4 @@
-package stable
+package run
 
 import (
 	"os"
@@ -83,9 +83,9 @@ func TestLogTail(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			seq, typ, err := logTail(path)
+			seq, typ, err := LogTail(path)
 			if err != nil || seq != tc.seq || typ != tc.typ {
-				t.Fatalf("logTail = %d %q %v, want %d %q", seq, typ, err, tc.seq, tc.typ)
+				t.Fatalf("LogTail = %d %q %v, want %d %q", seq, typ, err, tc.seq, tc.typ)
 			}
 			want := tc.content
 			if tc.name == "torn" || tc.name == "only torn" {
@@ -96,7 +96,7 @@ func TestLogTail(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := logTail(filepath.Join(t.TempDir(), "gone")); err == nil || !strings.Contains(err.Error(), "is gone") {
+	if _, _, err := LogTail(filepath.Join(t.TempDir(), "gone")); err == nil || !strings.Contains(err.Error(), "is gone") {
 		t.Fatalf("a missing log: %v", err)
 	}
 }
