@@ -147,3 +147,42 @@ func TestStableRuntimeWriterIsBatched(t *testing.T) {
 		t.Fatalf("the queued line never reached the log, or lacks the runtime id:\n%s", data)
 	}
 }
+
+// TestRestoreContinuesTheLog: a restored runtime continues its log after
+// the last seq it holds, parked (no file held open between writes), and
+// ends an open turn there in error, keeping that session.end for the
+// control views.
+func TestRestoreContinuesTheLog(t *testing.T) {
+	spec := scriptedSpec(t, "")
+	spec.RuntimeID = "rt_3"
+	spec.EventLog = filepath.Join(t.TempDir(), "ev.ndjson")
+	before := `{"event":"session.start","seq":1}` + "\n" + `{"event":"avenor.turn.start","seq":2}` + "\n"
+	if err := os.WriteFile(spec.EventLog, []byte(before), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seq, typ, err := LogTail(spec.EventLog)
+	if err != nil || seq != 2 || typ != "avenor.turn.start" {
+		t.Fatalf("LogTail = %d %q %v", seq, typ, err)
+	}
+	rt := Restore(spec, seq, Deps{})
+	defer rt.Close()
+	if err := rt.EndTurn("s1", "the supervisor died"); err != nil {
+		t.Fatal(err)
+	}
+	rt.evlog.mu.Lock()
+	open := rt.evlog.f != nil
+	rt.evlog.mu.Unlock()
+	if open {
+		t.Error("a restored runtime holds its log open while parked")
+	}
+	end, _ := rt.LastEnd()
+	if seq, _ := control.SeqOf(end); seq != 4 || end["stop_reason"] != "error" || end["session_id"] != "s1" {
+		t.Fatalf("LastEnd = %v, want the session.end of seq 4", end)
+	}
+	data, _ := os.ReadFile(spec.EventLog)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(string(data), before) ||
+		!strings.Contains(lines[2], `"seq":3`) || !strings.Contains(lines[3], `"event":"session.end"`) || !strings.Contains(lines[3], `"runtime_id":"rt_3"`) {
+		t.Fatalf("log:\n%s", data)
+	}
+}
