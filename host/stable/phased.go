@@ -70,15 +70,8 @@ func (s *Supervisor) loadPhased(p SpawnParams, dir string, roster *loop.Roster, 
 				return hostrt.Backend{}, err
 			}
 		}
-		env := make(map[string]string, len(nb.Env)+1)
-		for k, v := range nb.Env {
-			env[k] = v
-		}
-		if path := s.tree.Path(); path != "" {
-			env[EnvTreeBudget] = path
-		}
 		lb := nb.Backend
-		lb.Env = env
+		lb.Env = s.runtimeEnv(nb.Env)
 		return lb, nil
 	})
 }

@@ -91,13 +91,7 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		sp.model, sp.agent, sp.thinking, sp.serverURL = set.Model, set.Agent, set.Thinking, set.ServerURL
 		sp.autoApprove, sp.timeout, sp.progressTimeout, sp.maxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
 		sp.pluginOptions, sp.stateDir, sp.launch = b.PluginOptions, b.StateDir, b.Launch
-		sp.env = make(map[string]string, len(b.Env)+1)
-		for k, v := range b.Env {
-			sp.env[k] = v
-		}
-		if path := s.tree.Path(); path != "" {
-			sp.env[EnvTreeBudget] = path
-		}
+		sp.env = s.runtimeEnv(b.Env)
 	}
 	fileBase, err := permission.FileBase(r.Spawn.PermissionHandler, sp.sentinel, sp.autoApprove)
 	if err != nil {

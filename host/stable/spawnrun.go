@@ -255,14 +255,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		autoApprove: set.AutoApprove, timeout: set.Timeout, progressTimeout: set.ProgressTimeout,
 		maxRetries: set.MaxRetries, pluginOptions: b.PluginOptions, stateDir: b.StateDir, launch: b.Launch,
 	}
-	sp.env = make(map[string]string, len(b.Env)+1)
-	for k, v := range b.Env {
-		sp.env[k] = v
-	}
-	if path := s.tree.Path(); path != "" {
-		// A supervisor the runtime starts joins this tree.
-		sp.env[EnvTreeBudget] = path
-	}
+	sp.env = s.runtimeEnv(b.Env)
 	if sp.onEvent == "" || sp.sentinel == "" {
 		// <TempDir>/avenor-stable is a predictable name in a shared
 		// directory: each level must be ours and 0700, or another user
