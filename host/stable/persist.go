@@ -130,8 +130,8 @@ func (s *Supervisor) snapshot() supervisorState {
 func (rt *runtime) persisted() runtimeState {
 	sp := rt.spec
 	r := runtimeState{
-		ID: rt.id, N: rt.n, Label: sp.label, Backend: sp.backend, Dir: sp.dir, RunID: sp.runID,
-		OnEvent: sp.onEvent, Sentinel: sp.sentinel, PermBase: sp.permBase, Started: rt.started,
+		ID: rt.id, N: rt.n, Label: sp.Options.Label, Backend: sp.Options.Backend, Dir: sp.Options.Dir, RunID: sp.Options.RunID,
+		OnEvent: sp.EventLog, Sentinel: sp.Options.SentinelPath, PermBase: sp.Options.PermBase, Started: rt.started,
 		Spawn: rt.params, LastSeq: rt.run.Events().LatestSeq(),
 	}
 	rt.mu.Lock()

@@ -80,7 +80,7 @@ func (s *Supervisor) loadPhased(p SpawnParams, dir string, roster *loop.Roster, 
 // whose plugins the runtime tracks while they run, so that a kill shutdown
 // can SIGKILL them.
 func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
-	b, err := rt.wf.Backend(name)
+	b, err := rt.spec.Phased.Backend(name)
 	if err != nil {
 		return b, err
 	}
@@ -118,9 +118,9 @@ func (rt *runtime) startPhasedLocked(initial string) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	run := rt.run.BeginPhased(hostrun.PhasedRun{
 		Base: hostrt.Options{
-			Dir: sp.dir, DirExplicit: sp.dirExplicit, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
-			ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries, AutoApprove: sp.autoApprove,
-			PermBase: sp.permBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+			Dir: sp.Options.Dir, DirExplicit: sp.Options.DirExplicit, ServerURL: sp.Options.ServerURL, RunID: sp.Options.RunID, Label: sp.Options.Label,
+			ProgressTimeout: sp.Options.ProgressTimeout, MaxRetries: sp.Options.MaxRetries, AutoApprove: sp.Options.AutoApprove,
+			PermBase: sp.Options.PermBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
 		},
 		Initial: initial, Backend: rt.phaseBackend, Admit: rt.admitted, CancelRun: rt.cancel,
 	})

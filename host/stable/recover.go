@@ -77,9 +77,11 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		return nil, err
 	}
 	sp := spec{
-		backend: r.Backend, label: r.Label, dir: r.Dir, runID: r.RunID, onEvent: r.OnEvent, sentinel: r.Sentinel,
-		permBase: r.PermBase, model: r.Spawn.Model, agent: r.Spawn.Agent, agentProfile: r.Spawn.AgentProfile,
-		thinking: r.Spawn.Thinking, parentID: r.Spawn.ParentID, parentRunID: r.Spawn.ParentRunID, dirExplicit: r.Spawn.Dir != "",
+		Spec: hostrun.Spec{RuntimeID: r.ID, EventLog: r.OnEvent, Options: hostrt.Options{
+			Backend: r.Backend, Label: r.Label, Dir: r.Dir, RunID: r.RunID, SentinelPath: r.Sentinel, PermBase: r.PermBase,
+			Model: r.Spawn.Model, Agent: r.Spawn.Agent, Thinking: r.Spawn.Thinking, DirExplicit: r.Spawn.Dir != "",
+		}},
+		agentProfile: r.Spawn.AgentProfile, parentID: r.Spawn.ParentID, parentRunID: r.Spawn.ParentRunID,
 	}
 	var dead string
 	if r.Spawn.LoopFile != "" || r.Spawn.TeamFile != "" {
@@ -88,16 +90,15 @@ func (s *Supervisor) recoverRuntime(r runtimeState) (*runtime, error) {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 	} else {
 		set := b.Settings
-		sp.model, sp.agent, sp.thinking, sp.serverURL = set.Model, set.Agent, set.Thinking, set.ServerURL
-		sp.autoApprove, sp.timeout, sp.progressTimeout, sp.maxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
-		sp.pluginOptions, sp.stateDir, sp.launch = b.PluginOptions, b.StateDir, b.Launch
-		sp.env = s.runtimeEnv(b.Env)
+		sp.Options.Model, sp.Options.Agent, sp.Options.Thinking, sp.Options.ServerURL = set.Model, set.Agent, set.Thinking, set.ServerURL
+		sp.Options.AutoApprove, sp.Options.Timeout, sp.Options.ProgressTimeout, sp.Options.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
+		sp.Options.PluginOptions, sp.Options.StateDir, sp.launch = b.PluginOptions, b.StateDir, b.Launch
+		sp.Options.Env = s.runtimeEnv(b.Env)
 	}
-	fileBase, err := permission.FileBase(r.Spawn.PermissionHandler, sp.sentinel, sp.autoApprove)
+	fileBase, err := permission.FileBase(r.Spawn.PermissionHandler, sp.Options.SentinelPath, sp.Options.AutoApprove)
 	if err != nil {
 		fileBase = ""
 	}
-	sp.permFile = fileBase != ""
 	rt := &runtime{
 		s: s, id: r.ID, n: r.N, spec: sp, params: r.Spawn, started: r.Started, ready: make(chan struct{}),
 		state: stateParked, sessionID: r.SessionID, dead: dead, parkedAt: s.cfg.Now().UnixMilli(),

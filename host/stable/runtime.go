@@ -26,20 +26,16 @@ const (
 	stateGone                   // reaped or the supervisor stopped
 )
 
-// spec is what a runtime was spawned with, resolved.
+// spec is what a runtime was spawned with, resolved: what its host/run
+// runtime runs (every run's options, its broker's, its id and event log;
+// runSpec adds the runtime's own hooks), and what only the supervisor
+// reads.
 type spec struct {
-	backend, model, agent, agentProfile, thinking, label, dir, serverURL string
-	runID, onEvent, sentinel, permBase                                   string
-	parentID, parentRunID                                                string
-	autoApprove                                                          bool
-	dirExplicit                                                          bool // the spawn named its dir
-	permFile                                                             bool // a file permission handler answers
-	timeout, progressTimeout                                             time.Duration
-	maxRetries                                                           int
-	env                                                                  map[string]string
-	pluginOptions                                                        map[string]any
-	stateDir                                                             string
-	launch                                                               func(context.Context) (*plugins.Launched, error)
+	hostrun.Spec
+	agentProfile, parentID, parentRunID string
+	// launch is the backend's; the runs launch through runtime.launch,
+	// which remembers the plugin.
+	launch func(context.Context) (*plugins.Launched, error)
 }
 
 // runtime is one runtime of the supervisor: its stream, broker, the current
@@ -57,8 +53,6 @@ type runtime struct {
 	// debug is the runtime's --http-debug target; closeStream ends its
 	// streams.
 	debug *httpdebug.TableTarget
-	// wf is set for a loop_file / team_file runtime; it never changes.
-	wf *phasedRun
 	// phasePlugins are a phased run's phase plugins still running.
 	phasePlugins map[*plugins.Launched]struct{}
 	// ownSlotBusy: a phase of the phased run runs in the runtime's own
@@ -461,10 +455,10 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			if !errors.Is(err, hostrt.ErrRunEnded) && !stopping {
 				return stopErr(err)
 			}
-			if rt.wf != nil && stopping {
+			if rt.spec.Phased != nil && stopping {
 				return fmt.Errorf("runtime %s: %w", rt.id, err)
 			}
-			if rt.wf != nil {
+			if rt.spec.Phased != nil {
 				// Between two phases: the loop goes on, nothing takes a prompt.
 				return fmt.Errorf("runtime %s: %w; prompt again once its next phase has started", rt.id, err)
 			}
@@ -555,7 +549,7 @@ func (rt *runtime) resume(text string) error {
 	}
 	held := rt.takeHeldLocked()
 	s.unkeepLocked(rt)
-	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
+	hostrt.CleanFiles(rt.spec.Options.SentinelPath, rt.spec.Options.PermBase, s.log.Warn)
 	rt.startRunLocked(text, rt.sessionID, held)
 	rt.mu.Unlock()
 	s.mu.Unlock()
@@ -582,8 +576,8 @@ func (rt *runtime) refusalLocked() error {
 	if rt.dead != "" {
 		return fmt.Errorf("%w: runtime %s %s; spawn a new runtime", ErrSessionLost, rt.id, rt.dead)
 	}
-	if rt.wf != nil {
-		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.Kind, rt.wf.File)
+	if rt.spec.Phased != nil {
+		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.spec.Phased.Kind, rt.spec.Phased.File)
 	}
 	if why := rt.endedLocked(); why != "" {
 		fix := "spawn a new runtime"
@@ -605,7 +599,7 @@ func (rt *runtime) refusalLocked() error {
 			why = "its plugin is no longer running"
 		}
 		return fmt.Errorf("%w: runtime %s cannot continue session %s: %s, and backend %s resumes sessions only inside the plugin process that holds them (resume scope in_process); spawn a new runtime",
-			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.backend)
+			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.Options.Backend)
 	}
 	return nil
 }
@@ -613,7 +607,7 @@ func (rt *runtime) refusalLocked() error {
 // session returns the runtime's current session id.
 // For a loop or team it is the session of the phase in flight.
 func (rt *runtime) session() string {
-	if rt.wf != nil {
+	if rt.spec.Phased != nil {
 		return rt.run.Snapshot().SessionID
 	}
 	rt.mu.Lock()
