@@ -48,7 +48,7 @@ func boundedEnd(ev event.Event) (event.Event, bool) {
 
 // maxResultScan bounds how far back from the end of a runtime's log result
 // looks for the session.end whose final output it reads back.
-const maxResultScan = 64 << 20
+const maxResultScan = maxLogTail
 
 // errNotLogged: the log does not hold the session.end looked for (within
 // maxResultScan of its end).
