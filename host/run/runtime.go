@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -46,6 +47,9 @@ type Runtime struct {
 	cancel context.CancelCauseFunc
 	// cur is the current (or last) run: the control plane's way into it.
 	cur runRef
+	// plugins are the plugins the current run launched or continues in
+	// (every phase's, for a phased run): Kill's.
+	plugins []*plugins.Launched
 	// end is the latest session.end (by seq): result's final_output.
 	end hostrt.SessionEnd
 	// lastEnd is the last session.end, its final_output cut to
@@ -243,8 +247,12 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 		}
 		o.MaxRetries, o.Reattach, o.AdoptTurn, o.AdoptedEvents = 0, a.Reattach, true, a.Events
 	}
+	o.Launch = rt.tracked(o.Launch)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	rt.begin(runner)
+	if t.Held != nil {
+		rt.track(t.Held.Plugin())
+	}
 	return runner.Run
 }
 
@@ -271,8 +279,13 @@ func (rt *Runtime) BeginPhased(p PhasedRun) func(context.Context) loop.Result {
 	ph, o := rt.spec.Phased, rt.spec.Options
 	base := p.Base
 	base.Writer = rt.w
+	backend := func(name string) (hostrt.Backend, error) {
+		b, err := p.Backend(name)
+		b.Launch = rt.tracked(b.Launch)
+		return b, err
+	}
 	rts := &loop.Runtimes{
-		Base: base, Backend: p.Backend, Permissions: hostrt.BrokerPermissions(rt.broker),
+		Base: base, Backend: backend, Permissions: hostrt.BrokerPermissions(rt.broker),
 		SerialPermissions: rt.spec.Permissions.FileBase != "", CancelRun: p.CancelRun,
 	}
 	phases := loop.PhaseFunc(rts.Run)
@@ -289,10 +302,66 @@ func (rt *Runtime) BeginPhased(p PhasedRun) func(context.Context) loop.Result {
 
 func (rt *Runtime) begin(r runRef) {
 	rt.mu.Lock()
-	rt.cur = r
+	rt.cur, rt.plugins = r, nil
 	rt.mu.Unlock()
 	if rt.evlog != nil {
 		rt.evlog.unpark()
+	}
+}
+
+// tracked is launch remembering each plugin it starts for Kill.
+func (rt *Runtime) tracked(launch func(context.Context) (*plugins.Launched, error)) func(context.Context) (*plugins.Launched, error) {
+	if launch == nil {
+		return nil
+	}
+	return func(ctx context.Context) (*plugins.Launched, error) {
+		l, err := launch(ctx)
+		if err == nil {
+			rt.track(l)
+		}
+		return l, err
+	}
+}
+
+// track remembers a plugin of the current run; those that have exited are
+// forgotten.
+func (rt *Runtime) track(l *plugins.Launched) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	live := rt.plugins[:0]
+	for _, p := range rt.plugins {
+		if !exited(p) {
+			live = append(live, p)
+		}
+	}
+	rt.plugins = append(live, l)
+}
+
+func exited(l *plugins.Launched) bool {
+	select {
+	case <-l.Client.Exited():
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill SIGKILLs the plugins of the current run still running (a phased
+// run's: every phase's); the run then ends at once and its runtime's
+// process group is killed.
+func (rt *Runtime) Kill() {
+	rt.mu.Lock()
+	list := append([]*plugins.Launched(nil), rt.plugins...)
+	rt.mu.Unlock()
+	for _, l := range list {
+		if exited(l) {
+			continue
+		}
+		if pid := l.Client.PID(); pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		} else {
+			l.Client.Kill()
+		}
 	}
 }
 

@@ -186,3 +186,34 @@ func TestRestoreContinuesTheLog(t *testing.T) {
 		t.Fatalf("log:\n%s", data)
 	}
 }
+
+// TestKillEndsTheRun: Kill stops the plugin of the run in flight, and the
+// run ends at once rather than waiting for its turn.
+func TestKillEndsTheRun(t *testing.T) {
+	spec := scriptedSpec(t, "")
+	spec.RuntimeID = "rt_2"
+	spec.EventLog = filepath.Join(t.TempDir(), "ev.ndjson")
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	run := rt.Begin(Turn{Prompt: "sleep 60s"})
+	done := make(chan hostrt.Result, 1)
+	go func() { done <- run(context.Background()) }()
+	for deadline := time.Now().Add(10 * time.Second); rt.Snapshot().TurnState != control.TurnRunning; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn never ran: %+v", rt.Snapshot())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rt.Kill()
+	select {
+	case res := <-done:
+		if res.ExitCode == 0 {
+			t.Fatalf("a killed run ended well: %+v", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run went on after Kill")
+	}
+}

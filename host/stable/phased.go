@@ -77,8 +77,7 @@ func (s *Supervisor) loadPhased(p SpawnParams, dir string, roster *loop.Roster, 
 }
 
 // phaseBackend is the phases' Runtimes.Backend: the phased run's backend,
-// whose plugins the runtime tracks while they run, so that a kill shutdown
-// can SIGKILL them.
+// whose plugin the runtime's entry names.
 func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
 	b, err := rt.spec.Phased.Backend(name)
 	if err != nil {
@@ -91,18 +90,8 @@ func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
 			return nil, err
 		}
 		rt.mu.Lock()
-		if rt.phasePlugins == nil {
-			rt.phasePlugins = map[*plugins.Launched]struct{}{}
-		}
-		rt.phasePlugins[l] = struct{}{}
 		rt.plugin = l.Client.Info().Name
 		rt.mu.Unlock()
-		go func() {
-			<-l.Client.Exited()
-			rt.mu.Lock()
-			delete(rt.phasePlugins, l)
-			rt.mu.Unlock()
-		}()
 		return l, nil
 	}
 	return b, nil

@@ -53,8 +53,6 @@ type runtime struct {
 	// debug is the runtime's --http-debug target; closeStream ends its
 	// streams.
 	debug *httpdebug.TableTarget
-	// phasePlugins are a phased run's phase plugins still running.
-	phasePlugins map[*plugins.Launched]struct{}
 	// ownSlotBusy: a phase of the phased run runs in the runtime's own
 	// executing slot; phaseSlots counts the extra slots its phases took
 	// (their names). Both under s.mu.
@@ -392,24 +390,10 @@ func (rt *runtime) cancel() {
 // process group is killed.
 func (rt *runtime) killPlugin() {
 	rt.mu.Lock()
-	var list []*plugins.Launched
-	if rt.launched != nil {
-		list = append(list, rt.launched)
-	}
-	for l := range rt.phasePlugins {
-		list = append(list, l)
-	}
 	running := rt.state == stateRunning
 	rt.mu.Unlock()
-	if !running {
-		return
-	}
-	for _, l := range list {
-		if pid := l.Client.PID(); pid > 0 {
-			killProcess(pid)
-		} else {
-			l.Client.Kill()
-		}
+	if running {
+		rt.run.Kill()
 	}
 }
 
