@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -39,21 +38,6 @@ func (f *fleetConnFlags) register(fl *pflag.FlagSet, urlFlag, urlHelp string) {
 	fl.Int64Var(&f.opts.EventsMaxBytes, "events-max-bytes", fleet.DefaultEventsMaxBytes, "size bound of the events stream (when this member creates it)")
 }
 
-// connect dials the fleet and sets its streams up; the error is the
-// user's text.
-func (f *fleetConnFlags) connect(ctx context.Context, name string) (*fleet.Stores, func(), error) {
-	nc, js, err := fleet.Connect(ctx, f.url, name, f.auth)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := fleet.Setup(ctx, js, f.opts)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return st, func() { _ = nc.Drain() }, nil
-}
-
 func newFleetCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fleet <serve|dev>",
@@ -83,7 +67,7 @@ func newFleetServeCmd(env Env) *cobra.Command {
 			logger := hclog.New(&hclog.LoggerOptions{Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn"))})
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			st, closeNC, err := conn.connect(ctx, "avenor fleet serve")
+			st, closeNC, err := fleet.Join(ctx, conn.url, "avenor fleet serve", conn.auth, conn.opts)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "avenor fleet serve: %v\n", err)
 				return exitError{exitFail}
