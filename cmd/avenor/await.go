@@ -39,21 +39,7 @@ func newAwaitCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "await <run-id|label> [flags]",
 		Short: "Wait until a stable runtime needs attention or is done",
-		Long: `Wait on a runtime of an avenor stable supervisor, named by its run id (exact) or its label
-(the newest runtime with that label), until it needs attention (--until attention: a pending
-permission request) or reaches a terminal state.
-
-Without --socket, the socket of $AVENOR_SOCKET is used; else every supervisor socket in
-~/.avenor/sockets/*.sock is searched, ~/.avenor/sockets/default.sock (where avenor stable listens
-by default) first.
-
-Output (plain / --format json), one line per event:
-  ATTENTION permission <runtime_id> <summary>   {"event":"attention","kind":"permission",…}
-  TURN-DONE <runtime_id>                        {"event":"turn_done","runtime_id":…}
-  END <done|failed|timeout|killed> <runtime_id> [reason]   {"event":"end","phase":…}
-
-Exit codes: 0 done, 10 failed, 11 timeout (the runtime's), 12 killed, 20 pending permission,
-124 await's own --timeout, 2 usage or connection errors.`,
+		Long:  help("await"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return awaitUsage(env, "exactly one <run-id|label> is required")

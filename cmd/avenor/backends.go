@@ -20,16 +20,9 @@ func newBackendsCmd(env Env) *cobra.Command {
 	var asJSON bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "backends",
-		Short: "List installed backends with their capabilities and readiness",
-		Long: fmt.Sprintf(`List every backend served by the plugins avenor can find (AVENOR_PLUGIN_PATH, installed
-plugins, next to avenor, PATH): the capability matrix each plugin declares, and whether the
-runtime is usable here (binary found, its version, authentication where knowable).
-
-The table fits %d columns: the capabilities that differ between backends (resume, permission
-relay, model selection), the thinking levels and readiness, cut short where long. -o wide
-shows every capability and the whole readiness message; --json prints one JSON array for
-scripts.`, BackendsWidth),
+		Use:     "backends",
+		Short:   "List installed backends with their capabilities and readiness",
+		Long:    fmt.Sprintf(help("backends"), BackendsWidth),
 		Example: "  avenor backends\n  avenor backends -o wide\n  avenor backends --json | jq -r '.[] | select(.ready) | .backend'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -33,17 +33,8 @@ func newBoardCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "board [flags]",
 		Short: "Serve a web page showing every runtime behind the control sockets",
-		Long: `Serve a page (http://127.0.0.1:<port>/board/) listing the runtimes behind every control socket
-in ~/.avenor/sockets, the socket of $AVENOR_SOCKET and every running avenor stable's recorded
-socket (one-shot runs and stable supervisors): status, phase, backend and model,
-age, tokens and cost, and a "waiting for you" marker for pending permissions and stalled runtimes;
-each runtime's live transcript, its plan and its permission card. With --allow-mutations the page
-answers permissions, cancels and sends follow-up prompts.
-
-Without --token a random token is made. At start-up the URL to open, token included
-(…/board/?token=<t>), is printed as one line on stdout, whether or not stdout is a terminal. The
-API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
-		Args: cobra.NoArgs,
+		Long:  help("board"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{boardMain(cmd.Context(), f, env)}
 		},

@@ -17,9 +17,7 @@ func newConfigCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Show avenor's effective settings and where each came from",
-		Long: `Settings are layered: built-in defaults < the user file ($XDG_CONFIG_HOME/avenor/config.toml)
-< the project file (.avenor/config.toml of the nearest directory holding .avenor/)
-< AVENOR_<KEY> environment variables < flags. See docs/configuration.md.`,
+		Long:  help("config"),
 		Example: `  avenor config show
   avenor config show --backend pi --max-retries 2   # as a run with these flags would see it`,
 		Args: cobra.NoArgs,
@@ -37,12 +35,7 @@ func newConfigShowCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [flags]",
 		Short: "Print the effective settings, each with the file, variable or flag that set it",
-		Long: `Print every setting as a run here would see it, after layering defaults, the user file, the
-project file (found from --dir, else the working directory), AVENOR_<KEY> variables and the
-flags given, with where each value came from: default, a file's path, "env AVENOR_<KEY>"
-or "flag --<key>". Values of [backends.<name>].env are shown as ` + config.Redacted + `.
-
-The setting flags are those of avenor run; give them to see what a run with them would use.`,
+		Long:  fmt.Sprintf(help("config-show"), config.Redacted),
 		Example: `  avenor config show
   avenor config show --json | jq -r '.settings[] | select(.key=="backend") | .source'
   AVENOR_MAX_RETRIES=3 avenor config show --backend echo

@@ -32,26 +32,8 @@ func newControlCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "control --socket <path> <command> [args]",
 		Short: "Talk to a running avenor through its control socket",
-		Long: `Send one control-protocol request to an avenor started with --control-socket
-(avenor run) or an avenor stable supervisor, and print the answer. Without --socket it talks to
-$AVENOR_SOCKET, else ~/.avenor/sockets/default.sock (where avenor stable listens by default).
-
-Commands:
-  status [runtime-id]                                  indented JSON snapshot
-  list                                                 a table on a terminal, else an indented JSON array (stable)
-  tail                                                 one event JSON per line, until the server goes away
-  spawn [flags]                                        indented JSON result (stable)
-  cancel [runtime-id]                                  prints "cancelled"
-  prompt <text> [runtime-id]                           prints "prompt queued"
-  interrupt-and-prompt <text> [runtime-id]             prints "interrupt queued"
-  answer-permission <request-id> <option-id> [runtime-id]  prints "permission answered"
-  shutdown [graceful|kill|immediate]                   prints "shutting down" (stable)
-  tree_budget                                          indented JSON (stable)
-  wait-for-capacity [--timeout D]                      indented JSON once a spawn would be admitted (stable);
-                                                       exit 124 when D passed first
-
-Usage errors exit 2; other failures print "avenor control: <command>: <error>" and exit 1.`,
-		Args: cobra.ArbitraryArgs,
+		Long:  help("control"),
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return controlUsage(env, "a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)")

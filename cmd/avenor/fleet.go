@@ -42,10 +42,7 @@ func newFleetCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fleet <serve|dev>",
 		Short: "Run stable runtimes on many machines through NATS JetStream",
-		Long: `A fleet places stable runtimes on many machines and keeps one control socket for all of
-them. Node agents are ` + "`avenor stable --fleet nats://… --node <name>`" + `; ` + "`avenor fleet serve`" + ` serves
-the control methods on a local socket, routed to the node that owns each runtime;
-` + "`avenor fleet dev`" + ` starts a single-server JetStream on loopback to try it. See docs/fleet.md.`,
+		Long:  help("fleet"),
 	}
 	cmd.AddCommand(newFleetServeCmd(env), newFleetDevCmd(env))
 	return cmd
@@ -96,12 +93,8 @@ func newFleetDevCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev [--port N]",
 		Short: "Start a single-server JetStream on loopback for trying a fleet, until interrupted",
-		Long: `Start a single-server JetStream for trying a fleet on one machine, until interrupted. It
-listens on 127.0.0.1 (--host to change) and admits only the nkeys it generates at start: one
-for ` + "`avenor fleet serve`" + ` and one per --pool for its nodes, written 0600 to --creds-dir and
-removed at exit. It prints the URL, then the flags each member needs. A node's key may take
-its pool's spawns but never queue one: a node runs what its pool's subject carries.`,
-		Args: cobra.NoArgs,
+		Long:  help("fleet-dev"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fail := func(err error) error {
 				fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)

@@ -32,17 +32,8 @@ func newMCPCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [flags]",
 		Short: "Serve MCP tools that let a coding agent spawn, watch, answer and follow up other agents",
-		Long: `Serve the avenor MCP tools — avenor_spawn, avenor_status, avenor_result, avenor_answer_permission,
-avenor_events, avenor_follow_up, avenor_shutdown, avenor_cancel, avenor_list_backends — over stdio
-(the default; an agent starts 'avenor mcp' as an MCP server) or Streamable HTTP (--transport http,
-bearer token required).
-
-The runs live in an avenor stable supervisor: --supervisor-socket names a running one; otherwise the
-first tool call starts 'avenor stable --control-socket <--control-socket> --idle-timeout <--idle-timeout>'
-(or attaches to the one already there). The supervisor outlives this server, so runs go on when the
-agent restarts it; the run registry under $XDG_STATE_HOME/avenor/mcp lets the next server find them.
-See docs/mcp.md.`,
-		Args: noArgs(func(arg string) error { return usageError{fmt.Errorf("avenor mcp takes no arguments, got %q", arg)} }),
+		Long:  help("mcp"),
+		Args:  noArgs(func(arg string) error { return usageError{fmt.Errorf("avenor mcp takes no arguments, got %q", arg)} }),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{mcpMain(cmd, f, env)}
 		},

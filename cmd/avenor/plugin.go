@@ -18,11 +18,9 @@ func newPluginCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "Install, pin, list and verify backend plugins",
-		Long: `Manage backend plugins: install binaries side by side by version, pin the exact binary a
-project runs (.avenor/plugins.lock), list what is installed and what this project uses, and
-check a plugin against the conformance kit.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  help("plugin"),
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newPluginInstallCmd(env), newPluginUseCmd(env), newPluginUnpinCmd(env),
 		newPluginListCmd(env), newPluginVerifyCmd(env))
@@ -33,11 +31,8 @@ func newPluginInstallCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "install <path-to-avenor-plugin-binary>",
 		Short: "Install a plugin binary into the versioned plugin directory",
-		Long: `Ask the binary for its family and version, copy it to
-$XDG_DATA_HOME/avenor/plugins/<family>/<version>/avenor-plugin-<family> (written to a temp
-file, synced, then renamed) and record its sha256 beside it. Installed versions live side by
-side; unpinned runs use the highest, and 'avenor plugin use' pins one for a project.`,
-		Args: exactArgs("plugin install takes one binary path", 1),
+		Long:  help("plugin-install"),
+		Args:  exactArgs("plugin install takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dirs, err := config.DefaultDirs(env.Getenv)
 			if err != nil {
@@ -62,17 +57,7 @@ func newPluginUseCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "use <family>@<version> | use <family> | use --path <binary> [<family>]",
 		Short: "Pin a plugin version for this project (.avenor/plugins.lock)",
-		Long: `Pin the exact plugin binary this project runs, in .avenor/plugins.lock of the nearest
-project (the nearest directory, from here upwards, holding .avenor/; created here when there
-is none). The pin is the exact version and the binary's sha256 hash; runs in the project
-launch exactly that binary, checked against the hash before it executes, and fail with a
-clear error — never fall back to another binary — when it is missing or changed.
-
-  avenor plugin use echo@1.0.0       pin an installed version
-  avenor plugin use echo             pin the highest installed version
-  avenor plugin use --path ./bin/avenor-plugin-echo
-                                     pin a development build by path and hash (re-pin after
-                                     each rebuild; prefer installed versions in a lock you commit)`,
+		Long:  help("plugin-use"),
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) > 1:
@@ -165,13 +150,8 @@ func newPluginListCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List installed plugins and which one this project uses, and why",
-		Long: `List every plugin family that is installed, pinned by this project or found on a path:
-its installed versions, and the binary a run here launches and why that one — pinned (in
-.avenor/plugins.lock), the highest installed version, AVENOR_PLUGIN_PATH, next to avenor, or
-PATH (the last four are unpinned). A broken pin is shown with what to do about it.
-
---json prints one object for scripts: {"project", "lock_file", "plugins": [...]}.`,
-		Args: cobra.NoArgs,
+		Long:  help("plugin-list"),
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			dirs, err := config.DefaultDirs(env.Getenv)
 			if err != nil {
@@ -262,18 +242,8 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify <path-to-avenor-plugin-binary>",
 		Short: "Check a plugin binary against the conformance kit",
-		Long: `Launch the plugin binary as avenor does and run the conformance kit (sdk/plugintest)
-against every backend it serves: the handshake and Describe; sessions, prompts, event order,
-cancel and close; the permission round trip; resume; a crash and a restart. A backend is held
-to the capabilities it advertises: one that claims resume, cancel or permission relay and does
-not deliver fails, with the behaviour named. Prints one PASS/FAIL/SKIP line per behaviour;
-exits 1 when any check fails.
-
-The default prompts suit echo-like plugins and agents driven by a language model; give your
-own with --prompt, --long-prompt (a turn long enough for a Cancel to land in it) and
---permission-prompt (a turn that asks one permission). Checks that run turns are skipped when
-the backend's Check says its runtime is not usable here.`,
-		Args: exactArgs("plugin verify takes one binary path", 1),
+		Long:  help("plugin-verify"),
+		Args:  exactArgs("plugin verify takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := plugintest.Harness{Only: only, TurnTimeout: turnTimeout, CancelWithin: cancelWithin}
 			prompts := map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission}

@@ -36,28 +36,7 @@ func newStableCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stable [--control-socket <path>] [flags]",
 		Short: "Run a long-lived supervisor of many runtimes, controlled through its socket",
-		Long: `Run a supervisor that spawns and controls many runtimes, each in its own plugin process,
-through the control socket (avenor control --socket <path> spawn|list|status|prompt|cancel|shutdown…).
-Without --control-socket it listens on ~/.avenor/sockets/default.sock (the directory is created
-0700 and refused if another user owns it or can write it), where avenor control, avenor await and
-avenor board look when they are given no socket. While it runs, the supervisor records its
-socket, pid and run id in $XDG_STATE_HOME/avenor/supervisors/, so the board lists it wherever
-its socket is.
-
-Each runtime writes its events and sentinel to the paths its spawn gives, by default
-$TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
-whose turn ended well stays idle, ready for a follow-up prompt, until --parked-timeout; one
-cancelled, failed or whose plugin died is ended, with its exit code and sentinel. A spawn with
-loop_file or team_file runs the whole loop or team as one runtime (session_id ""). With
---warm BACKEND=N the supervisor keeps N runtimes of BACKEND started, initialised and with a
-fresh session open in the given dir (default its working dir); a spawn of the same backend,
-model, agent, thinking and dir takes one instead of waiting for a cold start, and the pool
-refills in the background (list {"warm":true} and status {} show the pools). With
---http-debug, GET /runtimes, /status/<runtime_id>, /events?runtime_id= and
-POST /cancel/<runtime_id> serve the runtimes over loopback HTTP. At exit the
-supervisor writes <socket>.dead: STOPPED reason=<signal|shutdown|idle|start_failed|crashed> pid=… at=….
-
-Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could not start.`,
+		Long:  help("stable"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("avenor stable takes no arguments, got %q", args[0])}

@@ -27,42 +27,7 @@ func newWatchCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch [flags] <log|->",
 		Short: "Digest an NDJSON event log, once or as it grows",
-		Long: `Print one line per event of an --on-event log ("-": standard input, e.g.
-'avenor control --socket S tail | avenor watch -'):
-
-  EVENT <event> <session_id> <excerpt>
-
-The session column is empty when the event has none (session_id, else sessionID).
-The excerpt is at most 120 characters on one line (tool.call: kind:title [status];
-agent.status: phase | label; session.end: stop_reason=…; avenor.retry: attempt=2/3;
-chunks: their text). Lines without an "event" field print nothing; lines that are not
-JSON are skipped and counted on stderr at the end. A pipe is read until it closes.
-
-On a terminal, without --format, --classify, --follow or --since-cursor, the default is
---format transcript instead: the run retold for a person (the agent's messages joined, tool
-calls with their status, permissions and their answers, retries, errors, the end). Off a
-terminal the default stays the digest above, byte for byte.
-
---classify prefixes each line with MILESTONE, FINDING or ACTIVITY (--format json adds a
-top-level "classify" field instead). --format json prints the event lines unchanged.
-Colours are used when stdout is a terminal, never with --no-color, NO_COLOR or json.
-
---follow keeps polling and exits 0 when the run is over, or on SIGINT/SIGTERM: at the
-avenor.loop.end or avenor.team.end of a loop or team (a phase's session.end goes on), at
-a session.end nothing can follow (a failure not retried, or the last attempt's), when
-the --sentinel-file of the run appears, or, without one, 2s after a clean session.end
-(6s after a retryable failure) if no next turn or retry has started. It reads complete
-lines only and waits for a log that does not exist yet. --since-cursor FILE starts at
-the byte offset saved in FILE (none: the beginning) and saves the new offset on exit,
-and every 10 events while following.
-
-Examples:
-  avenor watch events.ndjson
-  avenor watch --format transcript events.ndjson | less
-  avenor watch --follow --classify events.ndjson
-  avenor watch --follow --sentinel-file run.done events.ndjson
-  avenor watch --since-cursor events.cursor --format json events.ndjson
-  avenor control --socket /tmp/run.sock tail | avenor watch --follow -`,
+		Long:  help("watch"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("watch takes one log file (or - for standard input), got %d arguments", len(args))}
