@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -161,75 +159,16 @@ func newPluginListCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil)
-			finder.Lock = lock
-			out := pluginList{Plugins: finder.Status()}
-			if lock != nil {
-				out.Project = lock.Project
-				if _, err := os.Stat(lock.File()); err == nil {
-					out.LockFile = lock.File()
-				}
-			}
+			out := plugins.ListProject(plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil), lock)
 			if asJSON {
 				return writeJSON(env.Stdout, out)
 			}
-			printPluginList(env.Stdout, out)
+			out.WriteText(env.Stdout)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	return cmd
-}
-
-// pluginList is `avenor plugin list --json`.
-type pluginList struct {
-	Project  string                 `json:"project"`   // "" outside a project
-	LockFile string                 `json:"lock_file"` // "" when the project has none
-	Plugins  []plugins.FamilyStatus `json:"plugins"`
-}
-
-func printPluginList(w io.Writer, l pluginList) {
-	switch {
-	case l.Project == "":
-		fmt.Fprintln(w, "no project here (no .avenor/ in this directory or above): nothing is pinned")
-	case l.LockFile == "":
-		fmt.Fprintf(w, "project %s: nothing pinned\n", l.Project)
-	default:
-		fmt.Fprintf(w, "project %s: pins in %s\n", l.Project, l.LockFile)
-	}
-	if len(l.Plugins) == 0 {
-		fmt.Fprintln(w, "no plugins installed or found; install one with `avenor plugin install <binary>`")
-		return
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAMILY\tVERSION\tUSED\tPATH")
-	var problems []string
-	for _, f := range l.Plugins {
-		usedShown := false
-		for _, v := range f.Installed {
-			used := ""
-			if f.Used != nil && f.Used.Path == v.Path {
-				used, usedShown = "* "+f.Used.Why, true
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, v.Version, used, v.Path)
-		}
-		if f.Used != nil && !usedShown {
-			version := f.Used.Version
-			if version == "" {
-				version = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, version, "* "+f.Used.Why, f.Used.Path)
-		}
-		if f.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, "-", "! cannot run", "")
-			problems = append(problems, f.Family+": "+f.Error)
-		}
-	}
-	tw.Flush()
-	for _, p := range problems {
-		fmt.Fprintf(w, "\n%s\n", p)
-	}
 }
 
 func newPluginVerifyCmd(env Env) *cobra.Command {
@@ -282,24 +221,13 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-// projectLock is the lock of the project holding the working directory:
-// the nearest .avenor/ upwards. With create, a directory in no project
-// becomes one (created reports it; .avenor/ appears when the lock is
-// written); without, nil means no project.
+// projectLock is plugins.ProjectLock of the working directory.
 func projectLock(create bool) (lock *plugins.Lock, created bool, err error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, false, err
 	}
-	project, ok := config.FindProject(wd)
-	if !ok {
-		if !create {
-			return nil, false, nil
-		}
-		project, created = wd, true
-	}
-	lock, err = plugins.ReadLock(project)
-	return lock, created, err
+	return plugins.ProjectLock(wd, create)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming the command.
