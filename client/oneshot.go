@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -47,4 +49,39 @@ func Tail(ctx context.Context, path string, out io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// ParseWait reads the timeout of a wait as `avenor control` takes it, as
+// spawn's timeout (docs/control-protocol.md#spawn): seconds ("60") or a Go
+// duration ("1m"), at most max. param is what to send, wait how long the
+// call may take; "" is max and sends nothing. The errors name --timeout.
+func ParseWait(s string, max time.Duration) (param any, wait time.Duration, err error) {
+	if s == "" {
+		return nil, max, nil
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil && n >= 0 {
+		param, wait = n, time.Duration(n*float64(time.Second))
+	} else if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		param, wait = s, d
+	} else {
+		return nil, 0, fmt.Errorf("--timeout %q: want seconds (60) or a Go duration (1m)", s)
+	}
+	if wait > max {
+		return nil, 0, fmt.Errorf("--timeout %s: at most %v", s, max)
+	}
+	return param, wait, nil
+}
+
+// WaitForCapacityOnce dials the supervisor at path and waits, up to wait
+// (param as ParseWait gave it) and margin for dialling and the answer,
+// until a spawn would be admitted.
+func WaitForCapacityOnce(ctx context.Context, path string, param any, wait, margin time.Duration) (CapacityState, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait+margin)
+	defer cancel()
+	c, err := Dial(ctx, path)
+	if err != nil {
+		return CapacityState{}, err
+	}
+	defer c.Close()
+	return c.WaitForCapacity(ctx, param)
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/avenor-go/avenor/client"
@@ -23,10 +21,6 @@ type boardFlags struct {
 	noOpen                    bool
 	stallAfter                time.Duration
 }
-
-// boardStopWait bounds how long a stopping board waits for requests in
-// flight.
-const boardStopWait = 5 * time.Second
 
 func newBoardCmd(env Env) *cobra.Command {
 	f := &boardFlags{}
@@ -74,42 +68,14 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 			stateDir = dirs.State
 		}
 	}
-	srv, err := board.Start(ctx, board.Config{
+	err := board.Serve(ctx, board.Config{
 		Addr: f.addr, Scan: scan, Socket: f.socket, Sockets: named, StateDir: stateDir, Token: f.token, NoAuth: f.noAuth,
 		AllowMutations: f.allowMutations, StallAfter: f.stallAfter, Home: env.Getenv("HOME"),
 		Logger: logger.Named("board"),
-	})
+	}, env.Stdout, env.Stderr, !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != ""))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "avenor board: %v\n", err)
 		return exitUsage
 	}
-	// One line on stdout, token included, whatever stdout is (contract
-	// docs/board.md): stdout belongs to whoever started the board, and a
-	// script opens the page from it. The token never goes to a log.
-	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.TokenURL())
-	if f.noAuth {
-		fmt.Fprintln(env.Stderr, "avenor board: --no-auth: anyone who can reach this address can read every runtime's events")
-	}
-	if !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != "") {
-		openBrowser(srv.TokenURL(), logger)
-	}
-	select {
-	case <-ctx.Done():
-	case <-srv.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), boardStopWait)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
 	return exitOK
-}
-
-// openBrowser asks the desktop to open url; a failure is only logged (the
-// URL was printed). The opener is waited for, so it leaves no zombie.
-func openBrowser(url string, logger hclog.Logger) {
-	cmd := exec.Command("xdg-open", url)
-	if err := cmd.Start(); err != nil {
-		logger.Debug("could not open a browser", "error", err)
-		return
-	}
-	go func() { _ = cmd.Wait() }()
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,7 +55,7 @@ func newConfigShowCmd(env Env) *cobra.Command {
 			if asJSON {
 				return writeJSON(env.Stdout, rep)
 			}
-			printConfig(env, rep)
+			rep.WriteText(env.Stdout)
 			return nil
 		},
 	}
@@ -95,28 +93,4 @@ func settingFlags(fl *pflag.FlagSet) map[string]any {
 		}
 	}
 	return out
-}
-
-func printConfig(env Env, rep config.Report) {
-	found := "not found"
-	if rep.UserFound {
-		found = "read"
-	}
-	fmt.Fprintf(env.Stdout, "user file:    %s (%s)\n", rep.UserFile, found)
-	if rep.ProjectFile != "" {
-		pf := "not found"
-		if _, err := os.Stat(rep.ProjectFile); err == nil {
-			pf = "read"
-		}
-		fmt.Fprintf(env.Stdout, "project file: %s (%s)\n", rep.ProjectFile, pf)
-	} else {
-		fmt.Fprintln(env.Stdout, "project file: none (no .avenor/ directory here or above)")
-	}
-	fmt.Fprintln(env.Stdout)
-	tw := tabwriter.NewWriter(env.Stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
-	for _, e := range rep.Settings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, config.FormatValue(e.Value), e.Source)
-	}
-	_ = tw.Flush()
 }

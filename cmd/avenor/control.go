@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -244,33 +243,13 @@ func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Comm
 			if err != nil {
 				return err
 			}
-			// As spawn's timeout (docs/control-protocol.md#spawn): seconds or a Go duration.
-			var param any
-			wait := stable.MaxCapacityWait
-			if timeout != "" {
-				if n, err := strconv.ParseFloat(timeout, 64); err == nil && n >= 0 {
-					param, wait = n, time.Duration(n*float64(time.Second))
-				} else if d, err := time.ParseDuration(timeout); err == nil && d >= 0 {
-					param, wait = timeout, d
-				} else {
-					return controlUsage(env, fmt.Sprintf("wait-for-capacity: --timeout %q: want seconds (60) or a Go duration (1m)", timeout))
-				}
-				if wait > stable.MaxCapacityWait {
-					return controlUsage(env, fmt.Sprintf("wait-for-capacity: --timeout %s: at most %v", timeout, stable.MaxCapacityWait))
-				}
+			param, wait, err := client.ParseWait(timeout, stable.MaxCapacityWait)
+			if err != nil {
+				return controlUsage(env, "wait-for-capacity: "+err.Error())
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			// The call itself waits up to wait; the margin is for dialing and
-			// the answer.
-			ctx, cancel := context.WithTimeout(ctx, wait+controlCallTimeout)
-			defer cancel()
-			c, err := client.Dial(ctx, path)
-			if err != nil {
-				return controlFail(env, "wait-for-capacity", err)
-			}
-			defer c.Close()
-			st, err := c.WaitForCapacity(ctx, param)
+			st, err := client.WaitForCapacityOnce(ctx, path, param, wait, controlCallTimeout)
 			if err != nil {
 				return controlFail(env, "wait-for-capacity", err)
 			}

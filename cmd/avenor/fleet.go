@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -96,46 +93,20 @@ func newFleetDevCmd(env Env) *cobra.Command {
 		Long:  help("fleet-dev"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fail := func(err error) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err := fleet.ServeDev(ctx, fleet.DevServeConfig{
+				DevConfig: fleet.DevConfig{StoreDir: store, Host: host, Port: port, Pools: pools},
+				TempDir:   orDefault(env.Getenv("TMPDIR"), os.TempDir()), CredsDir: credsDir, Out: env.Stdout,
+				StateDir: func() (string, error) {
+					dirs, err := config.DefaultDirs(env.Getenv)
+					return dirs.State, err
+				},
+			})
+			if err != nil {
 				fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
 				return exitError{exitFail}
 			}
-			dir := store
-			if dir == "" {
-				d, err := os.MkdirTemp(orDefault(env.Getenv("TMPDIR"), os.TempDir()), "avenor-fleet-dev-")
-				if err != nil {
-					return fail(err)
-				}
-				defer os.RemoveAll(d)
-				dir = d
-			}
-			s, err := fleet.StartDev(fleet.DevConfig{StoreDir: dir, Host: host, Port: port, Pools: pools})
-			if err != nil {
-				return fail(err)
-			}
-			defer s.Shutdown()
-			creds := credsDir
-			if creds == "" {
-				dirs, err := config.DefaultDirs(env.Getenv)
-				if err != nil {
-					return fail(fmt.Errorf("no directory for the credentials (%w); give --creds-dir", err))
-				}
-				creds = filepath.Join(dirs.State, "fleet-dev", strconv.Itoa(s.Addr().(*net.TCPAddr).Port))
-			}
-			paths, err := s.Keys.Write(creds)
-			if err != nil {
-				return fail(err)
-			}
-			defer s.Keys.RemoveKeys(creds)
-			url := s.ClientURL()
-			fmt.Fprintln(env.Stdout, url)
-			fmt.Fprintf(env.Stdout, "fleet serve: --nats %s --fleet-nkey %s\n", url, paths["fleet"])
-			for _, pool := range pools {
-				fmt.Fprintf(env.Stdout, "node of pool %s: --fleet %s --pool %s --fleet-nkey %s\n", pool, url, pool, paths[pool])
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			<-ctx.Done()
 			return nil
 		},
 	}
