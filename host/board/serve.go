@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// StopWait bounds how long a stopping board waits for requests in flight.
-const StopWait = 5 * time.Second
+// stopWait bounds how long a stopping board waits for requests in flight.
+const stopWait = 5 * time.Second
 
 // Serve is `avenor board`: it starts the board of cfg, prints the one
 // line with the URL to open, token included, on stdout — whatever stdout
@@ -36,7 +36,7 @@ func Serve(ctx context.Context, cfg Config, stdout, stderr io.Writer, openPage b
 	case <-ctx.Done():
 	case <-srv.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), StopWait)
+	sctx, cancel := context.WithTimeout(context.Background(), stopWait)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
