@@ -15,6 +15,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/liveview"
 	"github.com/avenor-go/avenor/host/stable"
+	"github.com/avenor-go/avenor/internal/nearest"
 )
 
 // controlCallTimeout bounds one call of `avenor control` (tail excepted).
@@ -34,7 +35,7 @@ func newControlCmd(env Env) *cobra.Command {
 				return controlUsage(env, "a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)")
 			}
 			msg := fmt.Sprintf("unknown command %q", args[0])
-			if near, ok := nearest(args[0], commandNames(c)); ok {
+			if near, ok := nearest.Name(args[0], commandNames(c)); ok {
 				msg += "; did you mean " + near + "?"
 			}
 			return controlUsage(env, msg)
