@@ -248,9 +248,6 @@ func runRequest(cmd *cobra.Command, f *runFlags, env Env) hostrun.Request {
 	}
 }
 
-// permissionFileTimeoutEnv is host/run's, which stable passes on too.
-const permissionFileTimeoutEnv = hostrun.PermissionFileTimeoutEnv
-
 func newRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
