@@ -21,9 +21,10 @@ import (
 // its plugins' linger window, the HTTP debug adapter, its supervisor
 // record and the signals that stop it.
 type ServeConfig struct {
-	// Config is the supervisor's. Resolve, StateDir, TempDir, Home,
-	// TreeBudgetPath, IdentityToken and Ready are filled by Serve (a
-	// Resolve or TempDir given is kept); Linger is the --linger given.
+	// Config is the supervisor's. Serve fills IdentityToken and Ready
+	// (the control socket's, host/control.TakeEnv), StateDir, Linger when
+	// not LingerGiven, PermissionFileTimeout from the environment, and
+	// Resolve, TempDir, Home and TreeBudgetPath when they are not given.
 	Config
 	// LingerGiven says Linger was given on the command line. Otherwise the
 	// config files (and AVENOR_LINGER) set it, and a fleet node's is 0.
@@ -48,8 +49,8 @@ type FleetNode struct {
 
 // Serve runs the supervisor of c until a shutdown, a signal (SIGINT,
 // SIGTERM) or the idle timeout, and returns why it stopped. An error is
-// one it could not start with (or a fleet node that could not serve); the
-// tombstone is written either way.
+// one it could not start with, or Supervisor.Serve's. A fleet node agent
+// that cannot serve the fleet says why on Stderr and stops the supervisor.
 func Serve(ctx context.Context, c ServeConfig) (reason string, err error) {
 	if c.Env.Getenv == nil {
 		c.Env.Getenv = func(string) string { return "" }
