@@ -16,9 +16,7 @@ func newConfigCmd(env Env) *cobra.Command {
 		Use:   "config",
 		Short: "Show avenor's effective settings and where each came from",
 		Long:  help("config"),
-		Example: `  avenor config show
-  avenor config show --backend pi --max-retries 2   # as a run with these flags would see it`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageError{fmt.Errorf("config: name a command: show")}
 		},
@@ -34,11 +32,7 @@ func newConfigShowCmd(env Env) *cobra.Command {
 		Use:   "show [flags]",
 		Short: "Print the effective settings, each with the file, variable or flag that set it",
 		Long:  fmt.Sprintf(help("config-show"), config.Redacted),
-		Example: `  avenor config show
-  avenor config show --json | jq -r '.settings[] | select(.key=="backend") | .source'
-  AVENOR_MAX_RETRIES=3 avenor config show --backend echo
-  avenor config show --dir ~/src/app                    # the settings of that project`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := "."
 			if cmd.Flags().Changed("dir") {
