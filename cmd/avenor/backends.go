@@ -16,11 +16,10 @@ func newBackendsCmd(env Env) *cobra.Command {
 	var asJSON bool
 	var output string
 	cmd := &cobra.Command{
-		Use:     "backends",
-		Short:   "List installed backends with their capabilities and readiness",
-		Long:    fmt.Sprintf(help("backends"), BackendsWidth),
-		Example: "  avenor backends\n  avenor backends -o wide\n  avenor backends --json | jq -r '.[] | select(.ready) | .backend'",
-		Args:    cobra.NoArgs,
+		Use:   "backends",
+		Short: "List installed backends with their capabilities and readiness",
+		Long:  fmt.Sprintf(help("backends"), BackendsWidth),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "wide" {
 				return usageError{fmt.Errorf("-o %q: want wide (or --json)", output)}
