@@ -31,22 +31,11 @@ func newVerifyCmd(env Env) *cobra.Command {
 }
 
 func runVerify(env Env, req loop.VerifyRequest) int {
-	if req.RosterEntry != "" && req.RosterFile == "" {
-		fmt.Fprintln(env.Stderr, "avenor verify: --roster-entry requires --roster-file")
+	if err := req.Check(); err != nil {
+		fmt.Fprintf(env.Stderr, "avenor verify: %v\n", err)
 		return exitFail
 	}
-	if req.LoopFile == "" && req.TeamFile == "" && req.RosterFile == "" {
-		fmt.Fprintln(env.Stderr, "avenor verify: at least one of --loop-file, --team-file, or --roster-file is required")
-		return exitFail
-	}
-	oks, errs := loop.Verify(req)
-	for _, e := range errs {
-		fmt.Fprintf(env.Stderr, "error: %s\n", e)
-	}
-	for _, o := range oks {
-		fmt.Fprintf(env.Stdout, "ok: %s\n", o)
-	}
-	if len(errs) > 0 {
+	if !loop.VerifyTo(req, env.Stdout, env.Stderr) {
 		return exitFail
 	}
 	return exitOK
