@@ -1,8 +1,8 @@
-package main
+package nearest
 
 import "testing"
 
-func TestNearest(t *testing.T) {
+func TestName(t *testing.T) {
 	cmds := []string{"answer", "await", "backends", "control", "run", "stable", "watch"}
 	for _, c := range []struct {
 		typed, want string
@@ -17,12 +17,12 @@ func TestNearest(t *testing.T) {
 		{"x", ""},
 		{"back", "backends"}, // a prefix
 	} {
-		got, ok := nearest(c.typed, cmds)
+		got, ok := Name(c.typed, cmds)
 		if got != c.want || ok != (c.want != "") {
-			t.Errorf("nearest(%q) = %q, %v; want %q", c.typed, got, ok, c.want)
+			t.Errorf("Name(%q) = %q, %v; want %q", c.typed, got, ok, c.want)
 		}
 	}
-	if d := editDistance("ecoh", "echo"); d != 1 {
+	if d := Distance("ecoh", "echo"); d != 1 {
 		t.Errorf("a transposition is %d edits, want 1", d)
 	}
 }
