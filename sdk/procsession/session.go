@@ -92,8 +92,8 @@ func Start(backend string, spec agentproc.Spec) (*agentproc.Process, error) {
 
 // Capabilities is the capability table of a backend whose every session is
 // one runtime process of its own: new sessions, prompts, cancel (the
-// runner), event streaming and subprocess discovery (Record) hold by
-// construction; more adds what the backend's runtime offers besides
+// runner), event streaming and subprocess discovery (the session knows its
+// one process and tells the host) hold by construction; more adds what the backend's runtime offers besides
 // (resume, permission relay, model selection, prewarm). Chain With for a
 // capability at another level.
 func Capabilities(more ...runtime.Capability) runtime.CapabilityTable {
