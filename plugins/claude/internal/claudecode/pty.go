@@ -146,7 +146,7 @@ func prepareTerminal(ctx context.Context, backend string, def launcher, req runt
 	if req.ServerURL != "" {
 		return terminalStart{}, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends.%s].env", backend, backend)
 	}
-	ts := terminalStart{env: agentproc.Environ(req.Env, map[string]string{"TERM": "xterm-256color"}), bin: binary(req.Options, req.Env), log: host.Logger()}
+	ts := terminalStart{env: agentproc.Environ(req.Env, map[string]string{"TERM": "xterm-256color"}), bin: binary(req.Options, req.Env)}
 	var err error
 	if ts.launch, err = terminalLauncher(ts.env, backend, def); err != nil {
 		return terminalStart{}, err
@@ -154,7 +154,7 @@ func prepareTerminal(ctx context.Context, backend string, def launcher, req runt
 	if _, ts.version, err = claudeVersion(ctx, ts.bin, ts.env); err != nil {
 		return terminalStart{}, err
 	}
-	if ts.log == nil {
+	if ts.log = host.Logger(); ts.log == nil {
 		ts.log = hclog.NewNullLogger()
 	}
 	return ts, nil
