@@ -146,23 +146,12 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	opts := spec.Options
 	hostrt.CleanFiles(opts.SentinelPath, opts.PermBase, opts.Logger.Warn)
 
-	if f.onEvent == "-" {
-		// The one stream that is not a file: NDJSON on stdout, for a pipe.
-		spec.Options.Events = env.Stdout
-	} else if f.onEvent != "" {
-		// A named pipe or a device is refused here: a pipe whose reader
-		// stalls would block the log, /dev/full would fail it.
-		// A regular file that stalls anyway (a hung mount) ends the run
-		// after event.MaxWriteStall.
-		file, err := regularfile.CreateLog(f.onEvent)
-		if err != nil {
-			return failSetup(env, f, fmt.Errorf("--on-event: %w", err))
-		}
-		// Close does not wait for a write stuck in the kernel (a regular
-		// file is not pollable), so a stalled log cannot hold up the exit.
-		defer file.Close()
-		spec.Options.Events = file
+	events, closeEvents, err := runEventLog(f.onEvent, env.Stdout)
+	if err != nil {
+		return failSetup(env, f, err)
 	}
+	defer closeEvents()
+	spec.Options.Events = events
 
 	ctx, stop := interruptible()
 	defer stop()
@@ -210,6 +199,29 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	view.Finish(liveview.Summary{StopReason: res.StopReason, ExitCode: code, SessionID: res.SessionID,
 		EventLog: f.onEvent, Sentinel: f.sentinelFile})
 	return code
+}
+
+// runEventLog is where the run's NDJSON goes (--on-event): stdout for "-",
+// else the file (nil: none); closeEvents closes it.
+func runEventLog(onEvent string, stdout io.Writer) (events io.Writer, closeEvents func(), err error) {
+	switch onEvent {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		// The one stream that is not a file: NDJSON on stdout, for a pipe.
+		return stdout, func() {}, nil
+	}
+	// A named pipe or a device is refused here: a pipe whose reader
+	// stalls would block the log, /dev/full would fail it.
+	// A regular file that stalls anyway (a hung mount) ends the run
+	// after event.MaxWriteStall.
+	file, err := regularfile.CreateLog(onEvent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--on-event: %w", err)
+	}
+	// Close does not wait for a write stuck in the kernel (a regular
+	// file is not pollable), so a stalled log cannot hold up the exit.
+	return file, func() { file.Close() }, nil
 }
 
 // exitWithSentinel is the run's exit code once its sentinel was (or was not)
