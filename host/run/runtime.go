@@ -56,6 +56,9 @@ type Runtime struct {
 	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
 	lastEnd    event.Event
 	lastEndCut bool
+	// life is a supervised runtime's (Deps.Owner; life.go), nil for the
+	// run of `avenor run`.
+	life *life
 }
 
 // runRef is what the control plane reaches in a run: a *hostrt.Runner, or
@@ -73,6 +76,12 @@ type Deps struct {
 	// Control routes the broker's permission requests to a control plane
 	// (docs/permission-handler.md#precedence); nil: none yet (SetControl).
 	Control permission.ControlResolver
+	// Owner, when set, supervises the runtime (life.go): its runs go in
+	// the background (Go, GoPhased, FollowUp), parking between them.
+	Owner Owner
+	// Runs and Watchers, when set, count a supervised runtime's run
+	// goroutines and its other ones (its owner's shutdown waits for them).
+	Runs, Watchers *sync.WaitGroup
 }
 
 // New assembles the runtime of spec — its event writer, its permission
@@ -105,6 +114,9 @@ func Restore(spec Spec, lastSeq int64, deps Deps) *Runtime {
 	rt.evlog = &eventLog{path: spec.EventLog, parked: true}
 	rt.w = event.NewWriter(rt.evlog, rt.stamp(), event.Options{Batched: true, StartSeq: lastSeq})
 	rt.assemble(deps)
+	if rt.life != nil {
+		rt.life.state = Parked
+	}
 	return rt
 }
 
@@ -127,6 +139,9 @@ func (rt *Runtime) stamp() event.Stamp {
 func (rt *Runtime) assemble(deps Deps) {
 	spec := rt.spec
 	perms := spec.Permissions
+	if deps.Owner != nil {
+		rt.life = newLife(deps, Running)
+	}
 	// The broker cancels the run on a "cancelled" answer and names the
 	// current session in its .req files; both come from the run in flight
 	// unless the owner says otherwise.
@@ -134,7 +149,7 @@ func (rt *Runtime) assemble(deps Deps) {
 		perms.CancelRun = rt.Cancel
 	}
 	if perms.SessionID == nil {
-		perms.SessionID = func() string { return rt.Snapshot().SessionID }
+		perms.SessionID = rt.Session
 	}
 	rt.broker = permission.New(perms)
 	if deps.Control != nil {
@@ -234,6 +249,11 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	o.Writer, o.Events = rt.w, nil
 	o.Prompt, o.Resume, o.Held = t.Prompt, t.Resume, t.Held
 	o.Observer = observers{rt, o.Observer}
+	if rt.life != nil {
+		// The permissions of the turn go into the runtime's record; the
+		// run keeps its session for a follow-up.
+		o.OnEvent, o.OnEventTypes, o.KeepSession = rt.recordPermission, permissionTypes, true
+	}
 	if a := t.Adopt; a != nil {
 		// The turn goes on in the plugin that kept it; a retry would have
 		// no prompt to send again.
@@ -318,6 +338,7 @@ func (rt *Runtime) tracked(launch func(context.Context) (*plugins.Launched, erro
 		l, err := launch(ctx)
 		if err == nil {
 			rt.track(l)
+			rt.remember(l)
 		}
 		return l, err
 	}
@@ -436,8 +457,12 @@ func (rt *Runtime) Status() any { return rt.Snapshot() }
 func (rt *Runtime) Events() *event.Writer { return rt.w }
 
 // Cancel implements control.Target: the current run ends as on SIGINT,
-// stop reason cancelled, exit 130.
+// stop reason cancelled, exit 130 (a parked runtime's has ended).
 func (rt *Runtime) Cancel() {
+	if rt.life != nil {
+		rt.cancelRunning()
+		return
+	}
 	rt.mu.Lock()
 	r := rt.cur
 	rt.mu.Unlock()
@@ -450,24 +475,12 @@ func (rt *Runtime) Cancel() {
 var errNoRun = errors.New("the runtime has not started a run")
 
 // Prompt implements control.Target: text queued in the current run, or
-// interrupting its turn.
-func (rt *Runtime) Prompt(_ context.Context, text string, interrupt, keepQueue bool) error {
-	rt.mu.Lock()
-	r := rt.cur
-	rt.mu.Unlock()
-	if r == nil {
-		return errNoRun
+// interrupting its turn; a supervised runtime's follows up (FollowUp).
+func (rt *Runtime) Prompt(ctx context.Context, text string, interrupt, keepQueue bool) error {
+	if rt.life != nil {
+		return rt.FollowUp(ctx, text, interrupt, keepQueue)
 	}
-	var err error
-	if interrupt {
-		err = r.InterruptAndPrompt(text, keepQueue)
-	} else {
-		err = r.Prompt(text)
-	}
-	if errors.Is(err, hostrt.ErrEmptyPrompt) {
-		return control.InvalidParams(err.Error())
-	}
-	return err
+	return rt.promptRun(text, interrupt, keepQueue)
 }
 
 // AnswerPermission implements control.Target through the broker.
@@ -527,12 +540,18 @@ type observers struct {
 }
 
 func (o observers) Opened(sessionID string) {
+	if o.rt.life != nil {
+		o.rt.opened(sessionID)
+	}
 	if o.next != nil {
 		o.next.Opened(sessionID)
 	}
 }
 
 func (o observers) Started(sessionID string) {
+	if o.rt.life != nil {
+		o.rt.started(sessionID)
+	}
 	if o.next != nil {
 		o.next.Started(sessionID)
 	}
@@ -541,6 +560,9 @@ func (o observers) Started(sessionID string) {
 func (o observers) Ended(e hostrt.SessionEnd) {
 	o.rt.noteEnd(e)
 	o.rt.keepEnd(e.Event)
+	if o.rt.life != nil {
+		o.rt.ended(e)
+	}
 	if o.next != nil {
 		o.next.Ended(e)
 	}

@@ -2,6 +2,7 @@ package stable
 
 import (
 	"github.com/avenor-go/avenor/host/event"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
@@ -55,7 +56,7 @@ func (s *Supervisor) Cancel(id string) error {
 	if err != nil {
 		return err
 	}
-	rt.cancel()
+	rt.run.Cancel()
 	return nil
 }
 
@@ -66,65 +67,61 @@ func (rt *runtime) entry(children []string) map[string]any {
 	if children == nil {
 		children = []string{}
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	sp := rt.spec
+	sp, p := rt.spec, rt.params
+	f := rt.run.Facts()
 	st := rt.run.Snapshot()
 	status := StatusRunning
-	switch rt.state {
-	case stateParked:
+	switch f.State {
+	case hostrun.Parked:
 		status = StatusIdle
-		if rt.refusalLocked() != nil {
+		if f.Refusal != nil {
 			status = StatusEnded
 		}
-	case stateGone:
+	case hostrun.Gone:
 		status = StatusEnded
 	}
 	e := map[string]any{
-		"runtime_id": rt.id, "session_id": rt.sessionID, "run_id": sp.Options.RunID, "label": sp.Options.Label,
+		"runtime_id": rt.id, "session_id": f.SessionID, "run_id": sp.Options.RunID, "label": sp.Options.Label,
 		"agent": sp.Options.Agent, "model": sp.Options.Model, "backend": sp.Options.Backend, "dir": sp.Options.Dir,
 		"status": status, "phase": st.Phase, "phase_label": st.PhaseLabel,
-		"parent_id": sp.parentID, "children": children, "latest_seq": rt.run.Events().LatestSeq(),
+		"parent_id": p.ParentID, "children": children, "latest_seq": rt.run.Events().LatestSeq(),
 		"usage": nil, "exit_code": nil, "stop_reason": "",
 		"on_event": sp.EventLog, "event_path": sp.EventLog, "sentinel_file": sp.Options.SentinelPath,
 		"final_output": "", "final_output_truncated": false,
 		"pending_permission": st.PendingPermission, "permission": nil,
 		"started_at": rt.started,
 		// Additive fields.
-		"agent_profile": sp.agentProfile, "parent_run_id": sp.parentRunID, "thinking": sp.Options.Thinking,
-		"parked": rt.state == stateParked, "parked_at": nil, "turn_state": st.TurnState,
+		"agent_profile": p.AgentProfile, "parent_run_id": p.ParentRunID, "thinking": sp.Options.Thinking,
+		"parked": f.State == hostrun.Parked, "parked_at": nil, "turn_state": st.TurnState,
 		"last_event": string(st.LastEvent), "updated_at": st.UpdatedAt, "retry_attempt": st.RetryAttempt,
-		"max_retries": sp.Options.MaxRetries, "runs": rt.runs, "pid": st.PID, "plugin": rt.plugin,
-		"plugin_pid": 0, "resume_scope": rt.scope, "kept_plugin": rt.held != nil,
+		"max_retries": sp.Options.MaxRetries, "runs": f.Runs, "pid": st.PID, "plugin": f.Plugin,
+		"plugin_pid": f.PluginPID, "resume_scope": f.Scope, "kept_plugin": f.Kept,
 	}
-	if wf := rt.spec.Phased; wf != nil {
+	if wf := sp.Phased; wf != nil {
 		e[wf.Kind+"_file"] = wf.File
 	}
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
 	}
-	if rt.launched != nil {
-		e["plugin_pid"] = rt.launched.Client.PID()
-	}
-	if rt.state == stateParked {
-		e["parked_at"] = rt.parkedAt
+	if f.State == hostrun.Parked {
+		e["parked_at"] = f.ParkedAt
 		e["phase"] = hostrt.PhaseEnded
-		if rt.handedTo != "" {
-			e["resumed_by"] = rt.handedTo
+		if f.HandedTo != "" {
+			e["resumed_by"] = f.HandedTo
 		}
-		if rt.lost != "" {
-			e["session_lost"] = rt.lost
+		if f.Lost != "" {
+			e["session_lost"] = f.Lost
 		}
 	}
-	if rt.result != nil && rt.state != stateRunning {
-		e["exit_code"] = rt.result.ExitCode
-		e["stop_reason"] = string(rt.result.StopReason)
+	if f.Result != nil && f.State != hostrun.Running {
+		e["exit_code"] = f.Result.ExitCode
+		e["stop_reason"] = string(f.Result.StopReason)
 	}
 	if end, endCut := rt.run.LastEnd(); end != nil {
 		if u, ok := end["usage"]; ok {
 			e["usage"] = u
 		}
-		if rt.state != stateRunning {
+		if f.State != hostrun.Running {
 			if f, ok := end["final_output"].(string); ok {
 				f, cut := event.TruncateRunes(f, event.FinalOutputLimit)
 				e["final_output"], e["final_output_truncated"] = f, cut || endCut

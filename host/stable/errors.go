@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/avenor-go/avenor/host/control"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // Errors of the supervisor.
@@ -21,13 +22,9 @@ var (
 	// store holds belongs to a spawn still in flight (finished ones are
 	// evicted, oldest first, to make room).
 	ErrIdempotencyFull = errors.New("idempotency capacity exhausted")
-	// ErrSessionLost: a parked runtime's in_process session died with its
-	// plugin and cannot be continued.
-	ErrSessionLost = errors.New("session lost")
-	// ErrRuntimeEnded: the runtime's turn did not end well (cancelled, its
-	// plugin died, an error or a timeout), so it is ended and takes no
-	// follow-up (docs/stable.md#runtimes).
-	ErrRuntimeEnded = errors.New("runtime ended")
+	// ErrSessionLost and ErrRuntimeEnded refuse a follow-up (host/run's).
+	ErrSessionLost  = hostrun.ErrSessionLost
+	ErrRuntimeEnded = hostrun.ErrRuntimeEnded
 	// ErrNotDurable: the supervisor could not write its state file (a full
 	// disk), so it starts nothing a successor could not recover: a spawn or
 	// follow-up prompt is refused, nothing of it runs.

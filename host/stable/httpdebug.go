@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/avenor-go/avenor/host/control/httpdebug"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // HTTPDebug is the supervisor as the --http-debug adapter serves it
@@ -47,10 +48,7 @@ type debugTarget struct {
 // gone is the adapter's not-found error when the runtime was reaped or the
 // supervisor stopped it.
 func (t debugTarget) gone() error {
-	t.rt.mu.Lock()
-	state := t.rt.state
-	t.rt.mu.Unlock()
-	if state == stateGone {
+	if t.rt.run.State() == hostrun.Gone {
 		return fmt.Errorf("%w: %s", httpdebug.ErrRuntimeNotFound, t.rt.id)
 	}
 	return nil
@@ -84,5 +82,5 @@ func (t debugTarget) AnswerPermission(requestID, optionID, message string) error
 // newDebugTarget is the runtime's adapter target over its method-table
 // runtime; closeStream ends it.
 func newDebugTarget(rt *runtime) *httpdebug.TableTarget {
-	return httpdebug.NewTableTarget(tableTarget{rt}, rt.run.Pending)
+	return httpdebug.NewTableTarget(tableTarget{rt.run, rt}, rt.run.Pending)
 }

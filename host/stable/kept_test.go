@@ -32,7 +32,7 @@ func TestKeepEvictsCrossProcessFirst(t *testing.T) {
 			for i, scope := range tc.scopes {
 				rts[i] = &runtime{n: i}
 				index[rts[i]] = i
-				for _, v := range s.keepLocked(rts[i], scope) {
+				for _, v := range s.boundKeptLocked(keptRuntime{rt: rts[i], inProcess: scope == in}) {
 					evicted = append(evicted, index[v])
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // MaxParentMessage bounds send_to_parent's message (docs/control-protocol.md#methods).
@@ -42,7 +43,7 @@ func (m methodTable) Runtime(id string) (control.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tableTarget{rt}, nil
+	return tableTarget{rt.run, rt}, nil
 }
 
 // Snapshot is status without runtime_id.
@@ -54,12 +55,12 @@ func (m methodTable) SubscribeAll(c *control.Call) {
 	c.AfterReply(a.start)
 }
 
-// tableTarget is one runtime as the method table serves it.
-type tableTarget struct{ rt *runtime }
-
-func (t tableTarget) ID() string            { return t.rt.id }
-func (t tableTarget) Events() *event.Writer { return t.rt.run.Events() }
-func (t tableTarget) Cancel()               { t.rt.cancel() }
+// tableTarget is one runtime as the method table serves it: its
+// host/run runtime, with its entry as status and result.
+type tableTarget struct {
+	*hostrun.Runtime
+	rt *runtime
+}
 
 // Status is the runtime's entry (docs/control-protocol.md#list).
 func (t tableTarget) Status() any {
@@ -82,22 +83,6 @@ func (t tableTarget) Result() any {
 		out["final_output_truncated"] = true
 	}
 	return out
-}
-
-// Prompt queues text in a running runtime, or continues a parked one.
-func (t tableTarget) Prompt(ctx context.Context, text string, interrupt, keepQueue bool) error {
-	return t.rt.followUp(ctx, text, interrupt, keepQueue)
-}
-
-// AnswerPermission answers through the runtime's broker, which tells
-// "nothing pending" (-32001) from "already answered".
-func (t tableTarget) AnswerPermission(requestID, optionID, message string) error {
-	return t.rt.run.AnswerPermission(requestID, optionID, message)
-}
-
-// AnswerPermissionAs implements control.SourcedTarget.
-func (t tableTarget) AnswerPermissionAs(source, requestID, optionID, message string) error {
-	return t.rt.run.AnswerPermissionAs(source, requestID, optionID, message)
 }
 
 func (s *Supervisor) list(_ context.Context, c *control.Call) (any, error) {
@@ -159,7 +144,7 @@ func defaultRuntime(list []*runtime) *runtime {
 		ids[rt.id] = true
 	}
 	for i := len(list) - 1; i >= 0; i-- {
-		if !ids[list[i].spec.parentID] {
+		if !ids[list[i].params.ParentID] {
 			return list[i]
 		}
 	}
@@ -200,11 +185,9 @@ func (rt *runtime) snapshot() map[string]any {
 func (s *Supervisor) summary(list []*runtime) map[string]any {
 	parked := 0
 	for _, rt := range list {
-		rt.mu.Lock()
-		if rt.state == stateParked {
+		if rt.run.State() == hostrun.Parked {
 			parked++
 		}
-		rt.mu.Unlock()
 	}
 	s.mu.Lock()
 	active, conns := s.active, s.conns
@@ -249,7 +232,7 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	pid := child.spec.parentID
+	pid := child.params.ParentID
 	if pid == "" {
 		return nil, fmt.Errorf("runtime %s has no parent: it was spawned without parent_id", child.id)
 	}
@@ -262,7 +245,7 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 		return nil, fmt.Errorf("runtime %s's parent %s is not a runtime of this supervisor (or was reaped)", child.id, pid)
 	}
 	ev := event.Event{"event": string(event.TypeChildQuestion), "child_id": child.id, "message": *p.Message, "request_id": reqID}
-	if sid := parent.session(); sid != "" {
+	if sid := parent.run.Session(); sid != "" {
 		ev[event.KeySessionID] = sid
 	}
 	if _, err := parent.run.Events().Write(ev); err != nil {

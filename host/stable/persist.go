@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/avenor-go/avenor/host/event"
 )
 
 // Persisting the supervisor's state (state.go) as it changes. Changes only
@@ -121,71 +119,10 @@ func (s *Supervisor) snapshot() supervisorState {
 	st := supervisorState{Socket: s.cfg.SocketPath, PID: s.pid, RunID: s.cfg.RunID, NextN: s.nextN}
 	s.mu.Unlock()
 	for _, rt := range list {
-		st.Runtimes = append(st.Runtimes, rt.persisted())
+		r := rt.run.Record()
+		r.N, r.Started = rt.n, rt.started
+		r.Spawn, _ = json.Marshal(rt.params)
+		st.Runtimes = append(st.Runtimes, r)
 	}
 	return st
-}
-
-// persisted is the runtime's record in state.json.
-func (rt *runtime) persisted() runtimeState {
-	sp := rt.spec
-	r := runtimeState{
-		ID: rt.id, N: rt.n, Label: sp.Options.Label, Backend: sp.Options.Backend, Dir: sp.Options.Dir, RunID: sp.Options.RunID,
-		OnEvent: sp.EventLog, Sentinel: sp.Options.SentinelPath, PermBase: sp.Options.PermBase, Started: rt.started,
-		Spawn: rt.params, LastSeq: rt.run.Events().LatestSeq(),
-	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	r.SessionID = rt.sessionID
-	switch {
-	case rt.state == stateGone || rt.dead != "" || rt.endedLocked() != "":
-		r.State = persistEnded
-	case rt.state == stateParked:
-		r.State = persistParked
-	default:
-		r.State = persistRunning
-	}
-	if l := rt.launched; l != nil && rt.state != stateGone {
-		if ra, ok := l.Client.Reattach(); ok {
-			r.Plugin = &reattachState{Network: ra.Network, Address: ra.Address, PID: ra.PID, Protocol: ra.Protocol, ProtocolVersion: ra.ProtocolVersion}
-		}
-	}
-	for _, id := range rt.permOrder {
-		r.Pending = append(r.Pending, *rt.perms[id])
-	}
-	r.AcceptedAt = rt.acceptedAt
-	return r
-}
-
-// persistEvent records what an event changes of the durable state: a
-// permission asked or decided (runFacts records a session's start and end).
-func (rt *runtime) persistEvent(ev event.Event) {
-	switch ev.Type() {
-	case event.TypePermissionRequest:
-		id, _ := ev["request_id"].(string)
-		if id == "" {
-			return
-		}
-		raw, _ := json.Marshal(ev)
-		rt.mu.Lock()
-		if rt.perms == nil {
-			rt.perms = map[string]*permissionState{}
-		}
-		if _, ok := rt.perms[id]; !ok {
-			rt.permOrder = append(rt.permOrder, id)
-		}
-		rt.perms[id] = &permissionState{RequestID: id, Request: raw, Delivery: deliveryPending}
-		rt.mu.Unlock()
-	case event.TypePermissionResponse:
-		id, _ := ev["request_id"].(string)
-		raw, _ := json.Marshal(ev)
-		rt.mu.Lock()
-		if p := rt.perms[id]; p != nil {
-			p.Delivery, p.Decision = deliveryDecided, raw
-		}
-		rt.mu.Unlock()
-	default:
-		return
-	}
-	rt.s.dirty()
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	hostrun "github.com/avenor-go/avenor/host/run"
+
 	"github.com/avenor-go/avenor/client"
 )
 
@@ -30,16 +32,16 @@ func TestRecoverTurnEnded(t *testing.T) {
 		wantEnds                   int
 		acceptedAt                 int64 // a follow-up accepted when the log ended here
 	}{
-		{"ended before its sentinel", turn + sessionEnd + "\n", "", persistRunning, "idle", "DONE\nSESSION=s1", 1, 0},
-		{"ended, parked not yet saved", turn + sessionEnd + "\n", "DONE\nSESSION=s1\nSTOP_REASON=end_turn\nEXIT_CODE=0\nRUN=r\n", persistRunning, "idle", "DONE\nSESSION=s1", 1, 0},
-		{"ended, saved parked", turn + sessionEnd + "\n", "", persistParked, "idle", "DONE\nSESSION=s1", 1, 0},
-		{"mid-turn, no plugin", turn, "", persistRunning, "ended", "FAILED\nSESSION=s", 1, 0},
+		{"ended before its sentinel", turn + sessionEnd + "\n", "", hostrun.RecordRunning, "idle", "DONE\nSESSION=s1", 1, 0},
+		{"ended, parked not yet saved", turn + sessionEnd + "\n", "DONE\nSESSION=s1\nSTOP_REASON=end_turn\nEXIT_CODE=0\nRUN=r\n", hostrun.RecordRunning, "idle", "DONE\nSESSION=s1", 1, 0},
+		{"ended, saved parked", turn + sessionEnd + "\n", "", hostrun.RecordParked, "idle", "DONE\nSESSION=s1", 1, 0},
+		{"mid-turn, no plugin", turn, "", hostrun.RecordRunning, "ended", "FAILED\nSESSION=s", 1, 0},
 		// A follow-up accepted when the log ended at 4 wrote nothing: the
 		// prompt did not run, and its harness is told so (a turn ended in
 		// error: the runtime is ended, docs/stable.md#runtimes); one accepted at 3
 		// wrote its turn, which ended.
-		{"follow-up accepted, never started", turn + sessionEnd + "\n", "", persistRunning, "ended", "FAILED\nSESSION=s\nSTOP_REASON=error", 2, 4},
-		{"follow-up started, nothing durable past its first line", turn + sessionEnd + "\n", "", persistRunning, "idle", "DONE\nSESSION=s1", 1, 3},
+		{"follow-up accepted, never started", turn + sessionEnd + "\n", "", hostrun.RecordRunning, "ended", "FAILED\nSESSION=s\nSTOP_REASON=error", 2, 4},
+		{"follow-up started, nothing durable past its first line", turn + sessionEnd + "\n", "", hostrun.RecordRunning, "idle", "DONE\nSESSION=s1", 1, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "avr")
@@ -62,9 +64,9 @@ func TestRecoverTurnEnded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prev := supervisorState{Socket: sock, PID: 1 << 30, RunID: "dead", NextN: 1, Runtimes: []runtimeState{{
+			prev := supervisorState{Socket: sock, PID: 1 << 30, RunID: "dead", NextN: 1, Runtimes: []hostrun.Record{{
 				ID: "rt_1", N: 1, Backend: "scripted", Dir: dir, RunID: "r", OnEvent: logPath, Sentinel: sentPath,
-				SessionID: "s", State: tc.state, LastSeq: 4, Spawn: SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say hi"},
+				SessionID: "s", State: tc.state, LastSeq: 4, Spawn: spawnJSON(SpawnParams{Backend: "scripted", Dir: dir, Prompt: "say hi"}),
 				AcceptedAt: tc.acceptedAt,
 			}}}
 			if err := st.save(func() supervisorState { return prev }); err != nil {

@@ -195,32 +195,28 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	held := warm
 	if held != nil {
 		l := held.Plugin()
-		rt.mu.Lock()
-		rt.plugin, rt.scope = l.Client.Info().Name, l.Backend.Info().ResumeScope
-		rt.mu.Unlock()
+		rt.run.Takes(l.Client.Info().Name, l.Backend.Info().ResumeScope)
 	}
 	if p.SessionID != "" {
 		held = s.handOverLocked(p.SessionID, rt)
 	}
-	rt.mu.Lock()
 	if wf != nil {
-		rt.startPhasedLocked(prompt)
+		rt.run.GoPhased(prompt)
 	} else {
-		rt.startRunLocked(prompt, p.SessionID, held)
+		rt.run.Go(hostrun.Turn{Prompt: prompt, Resume: p.SessionID, Held: held})
 	}
-	rt.mu.Unlock()
 	s.mu.Unlock()
 	s.dirty()
 
 	t := time.NewTimer(spawnWait)
 	defer t.Stop()
 	select {
-	case <-rt.ready:
+	case <-rt.run.Ready():
 	case <-ctx.Done():
 	case <-t.C:
 	}
 	sp := rt.spec
-	sid := rt.session()
+	sid := rt.run.Session()
 	if wf != nil {
 		sid = "" // every phase has a session of its own (docs/control-protocol.md#spawn)
 	}
@@ -245,18 +241,13 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	return res, nil
 }
 
-// newRuntime builds a runtime's artifacts, stream and broker.
+// newRuntime builds a runtime's artifacts and its host/run runtime.
 func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir string, wf *phasedRun) (*runtime, error) {
 	set := b.Settings
-	sp := spec{
-		Spec: hostrun.Spec{RuntimeID: id, Phased: wf, EventLog: p.OnEvent, Options: hostrt.Options{
-			Backend: set.Backend, Model: set.Model, Agent: set.Agent, Thinking: set.Thinking, Label: set.Label,
-			Dir: dir, DirExplicit: p.Dir != "", ServerURL: set.ServerURL, RunID: NewRunID(), SentinelPath: p.SentinelFile,
-			AutoApprove: set.AutoApprove, Timeout: set.Timeout, ProgressTimeout: set.ProgressTimeout, MaxRetries: set.MaxRetries,
-			PluginOptions: b.PluginOptions, StateDir: b.StateDir, Env: s.runtimeEnv(b.Env),
-		}},
-		agentProfile: p.AgentProfile, parentID: p.ParentID, parentRunID: p.ParentRunID, launch: b.Launch,
-	}
+	sp := hostrun.Spec{RuntimeID: id, Phased: wf, EventLog: p.OnEvent, Options: hostrt.Options{
+		Label: set.Label, Dir: dir, DirExplicit: p.Dir != "", RunID: NewRunID(), SentinelPath: p.SentinelFile,
+	}}
+	s.resolved(&sp.Options, b)
 	if sp.EventLog == "" || sp.Options.SentinelPath == "" {
 		// <TempDir>/avenor-stable is a predictable name in a shared
 		// directory: each level must be ours and 0700, or another user
@@ -283,13 +274,11 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 		sp.Options.PermBase = permission.DerivePermBase(sp.Options.SentinelPath)
 	}
 	hostrt.CleanFiles(sp.Options.SentinelPath, sp.Options.PermBase, s.log.Warn)
-	rt := &runtime{
-		s: s, id: id, n: n, spec: sp, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
-		state: stateRunning,
-	}
+	rt := &runtime{s: s, id: id, n: n, started: s.cfg.Now().UnixMilli()}
+	rt.spec = s.runSpec(sp, fileBase)
 	// A named pipe or device is refused, as for `run --on-event`: a pipe
 	// nobody reads would block the open or the log.
-	rt.run, err = hostrun.New(s.runSpec(rt, fileBase), hostrun.Deps{Control: control.Resolver{Server: s.srv}})
+	rt.run, err = hostrun.New(rt.spec, s.runDeps(rt))
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
 	}
@@ -297,19 +286,22 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	return rt, nil
 }
 
-// runSpec is the runtime's spec with its own hooks — its runs' typed
-// facts and permission records, the launch that remembers the plugin, its
-// logger — and its broker's options (fileBase: the file handler's base, ""
-// for none).
-func (s *Supervisor) runSpec(rt *runtime, fileBase string) hostrun.Spec {
-	sp := rt.spec.Spec
+// resolved sets o to the resolved backend b.
+func (s *Supervisor) resolved(o *hostrt.Options, b Backend) {
+	set := b.Settings
+	o.Backend, o.Model, o.Agent, o.Thinking, o.ServerURL = set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL
+	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
+	o.PluginOptions, o.StateDir, o.Launch, o.Env = b.PluginOptions, b.StateDir, b.Launch, s.runtimeEnv(b.Env)
+}
+
+// runSpec is sp with the supervisor's logger, clock and stderr, and its
+// broker's options (fileBase: the file handler's base, "" for none).
+func (s *Supervisor) runSpec(sp hostrun.Spec, fileBase string) hostrun.Spec {
 	o := &sp.Options
-	o.OnEvent, o.OnEventTypes, o.Observer = rt.persistEvent, persistTypes, runFacts{rt}
-	o.Launch, o.KeepSession = rt.launch, true
-	o.Logger, o.Stderr, o.Now = s.log.Named(rt.id), s.cfg.Stderr, s.cfg.Now
+	o.Logger, o.Stderr, o.Now = s.log.Named(sp.RuntimeID), s.cfg.Stderr, s.cfg.Now
 	sp.Permissions = permission.Options{
 		AutoApprove: o.AutoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
-		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
+		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout},
 	}
 	return sp
 }
@@ -333,19 +325,16 @@ func (s *Supervisor) checkResume(sessionID, backend string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rt := range s.runtimes {
-		rt.mu.Lock()
-		sid, state, rb, handed := rt.sessionID, rt.state, rt.spec.Options.Backend, rt.handedTo
-		lostScope := rt.scope == sdk.ResumeInProcess && (rt.held == nil || !rt.held.Alive())
-		rt.mu.Unlock()
-		if sid != sessionID || handed != "" {
+		f, rb := rt.run.Facts(), rt.spec.Options.Backend
+		if f.SessionID != sessionID || f.HandedTo != "" {
 			continue
 		}
 		switch {
-		case state == stateRunning:
+		case f.State == hostrun.Running:
 			return fmt.Errorf("session %s is in use by running runtime %s; prompt it instead", sessionID, rt.id)
 		case rb != backend:
 			return fmt.Errorf("session %s belongs to runtime %s of backend %s, not %s", sessionID, rt.id, rb, backend)
-		case state == stateParked && lostScope:
+		case f.State == hostrun.Parked && f.Scope == sdk.ResumeInProcess && !f.HeldAlive:
 			return fmt.Errorf("%w: session %s of runtime %s: its plugin is no longer running and backend %s resumes sessions only inside that process (resume scope in_process)",
 				ErrSessionLost, sessionID, rt.id, rb)
 		}
@@ -361,20 +350,11 @@ func (s *Supervisor) handOverLocked(sessionID string, to *runtime) *hostrt.HeldS
 		if rt == to {
 			continue
 		}
-		rt.mu.Lock()
-		if rt.state != stateParked || rt.sessionID != sessionID || rt.handedTo != "" {
-			rt.mu.Unlock()
-			continue
+		if h, plugin, scope, ok := rt.run.HandOver(sessionID, to.id); ok {
+			s.unkeepLocked(rt, nil)
+			to.run.Takes(plugin, scope)
+			return h
 		}
-		rt.handedTo = to.id
-		h := rt.takeHeldLocked()
-		scope, plugin := rt.scope, rt.plugin
-		rt.mu.Unlock()
-		s.unkeepLocked(rt)
-		to.mu.Lock()
-		to.scope, to.plugin = scope, plugin
-		to.mu.Unlock()
-		return h
 	}
 	return nil
 }

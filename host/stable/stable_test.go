@@ -390,8 +390,13 @@ func TestInProcessSessionLost(t *testing.T) {
 	for ended(ids[0]).FinalOutput != "two" {
 		time.Sleep(10 * time.Millisecond)
 	}
+	var held *hostrt.HeldSession
 	sup.mu.Lock()
-	held := sup.runtimes[ids[0]].held
+	for _, k := range sup.kept {
+		if k.rt.id == ids[0] {
+			held = k.held
+		}
+	}
 	sup.mu.Unlock()
 	if held == nil {
 		t.Fatal("no kept plugin")

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 
+	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/internal/regularfile"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
@@ -36,76 +37,19 @@ const (
 	maxStateFile = 64 << 20
 )
 
-// Runtime states in the state file.
-const (
-	persistRunning = "running"
-	persistParked  = "parked"
-	persistEnded   = "ended"
-)
-
-// Delivery states of a recorded permission request.
-const (
-	deliveryPending   = "pending"   // no decision yet
-	deliveryDecided   = "decided"   // decided, not yet known to have reached the runtime
-	deliveryDelivered = "delivered" // the runtime has it (its turn went on or ended)
-)
-
 // ErrState is wrapped by every refusal of a state file.
 var ErrState = errors.New("supervisor state file refused")
 
-// supervisorState is state.json.
+// supervisorState is state.json: the supervisor that wrote it (Socket,
+// PID, RunID) and its runtimes' records.
 type supervisorState struct {
-	Schema  string `json:"schema"`
-	Version int    `json:"version"`
-	// Socket, PID and RunID are the supervisor that wrote it.
-	Socket   string         `json:"socket"`
-	PID      int            `json:"pid"`
-	RunID    string         `json:"run_id"`
-	NextN    int            `json:"next_n"`
-	Runtimes []runtimeState `json:"runtimes"`
-}
-
-// runtimeState is one runtime in state.json.
-type runtimeState struct {
-	ID        string      `json:"id"`
-	N         int         `json:"n"`
-	Label     string      `json:"label,omitempty"`
-	Backend   string      `json:"backend"`
-	Dir       string      `json:"dir"`
-	RunID     string      `json:"run_id"`
-	OnEvent   string      `json:"on_event"`
-	Sentinel  string      `json:"sentinel_file"`
-	PermBase  string      `json:"perm_base,omitempty"`
-	SessionID string      `json:"session_id,omitempty"`
-	State     string      `json:"state"` // running | parked | ended
-	LastSeq   int64       `json:"last_seq"`
-	Started   int64       `json:"started_ms"`
-	Spawn     SpawnParams `json:"spawn"`
-	// Plugin is the plugin process holding the session, nil when none runs.
-	Plugin  *reattachState    `json:"plugin,omitempty"`
-	Pending []permissionState `json:"permissions,omitempty"`
-	// AcceptedAt, when set, is the log's last seq when a follow-up prompt
-	// was accepted whose run has not ended: a log that ends there holds
-	// nothing of that prompt's run.
-	AcceptedAt int64 `json:"prompt_accepted_at_seq,omitempty"`
-}
-
-// reattachState is go-plugin's ReattachConfig of a plugin process.
-type reattachState struct {
-	Network         string `json:"network"`
-	Address         string `json:"address"`
-	PID             int    `json:"pid"`
-	Protocol        string `json:"protocol"`
-	ProtocolVersion int    `json:"protocol_version"`
-}
-
-// permissionState is a permission request of a runtime and where its
-// decision is.
-type permissionState struct {
-	RequestID string          `json:"request_id"`
-	Request   json.RawMessage `json:"request,omitempty"` // the permission.request event
-	Delivery  string          `json:"delivery"`
-	Decision  json.RawMessage `json:"decision,omitempty"`
+	Schema   string           `json:"schema"`
+	Version  int              `json:"version"`
+	Socket   string           `json:"socket"`
+	PID      int              `json:"pid"`
+	RunID    string           `json:"run_id"`
+	NextN    int              `json:"next_n"`
+	Runtimes []hostrun.Record `json:"runtimes"`
 }
 
 // StateDirFor is the supervisor state directory of socket under the user's
@@ -163,7 +107,7 @@ func (st *stateStore) save(snap func() supervisorState) error {
 	defer st.mu.Unlock()
 	s := snap()
 	s.Schema, s.Version = StateSchema, StateVersion
-	s.Runtimes = append([]runtimeState(nil), s.Runtimes...)
+	s.Runtimes = append([]hostrun.Record(nil), s.Runtimes...)
 	sort.Slice(s.Runtimes, func(i, j int) bool { return s.Runtimes[i].N < s.Runtimes[j].N })
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -223,6 +167,10 @@ func decodeState(path string, data []byte) (supervisorState, bool, error) {
 	}
 	seen := map[string]bool{}
 	for _, r := range s.Runtimes {
+		var p SpawnParams
+		if err := decodeSpawn(r.Spawn, &p); err != nil {
+			return s, false, fmt.Errorf("%w: %s is corrupt (runtime %q: spawn: %v); %s", ErrState, path, r.ID, err, fix)
+		}
 		if r.ID == "" || r.ID != runtimeID(r.N) || seen[r.ID] || r.OnEvent == "" || r.Sentinel == "" {
 			return s, false, fmt.Errorf("%w: %s is corrupt (runtime %q: missing or duplicate id or paths); %s", ErrState, path, r.ID, fix)
 		}

@@ -8,17 +8,24 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
+
+func spawnJSON(p SpawnParams) json.RawMessage {
+	b, _ := json.Marshal(p)
+	return b
+}
 
 func sampleState() supervisorState {
 	return supervisorState{
 		Socket: "/tmp/s.sock", PID: 42, RunID: "abc", NextN: 2,
-		Runtimes: []runtimeState{
-			{ID: "rt_2", N: 2, Backend: "echo", Dir: "/w", RunID: "r2", OnEvent: "/l2", Sentinel: "/s2", State: persistParked, LastSeq: 9, SessionID: "ses_2"},
-			{ID: "rt_1", N: 1, Label: "one", Backend: "echo", Dir: "/w", RunID: "r1", OnEvent: "/l1", Sentinel: "/s1", State: persistRunning, LastSeq: 3,
-				Spawn:   SpawnParams{Prompt: "hi", Label: "one"},
-				Plugin:  &reattachState{Network: "unix", Address: "/tmp/plugin-dir1/plugin1", PID: 77, Protocol: "grpc", ProtocolVersion: 1},
-				Pending: []permissionState{{RequestID: "p1", Delivery: deliveryPending, Request: json.RawMessage(`{"event":"permission.request"}`)}}},
+		Runtimes: []hostrun.Record{
+			{ID: "rt_2", N: 2, Backend: "echo", Dir: "/w", RunID: "r2", OnEvent: "/l2", Sentinel: "/s2", State: hostrun.RecordParked, LastSeq: 9, SessionID: "ses_2"},
+			{ID: "rt_1", N: 1, Label: "one", Backend: "echo", Dir: "/w", RunID: "r1", OnEvent: "/l1", Sentinel: "/s1", State: hostrun.RecordRunning, LastSeq: 3,
+				Spawn:   spawnJSON(SpawnParams{Prompt: "hi", Label: "one"}),
+				Plugin:  &hostrun.PluginRecord{Network: "unix", Address: "/tmp/plugin-dir1/plugin1", PID: 77, Protocol: "grpc", ProtocolVersion: 1},
+				Pending: []hostrun.PermissionRecord{{RequestID: "p1", Delivery: hostrun.DeliveryPending, Request: json.RawMessage(`{"event":"permission.request"}`)}}},
 		},
 	}
 }
@@ -46,7 +53,11 @@ func TestStateRoundTrip(t *testing.T) {
 		t.Fatalf("runtimes not kept in id order: %+v", got.Runtimes)
 	}
 	r := got.Runtimes[0]
-	if r.Plugin == nil || *r.Plugin != *want.Runtimes[1].Plugin || r.Spawn.Prompt != "hi" || len(r.Pending) != 1 || r.Pending[0].RequestID != "p1" {
+	var spawn SpawnParams
+	if err := decodeSpawn(r.Spawn, &spawn); err != nil {
+		t.Fatal(err)
+	}
+	if r.Plugin == nil || *r.Plugin != *want.Runtimes[1].Plugin || spawn.Prompt != "hi" || len(r.Pending) != 1 || r.Pending[0].RequestID != "p1" {
 		t.Fatalf("runtime not round-tripped: %+v", r)
 	}
 	fi, err := os.Stat(st.path())

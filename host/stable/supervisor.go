@@ -15,7 +15,6 @@ import (
 
 	"github.com/avenor-go/avenor/host/control"
 	hostrt "github.com/avenor-go/avenor/host/runner"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
@@ -63,7 +62,7 @@ type Supervisor struct {
 	// are stopped one by one, so each ends with its own reason.
 	runCtx context.Context
 	runs   sync.WaitGroup // run goroutines
-	bg     sync.WaitGroup // kept-plugin watchers
+	bg     sync.WaitGroup // the runtimes' other goroutines (kept-plugin watchers)
 
 	mu        sync.Mutex
 	runtimes  map[string]*runtime
@@ -360,25 +359,36 @@ func (s *Supervisor) sorted() ([]*runtime, map[string][]string) {
 	sort.Slice(list, func(i, j int) bool { return list[i].n < list[j].n })
 	children := map[string][]string{}
 	for _, rt := range list {
-		if p := rt.spec.parentID; p != "" {
+		if p := rt.params.ParentID; p != "" {
 			children[p] = append(children[p], rt.id)
 		}
 	}
 	return list, children
 }
 
-// keepLocked records rt as keeping its plugin while parked and returns the
-// runtimes whose kept plugins must stop to stay within MaxKeptPlugins.
-// Every kept plugin counts, in_process ones too: parked runtimes do not
-// count against --max-runtimes (docs/stable.md), so without this bound each
+// keepLocked records rt as keeping its plugin h while parked and returns
+// the kept plugins that must stop to stay within MaxKeptPlugins. Every
+// kept plugin counts, in_process ones too: parked runtimes do not count
+// against --max-runtimes (docs/stable.md), so without this bound each
 // parked in_process runtime held a process for its whole parking (40
 // spawns under --max-runtimes 2 left 40 plugins running). The longest
 // parked cross_process runtime goes first, since it loses only speed (its
 // next follow-up resumes in a fresh plugin); an in_process one goes only
 // when no cross_process one is left, and its session is then lost.
-// scope is rt's resume scope (rt.mu is held by the caller).
-func (s *Supervisor) keepLocked(rt *runtime, scope string) []*runtime {
-	s.kept = append(s.kept, keptRuntime{rt: rt, inProcess: scope == sdk.ResumeInProcess})
+func (s *Supervisor) keepLocked(rt *runtime, h *hostrt.HeldSession) []*hostrt.HeldSession {
+	var stop []*hostrt.HeldSession
+	for _, v := range s.boundKeptLocked(keptRuntime{rt: rt, held: h, inProcess: rt.run.InProcess()}) {
+		if h := v.run.Evict(s.cfg.MaxKeptPlugins); h != nil {
+			stop = append(stop, h)
+		}
+	}
+	return stop
+}
+
+// boundKeptLocked adds k to the kept list and returns the runtimes that
+// must stop their plugins, in order.
+func (s *Supervisor) boundKeptLocked(k keptRuntime) []*runtime {
+	s.kept = append(s.kept, k)
 	var evict []*runtime
 	for len(s.kept) > s.cfg.MaxKeptPlugins {
 		i := 0
@@ -397,13 +407,14 @@ func (s *Supervisor) keepLocked(rt *runtime, scope string) []*runtime {
 // keptRuntime is a parked runtime keeping its plugin.
 type keptRuntime struct {
 	rt        *runtime
+	held      *hostrt.HeldSession
 	inProcess bool // its session lives only in that plugin
 }
 
-// unkeepLocked forgets rt in the kept list.
-func (s *Supervisor) unkeepLocked(rt *runtime) {
+// unkeepLocked forgets rt (keeping h; nil: whatever) in the kept list.
+func (s *Supervisor) unkeepLocked(rt *runtime, h *hostrt.HeldSession) {
 	for i, k := range s.kept {
-		if k.rt == rt {
+		if k.rt == rt && (h == nil || k.held == h) {
 			s.kept = append(s.kept[:i], s.kept[i+1:]...)
 			return
 		}
@@ -432,19 +443,19 @@ func (s *Supervisor) shutdown(mode string) {
 	s.stopWarm()
 
 	for _, rt := range list {
-		rt.cancel()
+		rt.run.Cancel()
 	}
 	wait := s.cfg.ShutdownTimeout
 	if mode != ModeGraceful {
 		for _, rt := range list {
-			rt.killPlugin()
+			rt.run.KillRunning()
 		}
 		wait = killWait
 	}
 	if !waitTimeout(&s.runs, wait) {
 		s.log.Warn("runtimes did not stop in time; killing their plugins", "waited", wait)
 		for _, rt := range list {
-			rt.killPlugin()
+			rt.run.KillRunning()
 		}
 		if !waitTimeout(&s.runs, killWait) {
 			s.log.Error("runtimes still running after their plugins were killed")
@@ -484,11 +495,3 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 
 // runtimeID is rt_<n>.
 func runtimeID(n int) string { return "rt_" + strconv.Itoa(n) }
-
-// stopErr maps the runtime package's refusals of a prompt.
-func stopErr(err error) error {
-	if errors.Is(err, hostrt.ErrEmptyPrompt) {
-		return control.InvalidParams(err.Error())
-	}
-	return err
-}
