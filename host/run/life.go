@@ -69,6 +69,8 @@ type Owner interface {
 	Unkept(h *hostrt.HeldSession)
 	// PhaseSlot takes an executing slot for one phase of a phased run.
 	PhaseSlot(ctx context.Context) (release func(), err error)
+	// Describe adds the owner's fields to the runtime's entry (Entry).
+	Describe(entry map[string]any)
 }
 
 // life is the supervised part of a runtime; its fields are under mu,

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
@@ -59,6 +60,9 @@ type Runtime struct {
 	// life is a supervised runtime's (Deps.Owner; life.go), nil for the
 	// run of `avenor run`.
 	life *life
+	// debug is a supervised runtime's --http-debug target (DebugTarget);
+	// Close ends its streams.
+	debug *httpdebug.TableTarget
 }
 
 // runRef is what the control plane reaches in a run: a *hostrt.Runner, or
@@ -141,6 +145,7 @@ func (rt *Runtime) assemble(deps Deps) {
 	perms := spec.Permissions
 	if deps.Owner != nil {
 		rt.life = newLife(deps, Running)
+		rt.debug = httpdebug.NewTableTarget(rt, rt.Pending)
 	}
 	// The broker cancels the run on a "cancelled" answer and names the
 	// current session in its .req files; both come from the run in flight
@@ -421,6 +426,9 @@ func (rt *Runtime) EndTurn(sessionID, msg string) error {
 // Close closes the event writer (flushing the log) and the log file; call
 // it once nothing runs or serves the runtime any more.
 func (rt *Runtime) Close() error {
+	if rt.debug != nil {
+		rt.debug.End()
+	}
 	err := rt.w.Close()
 	if rt.evlog != nil {
 		if cerr := rt.evlog.Close(); err == nil {
@@ -450,8 +458,14 @@ func (rt *Runtime) Snapshot() control.Status {
 	return r.Status()
 }
 
-// Status implements control.Target: the snapshot.
-func (rt *Runtime) Status() any { return rt.Snapshot() }
+// Status implements control.Target: the snapshot; a supervised runtime's
+// is its entry (Entry, with its owner's fields).
+func (rt *Runtime) Status() any {
+	if rt.life != nil {
+		return rt.described()
+	}
+	return rt.Snapshot()
+}
 
 // Events implements control.Target.
 func (rt *Runtime) Events() *event.Writer { return rt.w }
@@ -497,8 +511,12 @@ func (rt *Runtime) AnswerPermissionAs(source, requestID, optionID, message strin
 func (rt *Runtime) Pending() bool { return control.BrokerAnswerer{Broker: rt.broker}.Pending() }
 
 // Result implements control.Target: the final_output of the latest
-// session.end, lossless however long ago it was written.
+// session.end, lossless however long ago it was written (a supervised
+// runtime's with its session, status, exit code and stop reason).
 func (rt *Runtime) Result() any {
+	if rt.life != nil {
+		return rt.supervisedResult()
+	}
 	// The fact arrives right after the event is published: a reader that
 	// saw the session.end and asks at once finds it in the history.
 	h := rt.w.History(0, 0)

@@ -3,20 +3,13 @@ package stable
 import (
 	"github.com/avenor-go/avenor/host/event"
 	hostrun "github.com/avenor-go/avenor/host/run"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
-// Entry statuses (docs/control-protocol.md#list). A runtime parked after a
-// turn that ended well, waiting for a follow-up, is "idle" (parked:true,
-// exit_code 0); "ended" is a runtime that can take no more prompts: its
-// turn was cancelled, failed, timed out or lost its plugin (exit_code and
-// the sentinel say which), its loop or team is over, its session continues
-// in another runtime or was lost with its plugin, or the supervisor stopped
-// it. An ended runtime lists parked:true too until it is reaped.
+// Entry statuses (docs/control-protocol.md#list; host/run's).
 const (
-	StatusIdle    = "idle"
-	StatusRunning = "running"
-	StatusEnded   = "ended"
+	StatusIdle    = hostrun.StatusIdle
+	StatusRunning = hostrun.StatusRunning
+	StatusEnded   = hostrun.StatusEnded
 )
 
 // Runtimes returns every runtime's entry, in id order (the list method).
@@ -60,73 +53,25 @@ func (s *Supervisor) Cancel(id string) error {
 	return nil
 }
 
-// entry is the runtime's list / status entry: every field of docs/control-protocol.md#list,
-// plus parked, turn_state, pid, plugin, plugin_pid, resume_scope and a few
-// more (additive).
+// entry is the runtime's list / status entry (docs/control-protocol.md#list).
 func (rt *runtime) entry(children []string) map[string]any {
+	e := rt.run.Entry()
+	rt.describe(e, children)
+	return e
+}
+
+// Describe implements hostrun.Owner: the supervisor's fields of the
+// runtime's entry.
+func (rt *runtime) Describe(e map[string]any) {
+	_, children := rt.s.sorted()
+	rt.describe(e, children[rt.id])
+}
+
+func (rt *runtime) describe(e map[string]any, children []string) {
 	if children == nil {
 		children = []string{}
 	}
-	sp, p := rt.spec, rt.params
-	f := rt.run.Facts()
-	st := rt.run.Snapshot()
-	status := StatusRunning
-	switch f.State {
-	case hostrun.Parked:
-		status = StatusIdle
-		if f.Refusal != nil {
-			status = StatusEnded
-		}
-	case hostrun.Gone:
-		status = StatusEnded
-	}
-	e := map[string]any{
-		"runtime_id": rt.id, "session_id": f.SessionID, "run_id": sp.Options.RunID, "label": sp.Options.Label,
-		"agent": sp.Options.Agent, "model": sp.Options.Model, "backend": sp.Options.Backend, "dir": sp.Options.Dir,
-		"status": status, "phase": st.Phase, "phase_label": st.PhaseLabel,
-		"parent_id": p.ParentID, "children": children, "latest_seq": rt.run.Events().LatestSeq(),
-		"usage": nil, "exit_code": nil, "stop_reason": "",
-		"on_event": sp.EventLog, "event_path": sp.EventLog, "sentinel_file": sp.Options.SentinelPath,
-		"final_output": "", "final_output_truncated": false,
-		"pending_permission": st.PendingPermission, "permission": nil,
-		"started_at": rt.started,
-		// Additive fields.
-		"agent_profile": p.AgentProfile, "parent_run_id": p.ParentRunID, "thinking": sp.Options.Thinking,
-		"parked": f.State == hostrun.Parked, "parked_at": nil, "turn_state": st.TurnState,
-		"last_event": string(st.LastEvent), "updated_at": st.UpdatedAt, "retry_attempt": st.RetryAttempt,
-		"max_retries": sp.Options.MaxRetries, "runs": f.Runs, "pid": st.PID, "plugin": f.Plugin,
-		"plugin_pid": f.PluginPID, "resume_scope": f.Scope, "kept_plugin": f.Kept,
-	}
-	if wf := sp.Phased; wf != nil {
-		e[wf.Kind+"_file"] = wf.File
-	}
-	if st.PendingPermission && st.Permission != nil {
-		e["permission"] = st.Permission
-	}
-	if f.State == hostrun.Parked {
-		e["parked_at"] = f.ParkedAt
-		e["phase"] = hostrt.PhaseEnded
-		if f.HandedTo != "" {
-			e["resumed_by"] = f.HandedTo
-		}
-		if f.Lost != "" {
-			e["session_lost"] = f.Lost
-		}
-	}
-	if f.Result != nil && f.State != hostrun.Running {
-		e["exit_code"] = f.Result.ExitCode
-		e["stop_reason"] = string(f.Result.StopReason)
-	}
-	if end, endCut := rt.run.LastEnd(); end != nil {
-		if u, ok := end["usage"]; ok {
-			e["usage"] = u
-		}
-		if f.State != hostrun.Running {
-			if f, ok := end["final_output"].(string); ok {
-				f, cut := event.TruncateRunes(f, event.FinalOutputLimit)
-				e["final_output"], e["final_output_truncated"] = f, cut || endCut
-			}
-		}
-	}
-	return e
+	p := rt.params
+	e["parent_id"], e["children"], e["started_at"] = p.ParentID, children, rt.started
+	e["agent_profile"], e["parent_run_id"] = p.AgentProfile, p.ParentRunID
 }

@@ -3,7 +3,6 @@ package stable
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -43,7 +42,7 @@ func (m methodTable) Runtime(id string) (control.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tableTarget{rt.run, rt}, nil
+	return rt.run, nil
 }
 
 // Snapshot is status without runtime_id.
@@ -53,36 +52,6 @@ func (m methodTable) Snapshot() any { return m.s.StatusSnapshot() }
 func (m methodTable) SubscribeAll(c *control.Call) {
 	a := m.s.subscribeAll(c.Conn.Context(), func(sub *event.Subscription) { c.Conn.Forward(nil, sub, 0) })
 	c.AfterReply(a.start)
-}
-
-// tableTarget is one runtime as the method table serves it: its
-// host/run runtime, with its entry as status and result.
-type tableTarget struct {
-	*hostrun.Runtime
-	rt *runtime
-}
-
-// Status is the runtime's entry (docs/control-protocol.md#list).
-func (t tableTarget) Status() any {
-	_, children := t.rt.s.sorted()
-	return t.rt.entry(children[t.rt.id])
-}
-
-// Result is the last session.end's final_output, with the runtime's
-// session, status, exit code and stop reason.
-func (t tableTarget) Result() any {
-	rt := t.rt
-	e := rt.entry(nil)
-	out := map[string]any{"runtime_id": rt.id, "final_output": "", "session_id": e["session_id"],
-		"status": e["status"], "exit_code": e["exit_code"], "stop_reason": e["stop_reason"]}
-	// Lossless (docs/control-protocol.md#methods): the kept text, or the log's when the kept
-	// one is cut. final_output_truncated only when the log failed us.
-	final, truncated := rt.run.FinalOutput()
-	out["final_output"] = final
-	if truncated {
-		out["final_output_truncated"] = true
-	}
-	return out
 }
 
 func (s *Supervisor) list(_ context.Context, c *control.Call) (any, error) {
@@ -122,7 +91,7 @@ func (s *Supervisor) StatusSnapshot() map[string]any {
 	if def == nil {
 		return sum
 	}
-	out := def.snapshot()
+	out := def.run.StatusEntry()
 	for k, v := range sum {
 		if _, ok := out[k]; !ok {
 			out[k] = v
@@ -149,36 +118,6 @@ func defaultRuntime(list []*runtime) *runtime {
 		}
 	}
 	return nil
-}
-
-// snapshot is the runtime's current (or last) run's docs/control-protocol.md#status snapshot, with
-// its runtime_id, entry status and parked.
-func (rt *runtime) snapshot() map[string]any {
-	st := rt.run.Snapshot()
-	out := map[string]any{}
-	// The snapshot's own encoding keeps its keys in one place.
-	b, err := json.Marshal(st)
-	if err == nil {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		err = d.Decode(&out)
-	}
-	if err != nil {
-		rt.s.log.Error("encoding a runtime's status snapshot", "runtime_id", rt.id, "error", err)
-	}
-	_, children := rt.s.sorted()
-	e := rt.entry(children[rt.id])
-	// Before its first session.start a run's snapshot may not know these.
-	for _, k := range []string{"session_id", "run_id"} {
-		if v, _ := out[k].(string); v == "" {
-			out[k] = e[k]
-		}
-	}
-	if v, _ := out["run_label"].(string); v == "" {
-		out["run_label"] = e["label"]
-	}
-	out["runtime_id"], out["status"], out["parked"] = rt.id, e["status"], e["parked"]
-	return out
 }
 
 // summary describes the supervisor itself; list is every runtime.

@@ -87,7 +87,6 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 	rt := &runtime{s: s, id: r.ID, n: r.N, params: p, started: r.Started}
 	rt.spec = s.runSpec(sp, fileBase)
 	rt.run = hostrun.Restore(rt.spec, lastSeq, s.runDeps(rt))
-	rt.debug = newDebugTarget(rt)
 	rec, err := rt.run.Recover(r, lastSeq, lastType, dead)
 	if err != nil {
 		return nil, err

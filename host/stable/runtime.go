@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/avenor-go/avenor/host/control/httpdebug"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
@@ -29,9 +28,6 @@ type runtime struct {
 	params  SpawnParams // as spawned, for the state file
 	run     *hostrun.Runtime
 	started int64
-	// debug is the runtime's --http-debug target; closeStream ends its
-	// streams.
-	debug *httpdebug.TableTarget
 
 	// Under s.mu. ownSlotBusy: a phase of the phased run runs in the
 	// runtime's own executing slot; phaseSlots counts the extra slots its
@@ -217,9 +213,6 @@ func (rt *runtime) retire() {
 }
 
 func (rt *runtime) closeStream() {
-	if rt.debug != nil {
-		rt.debug.End()
-	}
 	if err := rt.run.Close(); err != nil {
 		rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
 	}

@@ -282,7 +282,6 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
 	}
-	rt.debug = newDebugTarget(rt)
 	return rt, nil
 }
 

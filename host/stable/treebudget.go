@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/avenor-go/avenor/host/plugins"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
@@ -80,7 +81,7 @@ type treeBudget struct {
 // creates a new tree's file in <home>/.avenor/sockets.
 func openTreeBudget(inherited, home, runID string, capacity int, now func() time.Time) *treeBudget {
 	pid := os.Getpid()
-	t := &treeBudget{now: now, self: runID, pid: pid, start: procStart(pid), capacity: capacity, rootID: runID, mode: BudgetActive}
+	t := &treeBudget{now: now, self: runID, pid: pid, start: plugins.ProcessStart(pid), capacity: capacity, rootID: runID, mode: BudgetActive}
 	if inherited != "" {
 		t.path = inherited
 		err := t.locked(func(f *budgetFile) (bool, error) {
@@ -272,7 +273,7 @@ func (t *treeBudget) locked(fn func(*budgetFile) (bool, error)) error {
 	if bf.Capacity <= 0 {
 		return errors.New("not a tree budget file: no capacity")
 	}
-	changed := reapDead(&bf, processAlive)
+	changed := reapDead(&bf, plugins.ProcessAlive)
 	c, err := fn(&bf)
 	if err != nil {
 		return err
@@ -324,30 +325,4 @@ func reapDead(f *budgetFile, alive func(pid int, start uint64) bool) bool {
 	changed := len(kept) != len(f.Reservations)
 	f.Reservations = kept
 	return changed
-}
-
-// processAlive says whether pid runs and, when start is known, is still the
-// process that started then (a recycled pid is a dead supervisor). A zombie
-// is dead.
-func processAlive(pid int, start uint64) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	state, st, ok := procStat(pid)
-	if !ok {
-		return true // no /proc: trust kill(0)
-	}
-	if state == "Z" || state == "X" {
-		return false
-	}
-	return start == 0 || st == 0 || st == start
-}
-
-// procStart is pid's start time in clock ticks since boot (0: unknown).
-func procStart(pid int) uint64 {
-	_, st, _ := procStat(pid)
-	return st
 }
