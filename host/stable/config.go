@@ -9,8 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/avenor-go/avenor/host/config"
-	hostrt "github.com/avenor-go/avenor/host/runner"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // Defaults of Config (docs/stable.md#limits).
@@ -111,20 +110,12 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Resolver resolves a spawn: dir is the spawn's absolute working directory
-// (the project is found from it) and set holds the settings the spawn gave,
-// keyed as host/config's keys (backend, model, agent, thinking, dir,
-// timeout, max_retries, auto_approve, server_url, label), to be layered
-// over the defaults, the config files and the environment.
-type Resolver func(dir string, set map[string]any) (Backend, error)
-
-// Backend is what a spawn's backend resolves to: the layered settings and
-// the backend they name, as host/run resolves it.
-type Backend struct {
-	// Settings are the layered settings; Settings.Backend names the backend.
-	Settings config.Settings
-	hostrt.Backend
-}
+// Resolver resolves a spawn (host/run's), and Backend is what it
+// resolves to: the layered settings and the backend they name.
+type (
+	Resolver = hostrun.Resolver
+	Backend  = hostrun.SpawnBackend
+)
 
 func (c *Config) defaults() {
 	if c.MaxRuntimes <= 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/avenor-go/avenor/host/control"
-	"github.com/avenor-go/avenor/host/permission"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 )
@@ -68,24 +67,21 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := hostrun.Spec{RuntimeID: r.ID, EventLog: r.OnEvent, Options: hostrt.Options{
-		Backend: r.Backend, Label: r.Label, Dir: r.Dir, RunID: r.RunID, SentinelPath: r.Sentinel, PermBase: r.PermBase,
-		Model: p.Model, Agent: p.Agent, Thinking: p.Thinking, DirExplicit: p.Dir != "",
-	}}
+	var b *Backend
 	var dead string
 	if p.LoopFile != "" || p.TeamFile != "" {
 		dead = "ran a loop or team that the supervisor's restart ended"
-	} else if b, err := s.cfg.Resolve(r.Dir, p.configKeys()); err != nil {
+	} else if rb, err := s.resolve(r.Dir, p.configKeys()); err != nil {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 	} else {
-		s.resolved(&sp.Options, b)
-	}
-	fileBase, err := permission.FileBase(p.PermissionHandler, sp.Options.SentinelPath, sp.Options.AutoApprove)
-	if err != nil {
-		fileBase = ""
+		b = &rb
 	}
 	rt := &runtime{s: s, id: r.ID, n: r.N, params: p, started: r.Started}
-	rt.spec = s.runSpec(sp, fileBase)
+	rt.spec = hostrun.RecordSpec(r, b, s.spawnOptions(r.ID, p.PermissionHandler))
+	if o := &rt.spec.Options; b == nil {
+		o.Model, o.Agent, o.Thinking = p.Model, p.Agent, p.Thinking
+	}
+	rt.spec.Options.DirExplicit = p.Dir != ""
 	rt.run = hostrun.Restore(rt.spec, lastSeq, s.runDeps(rt))
 	rec, err := rt.run.Recover(r, lastSeq, lastType, dead)
 	if err != nil {

@@ -2,25 +2,16 @@ package stable
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
-	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
-	"github.com/avenor-go/avenor/sdk/safefile"
-)
-
-// Default artifact names under <TempDir>/avenor-stable/<run id>/<runtime id>/.
-const (
-	EventsFile   = "events.ndjson"
-	SentinelFile = "sentinel.env"
 )
 
 // spawn starts a runtime (docs/control-protocol.md#spawn) and answers once its session is
@@ -56,67 +47,15 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 // returns the spawn result.
 func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, error) {
 	s.waitRecovered() // the ids of recovered runtimes are taken
-	// A prompt the wire cannot carry (not UTF-8, over sdk.MaxPromptBytes)
-	// is refused here, not by the plugin's broken stream after launch: the
-	// prompt param itself is -32602; a prompt_file the spawn cannot use
-	// (missing, not a regular file, its content too long) is the spawn's
-	// own failure, -32000 with the text (docs/control-protocol.md#errors).
-	prompt := p.Prompt
-	if p.PromptFile != "" {
-		var err error
-		if prompt, err = hostrun.ReadPromptFile("prompt_file", p.PromptFile); err != nil {
-			return nil, err
-		}
-	} else if err := sdk.CheckPrompt("prompt", prompt); err != nil {
-		return nil, control.InvalidParams(err.Error())
-	}
-	start := p.Dir
-	if start == "" {
-		start = "."
-	}
-	absStart, err := filepath.Abs(start)
-	if err != nil {
-		return nil, fmt.Errorf("dir %q: %w", p.Dir, err)
-	}
-	roster, err := spawnRoster(p, absStart)
+	req := hostrun.SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Dir: p.Dir, Settings: p.configKeys(),
+		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
+	spawned, err := hostrun.ResolveSpawn(req, s.resolve)
 	if err != nil {
 		return nil, err
 	}
-	keys := p.configKeys()
-	var entry loop.RosterEntry
-	if p.RosterEntry != "" {
-		// Direct mode (docs/loop.md#rosters): the entry is the backend, agent and model; its
-		// thinking is the default under an explicit one.
-		if entry, err = rosterEntry(roster, p.RosterEntry); err != nil {
-			return nil, err
-		}
-		keys["backend"] = entry.Backend
-	}
-	b, err := s.cfg.Resolve(absStart, keys)
-	if err != nil {
-		return nil, err
-	}
-	if p.RosterEntry != "" {
-		id := loop.Identity{Thinking: b.Settings.Thinking}.FromEntry(entry)
-		b.Settings.Backend, b.Settings.Agent, b.Settings.Model, b.Settings.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
-	}
-	set := b.Settings
-	dir, err := hostrun.WorkDir("dir", set.Dir)
-	var derr *hostrun.DirError
-	if errors.As(err, &derr) {
-		return nil, control.InvalidParams(err.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
+	prompt, b, dir, wf := spawned.Prompt, spawned.Backend, spawned.Dir, spawned.Phased
 	if p.SessionID != "" {
-		if err := s.checkResume(p.SessionID, set.Backend); err != nil {
-			return nil, err
-		}
-	}
-	var wf *phasedRun
-	if p.LoopFile != "" || p.TeamFile != "" {
-		if wf, err = s.loadPhased(p, absStart, roster, b); err != nil {
+		if err := s.checkResume(p.SessionID, b.Settings.Backend); err != nil {
 			return nil, err
 		}
 	}
@@ -140,7 +79,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	n := s.nextN
 	s.mu.Unlock()
 
-	rt, err := s.newRuntime(id, n, p, b, dir, wf)
+	rt, err := s.newRuntime(id, n, p, spawned)
 	if err != nil {
 		s.mu.Lock()
 		s.releaseLocked(id)
@@ -242,40 +181,14 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 }
 
 // newRuntime builds a runtime's artifacts and its host/run runtime.
-func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir string, wf *phasedRun) (*runtime, error) {
-	set := b.Settings
-	sp := hostrun.Spec{RuntimeID: id, Phased: wf, EventLog: p.OnEvent, Options: hostrt.Options{
-		Label: set.Label, Dir: dir, DirExplicit: p.Dir != "", RunID: NewRunID(), SentinelPath: p.SentinelFile,
-	}}
-	s.resolved(&sp.Options, b)
-	if sp.EventLog == "" || sp.Options.SentinelPath == "" {
-		// <TempDir>/avenor-stable is a predictable name in a shared
-		// directory: each level must be ours and 0700, or another user
-		// who made it first would read or redirect the runtime's files.
-		rtDir := filepath.Join(s.artifacts, id)
-		for _, d := range []string{filepath.Dir(s.artifacts), s.artifacts, rtDir} {
-			if err := safefile.PrivateDir(d); err != nil {
-				return nil, fmt.Errorf("runtime artifacts: %w (or give the spawn on_event and sentinel_file)", err)
-			}
-		}
-		if sp.EventLog == "" {
-			sp.EventLog = filepath.Join(rtDir, EventsFile)
-		}
-		if sp.Options.SentinelPath == "" {
-			sp.Options.SentinelPath = filepath.Join(rtDir, SentinelFile)
-		}
-	}
-	fileBase, err := permission.FileBase(p.PermissionHandler, sp.Options.SentinelPath, sp.Options.AutoApprove)
+func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, spawned hostrun.Spawned) (*runtime, error) {
+	f := s.spawnOptions(id, p.PermissionHandler)
+	f.OnEvent, f.SentinelFile, f.Artifacts = p.OnEvent, p.SentinelFile, filepath.Join(s.artifacts, id)
+	spec, err := spawned.Spec(id, NewRunID(), spawned.Backend.Settings.Label, p.Dir != "", f)
 	if err != nil {
-		return nil, control.InvalidParams(err.Error())
+		return nil, err
 	}
-	sp.Options.PermBase = fileBase
-	if sp.Options.PermBase == "" {
-		sp.Options.PermBase = permission.DerivePermBase(sp.Options.SentinelPath)
-	}
-	hostrt.CleanFiles(sp.Options.SentinelPath, sp.Options.PermBase, s.log.Warn)
-	rt := &runtime{s: s, id: id, n: n, started: s.cfg.Now().UnixMilli()}
-	rt.spec = s.runSpec(sp, fileBase)
+	rt := &runtime{s: s, id: id, n: n, spec: spec, started: s.cfg.Now().UnixMilli()}
 	// A named pipe or device is refused, as for `run --on-event`: a pipe
 	// nobody reads would block the open or the log.
 	rt.run, err = hostrun.New(rt.spec, s.runDeps(rt))
@@ -285,24 +198,20 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 	return rt, nil
 }
 
-// resolved sets o to the resolved backend b.
-func (s *Supervisor) resolved(o *hostrt.Options, b Backend) {
-	set := b.Settings
-	o.Backend, o.Model, o.Agent, o.Thinking, o.ServerURL = set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL
-	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
-	o.PluginOptions, o.StateDir, o.Launch, o.Env = b.PluginOptions, b.StateDir, b.Launch, s.runtimeEnv(b.Env)
+// spawnOptions are what the supervisor gives runtime id.
+func (s *Supervisor) spawnOptions(id, permissionHandler string) hostrun.SpawnOptions {
+	return hostrun.SpawnOptions{
+		PermissionHandler: permissionHandler, Logger: s.log.Named(id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+		Permissions: permission.Options{ClaimTimeout: s.cfg.PermissionClaimTimeout, File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}},
+	}
 }
 
-// runSpec is sp with the supervisor's logger, clock and stderr, and its
-// broker's options (fileBase: the file handler's base, "" for none).
-func (s *Supervisor) runSpec(sp hostrun.Spec, fileBase string) hostrun.Spec {
-	o := &sp.Options
-	o.Logger, o.Stderr, o.Now = s.log.Named(sp.RuntimeID), s.cfg.Stderr, s.cfg.Now
-	sp.Permissions = permission.Options{
-		AutoApprove: o.AutoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
-		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout},
-	}
-	return sp
+// resolve is Config.Resolve, the backend's plugins getting the runtimes'
+// environment (runtimeEnv).
+func (s *Supervisor) resolve(dir string, set map[string]any) (Backend, error) {
+	b, err := s.cfg.Resolve(dir, set)
+	b.Env = s.runtimeEnv(b.Env)
+	return b, err
 }
 
 // removeDefaultArtifacts removes the empty log and the directory a refused

@@ -1,0 +1,226 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/loop"
+	"github.com/avenor-go/avenor/host/permission"
+	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/safefile"
+)
+
+// A supervised runtime's Spec, built from its spawn
+// (docs/control-protocol.md#spawn) as Prepare builds `avenor run`'s from
+// its flags, or from its durable record after a restart (RecordSpec).
+
+// SpawnBackend is what a spawn's settings resolve to: the layered
+// settings and the backend they name.
+type SpawnBackend struct {
+	// Settings are the layered settings; Settings.Backend names the backend.
+	Settings config.Settings
+	hostrt.Backend
+}
+
+// Resolver resolves a spawn: dir is the spawn's absolute working directory
+// (the project is found from it) and set holds the settings the spawn gave,
+// keyed as host/config's keys (backend, model, agent, thinking, dir,
+// timeout, max_retries, auto_approve, server_url, label), to be layered
+// over the defaults, the config files and the environment.
+type Resolver func(dir string, set map[string]any) (SpawnBackend, error)
+
+// SpawnRequest is what a spawn asks to run, its params as given.
+type SpawnRequest struct {
+	Prompt, PromptFile string
+	// Dir is the spawn's dir, "" for the supervisor's working directory.
+	Dir string
+	// Settings are the config settings the spawn gave (host/config keys).
+	Settings                                    map[string]any
+	RosterFile, RosterEntry, LoopFile, TeamFile string
+}
+
+// Spawned is a spawn resolved: its prompt, backend, checked working
+// directory and, for a loop_file or team_file, its phased run with every
+// phase's backend resolved.
+type Spawned struct {
+	Prompt  string
+	Backend SpawnBackend
+	Dir     string
+	Phased  *Phased
+}
+
+// ResolveSpawn resolves req through resolve, as `avenor run` resolves its
+// flags: the prompt read and checked, the roster entry of a direct-mode
+// spawn as its backend, agent and model (docs/loop.md#rosters), the config
+// layered under its settings, and a loop or team loaded before anything
+// runs. A prompt the wire cannot carry is the prompt param's -32602, as
+// is a dir that is no directory; a prompt_file the spawn cannot use is its
+// own failure (docs/control-protocol.md#errors).
+func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
+	var sp Spawned
+	sp.Prompt = req.Prompt
+	if req.PromptFile != "" {
+		var err error
+		if sp.Prompt, err = ReadPromptFile("prompt_file", req.PromptFile); err != nil {
+			return sp, err
+		}
+	} else if err := sdk.CheckPrompt("prompt", sp.Prompt); err != nil {
+		return sp, control.InvalidParams(err.Error())
+	}
+	start := req.Dir
+	if start == "" {
+		start = "."
+	}
+	absStart, err := filepath.Abs(start)
+	if err != nil {
+		return sp, fmt.Errorf("dir %q: %w", req.Dir, err)
+	}
+	var roster *loop.Roster
+	if req.RosterFile != "" {
+		path := req.RosterFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(absStart, path)
+		}
+		if roster, err = loop.LoadRoster(path); err != nil {
+			return sp, fmt.Errorf("roster_file %s: %w", req.RosterFile, err)
+		}
+	}
+	keys := req.Settings
+	var entry loop.RosterEntry
+	if req.RosterEntry != "" {
+		if entry, err = roster.Lookup(req.RosterEntry); err != nil {
+			return sp, fmt.Errorf("roster_entry: %w", err)
+		}
+		keys["backend"] = entry.Backend
+	}
+	if sp.Backend, err = resolve(absStart, keys); err != nil {
+		return sp, err
+	}
+	set := &sp.Backend.Settings
+	if req.RosterEntry != "" {
+		// Direct mode: the entry's thinking is the default under an
+		// explicit one.
+		id := loop.Identity{Thinking: set.Thinking}.FromEntry(entry)
+		set.Backend, set.Agent, set.Model, set.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
+	}
+	sp.Dir, err = WorkDir("dir", set.Dir)
+	var derr *DirError
+	if errors.As(err, &derr) {
+		return sp, control.InvalidParams(err.Error())
+	}
+	if err != nil || (req.LoopFile == "" && req.TeamFile == "") {
+		return sp, err
+	}
+	id := loop.Identity{Backend: set.Backend, Agent: set.Agent, Model: set.Model, Thinking: set.Thinking}
+	files := PhasedFiles{LoopFile: req.LoopFile, TeamFile: req.TeamFile, Dir: absStart, Roster: roster}
+	sp.Phased, err = LoadPhased(files, id, func(name string) (hostrt.Backend, error) {
+		if name == set.Backend {
+			return sp.Backend.Backend, nil
+		}
+		b, err := resolve(absStart, map[string]any{"backend": name})
+		return b.Backend, err
+	})
+	return sp, err
+}
+
+// Apply sets o to the resolved settings and backend.
+func (r SpawnBackend) Apply(o *hostrt.Options) {
+	set := r.Settings
+	o.Backend, o.Model, o.Agent, o.Thinking, o.ServerURL = set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL
+	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
+	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
+}
+
+// Default artifact names under a supervised runtime's artifact directory.
+const (
+	EventsFile   = "events.ndjson"
+	SentinelFile = "sentinel.env"
+)
+
+// SpawnOptions are a spawned runtime's files as its spawn named them
+// ("": in Artifacts) and what its supervisor gives every runtime.
+type SpawnOptions struct {
+	OnEvent, SentinelFile, PermissionHandler string
+	// Artifacts is the runtime's default artifact directory, made (with
+	// its parent and grandparent) private when a file lives there.
+	Artifacts string
+	// Permissions holds the supervisor's claim and file timeouts.
+	Permissions permission.Options
+	Logger      hclog.Logger // named after the runtime
+	Stderr      io.Writer
+	Now         func() time.Time
+}
+
+// apply gives spec the supervisor's settings and its broker's options
+// (fileBase: the file handler's base, "" for none).
+func (f SpawnOptions) apply(spec *Spec, fileBase string) {
+	o := &spec.Options
+	o.Logger, o.Stderr, o.Now = f.Logger, f.Stderr, f.Now
+	spec.Permissions = f.Permissions
+	spec.Permissions.AutoApprove, spec.Permissions.FileBase = o.AutoApprove, fileBase
+}
+
+// Spec is the spawned runtime's Spec (id, its own run id runID, label,
+// dirExplicit: the spawn gave a dir): its files made or named, its
+// permission file base, the sentinel and permission files of an earlier
+// runtime at those paths removed. A permission_handler that does not fit
+// is -32602.
+func (sp Spawned) Spec(id, runID, label string, dirExplicit bool, f SpawnOptions) (Spec, error) {
+	spec := Spec{RuntimeID: id, Phased: sp.Phased, EventLog: f.OnEvent, Options: hostrt.Options{
+		Label: label, Dir: sp.Dir, DirExplicit: dirExplicit, RunID: runID, SentinelPath: f.SentinelFile,
+	}}
+	o := &spec.Options
+	sp.Backend.Apply(o)
+	if spec.EventLog == "" || o.SentinelPath == "" {
+		// The artifacts sit under a predictable name in a shared
+		// directory: each level must be ours and 0700, or another user
+		// who made it first would read or redirect the runtime's files.
+		for _, d := range []string{filepath.Dir(filepath.Dir(f.Artifacts)), filepath.Dir(f.Artifacts), f.Artifacts} {
+			if err := safefile.PrivateDir(d); err != nil {
+				return spec, fmt.Errorf("runtime artifacts: %w (or give the spawn on_event and sentinel_file)", err)
+			}
+		}
+		if spec.EventLog == "" {
+			spec.EventLog = filepath.Join(f.Artifacts, EventsFile)
+		}
+		if o.SentinelPath == "" {
+			o.SentinelPath = filepath.Join(f.Artifacts, SentinelFile)
+		}
+	}
+	fileBase, err := permission.FileBase(f.PermissionHandler, o.SentinelPath, o.AutoApprove)
+	if err != nil {
+		return spec, control.InvalidParams(err.Error())
+	}
+	o.PermBase = fileBase
+	if o.PermBase == "" {
+		o.PermBase = permission.DerivePermBase(o.SentinelPath)
+	}
+	f.apply(&spec, fileBase)
+	hostrt.CleanFiles(o.SentinelPath, o.PermBase, o.Logger.Warn)
+	return spec, nil
+}
+
+// RecordSpec is the Spec of the runtime r records, resolved again as its
+// spawn was (b; nil when it no longer resolves) with the files r names.
+func RecordSpec(r Record, b *SpawnBackend, f SpawnOptions) Spec {
+	spec := Spec{RuntimeID: r.ID, EventLog: r.OnEvent, Options: hostrt.Options{
+		Backend: r.Backend, Label: r.Label, Dir: r.Dir, RunID: r.RunID, SentinelPath: r.Sentinel, PermBase: r.PermBase,
+	}}
+	if b != nil {
+		b.Apply(&spec.Options)
+	}
+	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)
+	if err != nil {
+		fileBase = ""
+	}
+	f.apply(&spec, fileBase)
+	return spec
+}
