@@ -250,7 +250,9 @@ func (rt *Runtime) goTurnLocked(t Turn) {
 	}
 	run := rt.Begin(t)
 	if t.Held != nil {
-		l.launched = t.Held.Plugin()
+		// A warm pool's, or a parked runtime's the run continues.
+		p := t.Held.Plugin()
+		l.launched, l.plugin, l.scope = p, p.Client.Info().Name, p.Backend.Info().ResumeScope
 	}
 	rt.goLocked(cancel, func() hostrt.Result { return run(ctx) })
 }

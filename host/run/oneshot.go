@@ -92,16 +92,10 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	switch {
 	case settings.Backend == "pony" && req.PonyConfig == "":
 		return nil, errors.New("--pony-config is required for backend pony")
-	case req.Prompt != "" && req.PromptFile != "":
-		return nil, errors.New("--prompt and --prompt-file are mutually exclusive")
-	case req.LoopFile != "" && req.TeamFile != "":
-		return nil, errors.New("--loop-file and --team-file are mutually exclusive")
-	case req.LoopFile != "" && req.Resume != "":
-		return nil, errors.New("--loop-file and --resume are mutually exclusive")
-	case req.TeamFile != "" && req.Resume != "":
-		return nil, errors.New("--team-file and --resume are mutually exclusive")
-	case req.Prompt == "" && req.PromptFile == "" && req.LoopFile == "" && req.TeamFile == "":
-		return nil, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
+	}
+	src := Sources{Prompt: req.Prompt, PromptFile: req.PromptFile, LoopFile: req.LoopFile, TeamFile: req.TeamFile, Resume: req.Resume}
+	if err := src.Check(FlagName); err != nil {
+		return nil, err
 	}
 	if req.HTTPDebugTokenFile != "" && req.HTTPDebug == "" {
 		return nil, errors.New("--http-debug-token-file needs --http-debug")
@@ -143,22 +137,11 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 // under an explicit run-level one.
 func (req Request) applyRoster(s *config.Settings) error {
 	phased := req.LoopFile != "" || req.TeamFile != ""
-	switch {
-	case req.RosterEntry == "" && req.RosterFile == "":
-		return nil
-	case req.RosterEntry != "" && req.RosterFile == "":
-		return errors.New("--roster-entry requires --roster-file")
-	case req.RosterEntry != "" && phased:
-		return errors.New("--roster-entry cannot be used with --loop-file or --team-file (set roster_entry on the phases)")
-	case req.RosterEntry == "" && !phased:
-		return errors.New("--roster-file requires --roster-entry (or a --loop-file or --team-file whose phases set roster_entry)")
-	case phased:
-		return nil // the fallback roster of the config's phases: Phased loads it
-	}
-	for _, key := range []string{"backend", "agent", "model"} {
-		if _, set := req.Settings[key]; set {
-			return fmt.Errorf("--roster-entry and --%s are mutually exclusive", key)
-		}
+	given := func(key string) bool { _, set := req.Settings[key]; return set }
+	// Not direct: none, or the fallback roster of the config's phases
+	// (Phased loads it).
+	if direct, err := CheckRoster(req.RosterFile, req.RosterEntry, phased, given, FlagName); !direct {
+		return err
 	}
 	r, err := req.roster(s.Dir)
 	if err != nil {

@@ -1,10 +1,16 @@
 package run
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -208,6 +214,18 @@ func (sp Spawned) Spec(id, runID, label string, dirExplicit bool, f SpawnOptions
 	return spec, nil
 }
 
+// RemoveArtifacts removes the empty log and the directory a refused spawn
+// got in its default artifact directory dir (paths the spawn named are
+// left as they are).
+func RemoveArtifacts(spec Spec, dir string) {
+	for _, p := range []string{spec.EventLog, spec.Options.SentinelPath} {
+		if filepath.Dir(p) == dir {
+			_ = os.Remove(p)
+		}
+	}
+	_ = os.Remove(dir) // only when empty
+}
+
 // RecordSpec is the Spec of the runtime r records, resolved again as its
 // spawn was (b; nil when it no longer resolves) with the files r names.
 func RecordSpec(r Record, b *SpawnBackend, f SpawnOptions) Spec {
@@ -223,4 +241,43 @@ func RecordSpec(r Record, b *SpawnBackend, f SpawnOptions) Spec {
 	}
 	f.apply(&spec, fileBase)
 	return spec
+}
+
+// ParseTimeout reads a spawn timeout (docs/control-protocol.md#spawn): absent or null is 0, a
+// JSON number is seconds, a string is a Go duration ("10m") or a number of
+// seconds ("600"). Negative values are refused.
+func ParseTimeout(raw json.RawMessage) (time.Duration, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	bad := func(detail string) error {
+		return fmt.Errorf("timeout %s: want a number of seconds (600) or a Go duration string (\"10m\")%s", raw, detail)
+	}
+	var secs float64
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, bad("")
+		}
+		s = strings.TrimSpace(s)
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			secs = f
+		} else {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return 0, bad("")
+			}
+			if d < 0 {
+				return 0, bad(": it is negative")
+			}
+			return d, nil
+		}
+	} else if err := json.Unmarshal(raw, &secs); err != nil {
+		return 0, bad("")
+	}
+	if secs < 0 || math.IsNaN(secs) || secs > math.MaxInt64/float64(time.Second) {
+		return 0, bad(": out of range")
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // MaxCapacityWait bounds one wait_for_capacity call: its longest timeout,
@@ -30,7 +31,7 @@ func (s *Supervisor) waitForCapacity(ctx context.Context, c *control.Call) (any,
 	}
 	wait := MaxCapacityWait
 	if raw := bytes.TrimSpace(p.Timeout); len(raw) > 0 && string(raw) != "null" {
-		d, err := ParseTimeout(raw)
+		d, err := hostrun.ParseTimeout(raw)
 		if err != nil {
 			return nil, control.InvalidParams(err.Error())
 		}

@@ -1,18 +1,14 @@
 package stable
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/avenor-go/avenor/host/control"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // SpawnParams are the params of spawn (docs/control-protocol.md#spawn). Relative
@@ -56,25 +52,19 @@ type SpawnParams struct {
 // (docs/control-protocol.md#errors). A value no spawn could take — a timeout that does not parse, a
 // negative max_retries — is -32602, as params that do not decode are.
 func (p *SpawnParams) validate() error {
-	switch {
-	case p.Prompt != "" && p.PromptFile != "":
-		return errors.New("prompt and prompt_file are mutually exclusive")
-	case p.LoopFile != "" && p.TeamFile != "":
-		return errors.New("loop_file and team_file are mutually exclusive")
-	case p.LoopFile != "" && p.SessionID != "":
-		return errors.New("loop_file and session_id are mutually exclusive")
-	case p.TeamFile != "" && p.SessionID != "":
-		return errors.New("team_file and session_id are mutually exclusive")
-	case p.Prompt == "" && p.PromptFile == "" && p.LoopFile == "" && p.TeamFile == "":
-		return errors.New("prompt, prompt_file, loop_file, or team_file is required")
+	src := hostrun.Sources{Prompt: p.Prompt, PromptFile: p.PromptFile, LoopFile: p.LoopFile, TeamFile: p.TeamFile, Resume: p.SessionID}
+	if err := src.Check(paramName); err != nil {
+		return err
 	}
-	if err := p.validateRoster(); err != nil {
+	given := map[string]bool{"backend": p.Backend != "", "agent": p.Agent != "", "model": p.Model != ""}
+	phased := p.LoopFile != "" || p.TeamFile != ""
+	if _, err := hostrun.CheckRoster(p.RosterFile, p.RosterEntry, phased, func(k string) bool { return given[k] }, paramName); err != nil {
 		return err
 	}
 	if p.MaxRetries != nil && *p.MaxRetries < 0 {
 		return control.InvalidParams(fmt.Sprintf("max_retries must not be negative, got %d", *p.MaxRetries))
 	}
-	if _, err := ParseTimeout(p.Timeout); err != nil {
+	if _, err := hostrun.ParseTimeout(p.Timeout); err != nil {
 		return control.InvalidParams(err.Error())
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
@@ -83,69 +73,12 @@ func (p *SpawnParams) validate() error {
 	return nil
 }
 
-// validateRoster checks the roster params as avenor run checks its roster
-// flags (docs/loop.md#rosters): roster_file with roster_entry is direct mode and
-// excludes backend, agent and model; with loop_file or team_file,
-// roster_file alone is the phases' fallback roster.
-func (p *SpawnParams) validateRoster() error {
-	phased := p.LoopFile != "" || p.TeamFile != ""
-	switch {
-	case p.RosterEntry == "" && p.RosterFile == "":
-		return nil
-	case p.RosterEntry != "" && p.RosterFile == "":
-		return errors.New("roster_entry requires roster_file")
-	case p.RosterEntry != "" && phased:
-		return errors.New("roster_entry cannot be used with loop_file or team_file (set roster_entry on the phases)")
-	case p.RosterEntry == "" && !phased:
-		return errors.New("roster_file requires roster_entry (or a loop_file or team_file whose phases set roster_entry)")
-	case phased:
-		return nil
+// paramName is a spawn's name of a param of hostrun.Sources.
+func paramName(param string) string {
+	if param == "resume" {
+		return "session_id"
 	}
-	for _, f := range []struct{ key, val string }{{"backend", p.Backend}, {"agent", p.Agent}, {"model", p.Model}} {
-		if f.val != "" {
-			return fmt.Errorf("roster_entry and %s are mutually exclusive", f.key)
-		}
-	}
-	return nil
-}
-
-// ParseTimeout reads a spawn timeout (docs/control-protocol.md#spawn): absent or null is 0, a
-// JSON number is seconds, a string is a Go duration ("10m") or a number of
-// seconds ("600"). Negative values are refused.
-func ParseTimeout(raw json.RawMessage) (time.Duration, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, nil
-	}
-	bad := func(detail string) error {
-		return fmt.Errorf("timeout %s: want a number of seconds (600) or a Go duration string (\"10m\")%s", raw, detail)
-	}
-	var secs float64
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return 0, bad("")
-		}
-		s = strings.TrimSpace(s)
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			secs = f
-		} else {
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				return 0, bad("")
-			}
-			if d < 0 {
-				return 0, bad(": it is negative")
-			}
-			return d, nil
-		}
-	} else if err := json.Unmarshal(raw, &secs); err != nil {
-		return 0, bad("")
-	}
-	if secs < 0 || math.IsNaN(secs) || secs > math.MaxInt64/float64(time.Second) {
-		return 0, bad(": out of range")
-	}
-	return time.Duration(secs * float64(time.Second)), nil
+	return param
 }
 
 // hash is the idempotency hash: SHA-256 of the canonical params without the
@@ -154,7 +87,7 @@ func (p SpawnParams) hash() string {
 	c := p
 	c.IdempotencyKey = ""
 	c.Timeout = nil
-	d, _ := ParseTimeout(p.Timeout)
+	d, _ := hostrun.ParseTimeout(p.Timeout)
 	data, _ := json.Marshal(struct {
 		SpawnParams
 		TimeoutNS int64 `json:"timeout_ns"`
@@ -179,7 +112,7 @@ func (p SpawnParams) configKeys() map[string]any {
 	str("dir", p.Dir)
 	str("server_url", p.ServerURL)
 	str("label", p.Label)
-	if d, _ := ParseTimeout(p.Timeout); d > 0 {
+	if d, _ := hostrun.ParseTimeout(p.Timeout); d > 0 {
 		out["timeout"] = d
 	}
 	if p.MaxRetries != nil {

@@ -3,7 +3,6 @@ package stable
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -118,7 +117,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		s.releaseLocked(id)
 		s.mu.Unlock()
 		rt.closeStream()
-		s.removeDefaultArtifacts(rt)
+		hostrun.RemoveArtifacts(rt.spec, filepath.Join(s.artifacts, id))
 		if warm != nil {
 			warm.Close()
 		}
@@ -132,10 +131,6 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	s.attachLocked(rt)
 	held := warm
-	if held != nil {
-		l := held.Plugin()
-		rt.run.Takes(l.Client.Info().Name, l.Backend.Info().ResumeScope)
-	}
 	if p.SessionID != "" {
 		held = s.handOverLocked(p.SessionID, rt)
 	}
@@ -212,19 +207,6 @@ func (s *Supervisor) resolve(dir string, set map[string]any) (Backend, error) {
 	b, err := s.cfg.Resolve(dir, set)
 	b.Env = s.runtimeEnv(b.Env)
 	return b, err
-}
-
-// removeDefaultArtifacts removes the empty log and the directory a refused
-// spawn got under the default artifacts (paths the spawn named are left
-// as they are).
-func (s *Supervisor) removeDefaultArtifacts(rt *runtime) {
-	rtDir := filepath.Join(s.artifacts, rt.id)
-	for _, p := range []string{rt.spec.EventLog, rt.spec.Options.SentinelPath} {
-		if filepath.Dir(p) == rtDir {
-			_ = os.Remove(p)
-		}
-	}
-	_ = os.Remove(rtDir) // only when empty
 }
 
 // checkResume refuses a session_id that a runtime of this supervisor is
