@@ -126,6 +126,9 @@ func newLife(deps Deps, state State) *life {
 	return l
 }
 
+// Spec is what the runtime runs.
+func (rt *Runtime) Spec() Spec { return rt.spec }
+
 // Ready is closed at the first session.start or the end of the first run.
 func (rt *Runtime) Ready() <-chan struct{} { return rt.life.ready }
 

@@ -37,11 +37,20 @@ type Recovered struct {
 	Adopt bool
 }
 
-// Recover settles the runtime Restore made from r, whose log ends with an
-// event of type lastType at seq lastSeq; dead, when set, says why the
-// runtime cannot continue (its spawn no longer resolves, it ran a loop).
-// An error is one its log could not be ended with.
-func (rt *Runtime) Recover(r Record, lastSeq int64, lastType, dead string) (Recovered, error) {
+// Recover restores the supervised runtime r records (spec: RecordSpec's,
+// dead its reason) with its log continued and settles it. An error is one
+// its log could not be read or ended with.
+func Recover(r Record, spec Spec, dead string, deps Deps) (*Runtime, Recovered, error) {
+	lastSeq, lastType, err := LogTail(r.OnEvent)
+	if err != nil {
+		return nil, Recovered{}, err
+	}
+	rt := Restore(spec, lastSeq, deps)
+	rec, err := rt.recover(r, lastSeq, lastType, dead)
+	return rt, rec, err
+}
+
+func (rt *Runtime) recover(r Record, lastSeq int64, lastType, dead string) (Recovered, error) {
 	l := rt.life
 	l.mu.Lock()
 	l.sessionID, l.dead, l.parkedAt = r.SessionID, dead, rt.now().UnixMilli()

@@ -43,6 +43,24 @@ type SpawnBackend struct {
 // over the defaults, the config files and the environment.
 type Resolver func(dir string, set map[string]any) (SpawnBackend, error)
 
+// SpawnResolver resolves a spawn as `avenor run` resolves its flags
+// (Resolve): defaults < user file < project file (found from the spawn's
+// dir) < env < the spawn's params, then the plugin that serves the
+// backend, the project's .avenor/plugins.lock first.
+func SpawnResolver(env Env) Resolver {
+	return func(dir string, set map[string]any) (SpawnBackend, error) {
+		res, err := Resolve(env, dir, set)
+		if err != nil {
+			return SpawnBackend{}, err
+		}
+		b, err := res.Backend(res.Settings.Backend)
+		if err != nil {
+			return SpawnBackend{}, err
+		}
+		return SpawnBackend{Settings: res.Settings, Backend: b}, nil
+	}
+}
+
 // SpawnRequest is what a spawn asks to run, its params as given.
 type SpawnRequest struct {
 	Prompt, PromptFile string
@@ -226,13 +244,21 @@ func RemoveArtifacts(spec Spec, dir string) {
 	_ = os.Remove(dir) // only when empty
 }
 
-// RecordSpec is the Spec of the runtime r records, resolved again as its
-// spawn was (b; nil when it no longer resolves) with the files r names.
-func RecordSpec(r Record, b *SpawnBackend, f SpawnOptions) Spec {
-	spec := Spec{RuntimeID: r.ID, EventLog: r.OnEvent, Options: hostrt.Options{
+// RecordSpec is the Spec of the runtime r records, spawned as req asked:
+// resolved again through resolve, with the files r names. dead says why
+// the runtime cannot continue when its spawn no longer resolves or ran a
+// loop or team.
+func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (spec Spec, dead string) {
+	str := func(key string) string { v, _ := req.Settings[key].(string); return v }
+	spec = Spec{RuntimeID: r.ID, EventLog: r.OnEvent, Options: hostrt.Options{
 		Backend: r.Backend, Label: r.Label, Dir: r.Dir, RunID: r.RunID, SentinelPath: r.Sentinel, PermBase: r.PermBase,
+		Model: str("model"), Agent: str("agent"), Thinking: str("thinking"), DirExplicit: req.Dir != "",
 	}}
-	if b != nil {
+	if req.LoopFile != "" || req.TeamFile != "" {
+		dead = "ran a loop or team that the supervisor's restart ended"
+	} else if b, err := resolve(r.Dir, req.Settings); err != nil {
+		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
+	} else {
 		b.Apply(&spec.Options)
 	}
 	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)
@@ -240,7 +266,7 @@ func RecordSpec(r Record, b *SpawnBackend, f SpawnOptions) Spec {
 		fileBase = ""
 	}
 	f.apply(&spec, fileBase)
-	return spec
+	return spec, dead
 }
 
 // ParseTimeout reads a spawn timeout (docs/control-protocol.md#spawn): absent or null is 0, a

@@ -63,30 +63,13 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 	if err := decodeSpawn(r.Spawn, &p); err != nil {
 		return nil, err
 	}
-	lastSeq, lastType, err := hostrun.LogTail(r.OnEvent)
-	if err != nil {
-		return nil, err
-	}
-	var b *Backend
-	var dead string
-	if p.LoopFile != "" || p.TeamFile != "" {
-		dead = "ran a loop or team that the supervisor's restart ended"
-	} else if rb, err := s.resolve(r.Dir, p.configKeys()); err != nil {
-		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
-	} else {
-		b = &rb
-	}
 	rt := &runtime{s: s, id: r.ID, n: r.N, params: p, started: r.Started}
-	rt.spec = hostrun.RecordSpec(r, b, s.spawnOptions(r.ID, p.PermissionHandler))
-	if o := &rt.spec.Options; b == nil {
-		o.Model, o.Agent, o.Thinking = p.Model, p.Agent, p.Thinking
-	}
-	rt.spec.Options.DirExplicit = p.Dir != ""
-	rt.run = hostrun.Restore(rt.spec, lastSeq, s.runDeps(rt))
-	rec, err := rt.run.Recover(r, lastSeq, lastType, dead)
+	spec, dead := hostrun.RecordSpec(r, p.request(), s.resolve, s.spawnOptions(r.ID, p.PermissionHandler))
+	run, rec, err := hostrun.Recover(r, spec, dead, s.runDeps(rt))
 	if err != nil {
 		return nil, err
 	}
+	rt.run, rt.spec = run, spec
 	var stop []*hostrt.HeldSession
 	s.mu.Lock()
 	switch {

@@ -166,7 +166,7 @@ func (c *ServeConfig) prepare(node bool, listening chan struct{}) {
 		// environment; this process's is left alone.
 		env := c.Env
 		env.PluginEnv = append(env.PluginEnv[:len(env.PluginEnv):len(env.PluginEnv)], plugin.LingerEnv+"="+c.Linger.String())
-		c.Resolve = resolver(env)
+		c.Resolve = hostrun.SpawnResolver(env)
 	}
 }
 
@@ -192,24 +192,6 @@ func (c *ServeConfig) runNode(ctx context.Context, stores *fleet.Stores, listeni
 		}
 	}()
 	return ctx, func() { stop(); <-done }
-}
-
-// resolver resolves a spawn as avenor run resolves its flags
-// (host/run.Resolve): defaults < user file < project file (found from the
-// spawn's dir) < env < the spawn's params, then the plugin that serves the
-// backend, the project's .avenor/plugins.lock first.
-func resolver(env hostrun.Env) Resolver {
-	return func(dir string, set map[string]any) (Backend, error) {
-		res, err := hostrun.Resolve(env, dir, set)
-		if err != nil {
-			return Backend{}, err
-		}
-		b, err := res.Backend(res.Settings.Backend)
-		if err != nil {
-			return Backend{}, err
-		}
-		return Backend{Settings: res.Settings, Backend: b}, nil
-	}
 }
 
 func orDefault(v, def string) string {

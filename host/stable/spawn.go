@@ -96,6 +96,12 @@ func (p SpawnParams) hash() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// request is what the spawn asks to run.
+func (p SpawnParams) request() hostrun.SpawnRequest {
+	return hostrun.SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Dir: p.Dir, Settings: p.configKeys(),
+		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
+}
+
 // configKeys are the params that are config settings, keyed as host/config
 // keys, only those the spawn gave.
 func (p SpawnParams) configKeys() map[string]any {

@@ -46,9 +46,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 // returns the spawn result.
 func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, error) {
 	s.waitRecovered() // the ids of recovered runtimes are taken
-	req := hostrun.SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Dir: p.Dir, Settings: p.configKeys(),
-		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
-	spawned, err := hostrun.ResolveSpawn(req, s.resolve)
+	spawned, err := hostrun.ResolveSpawn(p.request(), s.resolve)
 	if err != nil {
 		return nil, err
 	}
