@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runner"
@@ -194,6 +195,17 @@ func (rt *Runtime) Session() string {
 	rt.life.mu.Lock()
 	defer rt.life.mu.Unlock()
 	return rt.life.sessionID
+}
+
+// Ask writes a child runtime's question (send_to_parent) into the
+// runtime's stream, in its current session.
+func (rt *Runtime) Ask(childID, message, requestID string) error {
+	ev := event.Event{"event": string(event.TypeChildQuestion), "child_id": childID, "message": message, "request_id": requestID}
+	if sid := rt.Session(); sid != "" {
+		ev[event.KeySessionID] = sid
+	}
+	_, err := rt.w.Write(ev)
+	return err
 }
 
 // remember notes the plugin a run of the runtime launched.

@@ -1,7 +1,6 @@
 package stable
 
 import (
-	"github.com/avenor-go/avenor/host/event"
 	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
@@ -20,37 +19,6 @@ func (s *Supervisor) Runtimes() []map[string]any {
 		out = append(out, rt.entry(children[rt.id]))
 	}
 	return out
-}
-
-// Runtime returns one runtime's entry (status {runtime_id}); an unknown id
-// is an error wrapping ErrUnknownRuntime.
-func (s *Supervisor) Runtime(id string) (map[string]any, error) {
-	rt, err := s.lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	_, children := s.sorted()
-	return rt.entry(children[rt.id]), nil
-}
-
-// Events returns a runtime's event writer: its history and subscriptions.
-func (s *Supervisor) Events(id string) (*event.Writer, error) {
-	rt, err := s.lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	return rt.run.Events(), nil
-}
-
-// Cancel cancels a runtime's running run (stop reason cancelled); a parked
-// runtime has nothing to cancel.
-func (s *Supervisor) Cancel(id string) error {
-	rt, err := s.lookup(id)
-	if err != nil {
-		return err
-	}
-	rt.run.Cancel()
-	return nil
 }
 
 // entry is the runtime's list / status entry (docs/control-protocol.md#list).

@@ -183,11 +183,7 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 	if parent == nil {
 		return nil, fmt.Errorf("runtime %s's parent %s is not a runtime of this supervisor (or was reaped)", child.id, pid)
 	}
-	ev := event.Event{"event": string(event.TypeChildQuestion), "child_id": child.id, "message": *p.Message, "request_id": reqID}
-	if sid := parent.run.Session(); sid != "" {
-		ev[event.KeySessionID] = sid
-	}
-	if _, err := parent.run.Events().Write(ev); err != nil {
+	if err := parent.run.Ask(child.id, *p.Message, reqID); err != nil {
 		return nil, fmt.Errorf("runtime %s's stream: %w", pid, err)
 	}
 	return map[string]any{"accepted": true, "request_id": reqID}, nil

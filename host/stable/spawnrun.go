@@ -156,20 +156,13 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		"runtime_id": id, "session_id": sid, "on_event": sp.EventLog, "sentinel_file": sp.Options.SentinelPath,
 		"run_id": sp.Options.RunID, "effective_backend": sp.Options.Backend,
 	}
-	opt := func(key, v string) {
+	for k, v := range map[string]string{"backend": p.Backend, "agent": p.Agent, "model": p.Model, "agent_profile": p.AgentProfile,
+		"effective_agent": sp.Options.Agent, "effective_model": sp.Options.Model, "label": sp.Options.Label,
+		"roster_file": p.RosterFile, "roster_entry": p.RosterEntry} {
 		if v != "" {
-			res[key] = v
+			res[k] = v
 		}
 	}
-	opt("backend", p.Backend)
-	opt("agent", p.Agent)
-	opt("model", p.Model)
-	opt("agent_profile", p.AgentProfile)
-	opt("effective_agent", sp.Options.Agent)
-	opt("effective_model", sp.Options.Model)
-	opt("label", sp.Options.Label)
-	opt("roster_file", p.RosterFile)
-	opt("roster_entry", p.RosterEntry)
 	return res, nil
 }
 

@@ -58,11 +58,8 @@ type Supervisor struct {
 	// artifacts is <TempDir>/avenor-stable/<RunID>.
 	artifacts string
 
-	// runCtx is every run's parent; it is never cancelled by itself: runs
-	// are stopped one by one, so each ends with its own reason.
-	runCtx context.Context
-	runs   sync.WaitGroup // run goroutines
-	bg     sync.WaitGroup // the runtimes' other goroutines (kept-plugin watchers)
+	runs sync.WaitGroup // the runtimes' run goroutines
+	bg   sync.WaitGroup // their other goroutines (kept-plugin watchers)
 
 	mu        sync.Mutex
 	runtimes  map[string]*runtime
@@ -74,7 +71,7 @@ type Supervisor struct {
 	closing   bool
 	idleTimer *time.Timer
 	nextCQ    int
-	// releaseTimer hands reaped runtimes' memory back (finaloutput.go).
+	// releaseTimer hands reaped runtimes' memory back (runtime.go).
 	releaseTimer *time.Timer
 	// slotFreed is closed (and replaced) when an executing slot is given
 	// back: phases waiting for one look again.
@@ -117,7 +114,7 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{warm: warm,
-		cfg: cfg, log: cfg.Logger, idem: newIdemStore(cfg.Now), runCtx: context.Background(),
+		cfg: cfg, log: cfg.Logger, idem: newIdemStore(cfg.Now),
 		artifacts: filepath.Join(cfg.TempDir, "avenor-stable", cfg.RunID),
 		runtimes:  map[string]*runtime{}, stopCh: make(chan struct{}), done: make(chan struct{}),
 		pid: os.Getpid(), recovered: make(chan struct{}),
