@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
@@ -117,21 +118,68 @@ type life struct {
 }
 
 func newLife(deps Deps, state State) *life {
-	l := &life{owner: deps.Owner, runs: deps.Runs, watchers: deps.Watchers, ready: make(chan struct{}), state: state}
-	if l.runs == nil {
-		l.runs = new(sync.WaitGroup)
+	g := deps.Group
+	if g == nil {
+		g = new(Group)
 	}
-	if l.watchers == nil {
-		l.watchers = new(sync.WaitGroup)
-	}
-	return l
+	return &life{owner: deps.Owner, runs: &g.runs, watchers: &g.others, ready: make(chan struct{}), state: state}
 }
+
+// Group counts the goroutines of supervised runtimes: their runs, and the
+// others (kept plugins' watchers, recorded answers given again).
+type Group struct{ runs, others sync.WaitGroup }
+
+// WaitRuns waits up to d for every run to end; false when d passed first.
+func (g *Group) WaitRuns(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		g.runs.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// WaitOthers waits for the other goroutines to end.
+func (g *Group) WaitOthers() { g.others.Wait() }
 
 // Spec is what the runtime runs.
 func (rt *Runtime) Spec() Spec { return rt.spec }
 
-// Ready is closed at the first session.start or the end of the first run.
-func (rt *Runtime) Ready() <-chan struct{} { return rt.life.ready }
+// SpawnAnswer waits, up to wait or until ctx ends, for the runtime's
+// first session.start (or the end of its first run) and answers its spawn
+// with what the runtime knows (docs/control-protocol.md#spawn): its ids,
+// session ("" for a loop or team: every phase has a session of its own),
+// files, and the backend, agent, model and label it resolved to.
+func (rt *Runtime) SpawnAnswer(ctx context.Context, wait time.Duration) map[string]any {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-rt.life.ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	o, sid := rt.spec.Options, rt.Session()
+	if rt.spec.Phased != nil {
+		sid = ""
+	}
+	res := map[string]any{
+		"runtime_id": rt.spec.RuntimeID, "session_id": sid, "on_event": rt.spec.EventLog, "sentinel_file": o.SentinelPath,
+		"run_id": o.RunID, "effective_backend": o.Backend,
+	}
+	for k, v := range map[string]string{"effective_agent": o.Agent, "effective_model": o.Model, "label": o.Label} {
+		if v != "" {
+			res[k] = v
+		}
+	}
+	return res
+}
 
 func (rt *Runtime) markReady() { rt.life.readyOnce.Do(func() { close(rt.life.ready) }) }
 

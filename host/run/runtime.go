@@ -83,9 +83,9 @@ type Deps struct {
 	// Owner, when set, supervises the runtime (life.go): its runs go in
 	// the background (Go, GoPhased, FollowUp), parking between them.
 	Owner Owner
-	// Runs and Watchers, when set, count a supervised runtime's run
-	// goroutines and its other ones (its owner's shutdown waits for them).
-	Runs, Watchers *sync.WaitGroup
+	// Group, when set, counts a supervised runtime's goroutines (its
+	// owner's shutdown waits for them).
+	Group *Group
 }
 
 // New assembles the runtime of spec — its event writer, its permission

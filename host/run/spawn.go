@@ -192,14 +192,14 @@ func (f SpawnOptions) apply(spec *Spec, fileBase string) {
 	spec.Permissions.AutoApprove, spec.Permissions.FileBase = o.AutoApprove, fileBase
 }
 
-// Spec is the spawned runtime's Spec (id, its own run id runID, label,
+// Spec is the spawned runtime's Spec (id, its own run id runID,
 // dirExplicit: the spawn gave a dir): its files made or named, its
 // permission file base, the sentinel and permission files of an earlier
 // runtime at those paths removed. A permission_handler that does not fit
 // is -32602.
-func (sp Spawned) Spec(id, runID, label string, dirExplicit bool, f SpawnOptions) (Spec, error) {
+func (sp Spawned) Spec(id, runID string, dirExplicit bool, f SpawnOptions) (Spec, error) {
 	spec := Spec{RuntimeID: id, Phased: sp.Phased, EventLog: f.OnEvent, Options: hostrt.Options{
-		Label: label, Dir: sp.Dir, DirExplicit: dirExplicit, RunID: runID, SentinelPath: f.SentinelFile,
+		Label: sp.Backend.Settings.Label, Dir: sp.Dir, DirExplicit: dirExplicit, RunID: runID, SentinelPath: f.SentinelFile,
 	}}
 	o := &spec.Options
 	sp.Backend.Apply(o)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	hostrun "github.com/avenor-go/avenor/host/run"
+
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
@@ -93,7 +95,7 @@ func TestFullDiskRefusesWhatCannotBeDurable(t *testing.T) {
 		Runs int `json:"runs"`
 	}
 	_ = json.Unmarshal(rt.Raw, &extra)
-	if rt.Status != StatusIdle || extra.Runs != 1 || rt.FinalOutput != "one" {
+	if rt.Status != hostrun.StatusIdle || extra.Runs != 1 || rt.FinalOutput != "one" {
 		t.Fatalf("after a refused follow-up: %s", rt.Raw)
 	}
 

@@ -52,7 +52,7 @@ func TestParkedRuntimeKeepsFinalOutputBounded(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if rt.Status != StatusIdle || utf8.RuneCountInString(rt.FinalOutput) != event.FinalOutputLimit || !rt.FinalOutputTruncated {
+	if rt.Status != hostrun.StatusIdle || utf8.RuneCountInString(rt.FinalOutput) != event.FinalOutputLimit || !rt.FinalOutputTruncated {
 		t.Fatalf("status: %d runes of final_output, truncated %v (want %d, true): %.300s", utf8.RuneCountInString(rt.FinalOutput), rt.FinalOutputTruncated, event.FinalOutputLimit, rt.Raw)
 	}
 	whole, err := c.Result(ctx, sp.RuntimeID)

@@ -73,6 +73,18 @@ func (s *Supervisor) list(_ context.Context, c *control.Call) (any, error) {
 	return s.Runtimes(), nil
 }
 
+// Runtimes returns every runtime's entry, in id order (the list method).
+func (s *Supervisor) Runtimes() []map[string]any {
+	list, children := s.sorted()
+	out := make([]map[string]any, 0, len(list))
+	for _, rt := range list {
+		e := rt.run.Entry()
+		rt.describe(e, children[rt.id])
+		out = append(out, e)
+	}
+	return out
+}
+
 // StatusSnapshot is status without runtime_id (docs/control-protocol.md#status): a harness
 // written for one-shot `avenor run --control-socket` reads the snapshot of
 // the run it started, so a supervisor answers the snapshot of its default

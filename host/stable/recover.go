@@ -64,12 +64,12 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 		return nil, err
 	}
 	rt := &runtime{s: s, id: r.ID, n: r.N, params: p, started: r.Started}
-	spec, dead := hostrun.RecordSpec(r, p.request(), s.resolve, s.spawnOptions(r.ID, p.PermissionHandler))
+	spec, dead := hostrun.RecordSpec(r, p.request(), s.resolve, s.spawnOptions(r.ID, p))
 	run, rec, err := hostrun.Recover(r, spec, dead, s.runDeps(rt))
 	if err != nil {
 		return nil, err
 	}
-	rt.run, rt.spec = run, spec
+	rt.run = run
 	var stop []*hostrt.HeldSession
 	s.mu.Lock()
 	switch {
@@ -102,5 +102,5 @@ func decodeSpawn(raw json.RawMessage, p *SpawnParams) error {
 // runDeps are what the supervisor gives a runtime of its: itself as the
 // runtime's control plane and owner.
 func (s *Supervisor) runDeps(rt *runtime) hostrun.Deps {
-	return hostrun.Deps{Control: control.Resolver{Server: s.srv}, Owner: rt, Runs: &s.runs, Watchers: &s.bg}
+	return hostrun.Deps{Control: control.Resolver{Server: s.srv}, Owner: rt, Group: &s.group}
 }

@@ -24,7 +24,6 @@ type runtime struct {
 	s       *Supervisor
 	id      string
 	n       int
-	spec    hostrun.Spec
 	params  SpawnParams // as spawned, for the state file
 	run     *hostrun.Runtime
 	started int64
@@ -65,9 +64,6 @@ func (rt *runtime) Admit() error {
 	s := rt.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
-		return ErrShuttingDown
-	}
 	if err := s.admitLocked(rt.id); err != nil {
 		return err
 	}
@@ -158,6 +154,19 @@ func (rt *runtime) PhaseSlot(ctx context.Context) (release func(), err error) {
 		}
 		t.Stop()
 	}
+}
+
+// Describe implements hostrun.Owner: the supervisor's fields of the
+// runtime's entry (docs/control-protocol.md#list).
+func (rt *runtime) Describe(e map[string]any) {
+	_, children := rt.s.sorted()
+	rt.describe(e, children[rt.id])
+}
+
+func (rt *runtime) describe(e map[string]any, children []string) {
+	p := rt.params
+	e["parent_id"], e["children"], e["started_at"] = p.ParentID, append([]string{}, children...), rt.started
+	e["agent_profile"], e["parent_run_id"] = p.AgentProfile, p.ParentRunID
 }
 
 // armParkTimerLocked reaps the parked runtime after ParkedTimeout; s.mu

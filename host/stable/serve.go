@@ -1,6 +1,7 @@
 package stable
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/signal"
@@ -116,7 +117,7 @@ func Serve(ctx context.Context, c ServeConfig) (reason string, err error) {
 // plugins carry that window in their environment.
 func (c *ServeConfig) prepare(node bool, listening chan struct{}) {
 	if c.TempDir == "" {
-		c.TempDir = orDefault(c.Env.Getenv("TMPDIR"), "/tmp")
+		c.TempDir = cmp.Or(c.Env.Getenv("TMPDIR"), "/tmp")
 	}
 	if c.Home == "" {
 		c.Home = c.Env.Getenv("HOME")
@@ -192,11 +193,4 @@ func (c *ServeConfig) runNode(ctx context.Context, stores *fleet.Stores, listeni
 		}
 	}()
 	return ctx, func() { stop(); <-done }
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

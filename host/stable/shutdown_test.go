@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	hostrun "github.com/avenor-go/avenor/host/run"
+
 	"github.com/avenor-go/avenor/client"
 )
 
@@ -131,7 +133,7 @@ func TestPromptAfterCancelIsRefused(t *testing.T) {
 		Runs int `json:"runs"`
 	}
 	_ = json.Unmarshal(rt.Raw, &extra)
-	if rt.Status != StatusEnded || rt.ExitCode == nil || *rt.ExitCode != 130 || extra.Runs != 1 {
+	if rt.Status != hostrun.StatusEnded || rt.ExitCode == nil || *rt.ExitCode != 130 || extra.Runs != 1 {
 		t.Fatalf("the cancelled runtime: %s", rt.Raw)
 	}
 	if err := c.Shutdown(ctx, ""); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/permission"
@@ -115,7 +114,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		s.releaseLocked(id)
 		s.mu.Unlock()
 		rt.closeStream()
-		hostrun.RemoveArtifacts(rt.spec, filepath.Join(s.artifacts, id))
+		hostrun.RemoveArtifacts(rt.run.Spec(), filepath.Join(s.artifacts, id))
 		if warm != nil {
 			warm.Close()
 		}
@@ -140,24 +139,8 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	s.mu.Unlock()
 	s.dirty()
 
-	t := time.NewTimer(spawnWait)
-	defer t.Stop()
-	select {
-	case <-rt.run.Ready():
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	sp := rt.spec
-	sid := rt.run.Session()
-	if wf != nil {
-		sid = "" // every phase has a session of its own (docs/control-protocol.md#spawn)
-	}
-	res := map[string]any{
-		"runtime_id": id, "session_id": sid, "on_event": sp.EventLog, "sentinel_file": sp.Options.SentinelPath,
-		"run_id": sp.Options.RunID, "effective_backend": sp.Options.Backend,
-	}
+	res := rt.run.SpawnAnswer(ctx, spawnWait)
 	for k, v := range map[string]string{"backend": p.Backend, "agent": p.Agent, "model": p.Model, "agent_profile": p.AgentProfile,
-		"effective_agent": sp.Options.Agent, "effective_model": sp.Options.Model, "label": sp.Options.Label,
 		"roster_file": p.RosterFile, "roster_entry": p.RosterEntry} {
 		if v != "" {
 			res[k] = v
@@ -168,26 +151,26 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 
 // newRuntime builds a runtime's artifacts and its host/run runtime.
 func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, spawned hostrun.Spawned) (*runtime, error) {
-	f := s.spawnOptions(id, p.PermissionHandler)
-	f.OnEvent, f.SentinelFile, f.Artifacts = p.OnEvent, p.SentinelFile, filepath.Join(s.artifacts, id)
-	spec, err := spawned.Spec(id, NewRunID(), spawned.Backend.Settings.Label, p.Dir != "", f)
+	spec, err := spawned.Spec(id, NewRunID(), p.Dir != "", s.spawnOptions(id, p))
 	if err != nil {
 		return nil, err
 	}
-	rt := &runtime{s: s, id: id, n: n, spec: spec, started: s.cfg.Now().UnixMilli()}
+	rt := &runtime{s: s, id: id, n: n, started: s.cfg.Now().UnixMilli()}
 	// A named pipe or device is refused, as for `run --on-event`: a pipe
 	// nobody reads would block the open or the log.
-	rt.run, err = hostrun.New(rt.spec, s.runDeps(rt))
+	rt.run, err = hostrun.New(spec, s.runDeps(rt))
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
 	}
 	return rt, nil
 }
 
-// spawnOptions are what the supervisor gives runtime id.
-func (s *Supervisor) spawnOptions(id, permissionHandler string) hostrun.SpawnOptions {
+// spawnOptions are runtime id's files as p named them, and what the
+// supervisor gives every runtime.
+func (s *Supervisor) spawnOptions(id string, p SpawnParams) hostrun.SpawnOptions {
 	return hostrun.SpawnOptions{
-		PermissionHandler: permissionHandler, Logger: s.log.Named(id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+		OnEvent: p.OnEvent, SentinelFile: p.SentinelFile, PermissionHandler: p.PermissionHandler, Artifacts: filepath.Join(s.artifacts, id),
+		Logger: s.log.Named(id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
 		Permissions: permission.Options{ClaimTimeout: s.cfg.PermissionClaimTimeout, File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}},
 	}
 }
@@ -206,7 +189,7 @@ func (s *Supervisor) checkResume(sessionID, backend string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rt := range s.runtimes {
-		f, rb := rt.run.Facts(), rt.spec.Options.Backend
+		f, rb := rt.run.Facts(), rt.run.Spec().Options.Backend
 		if f.SessionID != sessionID || f.HandedTo != "" {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	hostrun "github.com/avenor-go/avenor/host/run"
+
 	"go.uber.org/goleak"
 
 	"github.com/avenor-go/avenor/client"
@@ -362,7 +364,7 @@ func TestInProcessSessionLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rt := ended(sp.RuntimeID); rt.Status != StatusIdle {
+		if rt := ended(sp.RuntimeID); rt.Status != hostrun.StatusIdle {
 			t.Fatalf("parked runtime with its kept plugin lists %q, want idle (it takes follow-ups)", rt.Status)
 		}
 		ids = append(ids, sp.RuntimeID)
@@ -393,7 +395,7 @@ func TestInProcessSessionLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(rt.Raw), `"session_lost":"its plugin scripted exited while the runtime was parked"`) {
-			if rt.Status != StatusEnded {
+			if rt.Status != hostrun.StatusEnded {
 				t.Fatalf("a runtime whose in_process session was lost lists %q, want ended (it takes no prompt)", rt.Status)
 			}
 			break
@@ -418,7 +420,7 @@ func TestInProcessSessionLost(t *testing.T) {
 	if err := c.Prompt(ctx, "say two", ids[1]); err == nil || !strings.Contains(err.Error(), "continues in runtime "+sp.RuntimeID) {
 		t.Fatalf("prompt of the runtime whose session moved: %v", err)
 	}
-	if rt := ended(ids[1]); rt.Status != StatusEnded {
+	if rt := ended(ids[1]); rt.Status != hostrun.StatusEnded {
 		t.Fatalf("a runtime whose session moved lists %q, want ended", rt.Status)
 	}
 }

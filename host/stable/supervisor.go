@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/control"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
@@ -58,8 +59,7 @@ type Supervisor struct {
 	// artifacts is <TempDir>/avenor-stable/<RunID>.
 	artifacts string
 
-	runs sync.WaitGroup // the runtimes' run goroutines
-	bg   sync.WaitGroup // their other goroutines (kept-plugin watchers)
+	group hostrun.Group // the runtimes' goroutines
 
 	mu        sync.Mutex
 	runtimes  map[string]*runtime
@@ -449,12 +449,12 @@ func (s *Supervisor) shutdown(mode string) {
 		}
 		wait = killWait
 	}
-	if !waitTimeout(&s.runs, wait) {
+	if !s.group.WaitRuns(wait) {
 		s.log.Warn("runtimes did not stop in time; killing their plugins", "waited", wait)
 		for _, rt := range list {
 			rt.run.KillRunning()
 		}
-		if !waitTimeout(&s.runs, killWait) {
+		if !s.group.WaitRuns(killWait) {
 			s.log.Error("runtimes still running after their plugins were killed")
 		}
 	}
@@ -470,24 +470,7 @@ func (s *Supervisor) shutdown(mode string) {
 		}()
 	}
 	retiring.Wait()
-	s.bg.Wait()
-}
-
-// waitTimeout waits for wg up to d; false when d elapsed first.
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
+	s.group.WaitOthers()
 }
 
 // runtimeID is rt_<n>.

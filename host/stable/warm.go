@@ -323,13 +323,9 @@ func (s *Supervisor) startWarmLocked(p *warmPool) {
 	n := ws.next
 	ctx, cancel := context.WithTimeout(context.Background(), WarmOpenBudget)
 	p.starting[n] = cancel
-	set := p.b.Settings
-	opts := hostrt.Options{
-		Backend: set.Backend, Dir: p.key.dir, DirExplicit: p.spec.Dir != "", Model: set.Model, Agent: set.Agent,
-		Thinking: set.Thinking, ServerURL: set.ServerURL, RunID: NewRunID(),
-		Env: s.runtimeEnv(p.b.Env), PluginOptions: p.b.PluginOptions, StateDir: p.b.StateDir, Launch: p.b.Launch,
-		Logger: s.log.Named("warm"),
-	}
+	opts := hostrt.Options{Dir: p.key.dir, DirExplicit: p.spec.Dir != "", RunID: NewRunID(), Logger: s.log.Named("warm")}
+	p.b.Apply(&opts)
+	opts.Env = s.runtimeEnv(p.b.Env)
 	ws.wg.Add(1)
 	go func() {
 		defer ws.wg.Done()
