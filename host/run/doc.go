@@ -16,6 +16,19 @@
 //     control.Target, which the control method table and the HTTP debug
 //     adapter serve as it is. `avenor run` and every runtime of `avenor
 //     stable` are one; the supervisor keeps only what is its own.
+//   - A supervised runtime (Deps.Owner: every runtime of `avenor stable`):
+//     its runs in the background one after another ([Runtime.Go],
+//     [Runtime.GoPhased], each phase taking a slot of its owner's), parked
+//     between them keeping the plugin that holds its session,
+//     [Runtime.FollowUp] continuing that session or saying why it cannot,
+//     its list entry, result and --http-debug target, and its durable
+//     [Record]. Its [Owner] — the supervisor — decides admission, the reap
+//     and how many parked runtimes keep a plugin, and hears of its changes;
+//     the owner's lock is taken before the runtime's, never under it.
+//   - [ResolveSpawn], [Spawned.Spec], [RecordSpec]: a supervised runtime's
+//     Spec from its spawn's params, or from its record after a restart;
+//     [Recover] restores it from that record (its turn re-attached,
+//     continued or ended in error).
 //   - [ReattachSession], [LogTail], [StopLingering]: a recovered runtime's
 //     log tail and the plugin that may still hold its session.
 //   - [Start]: `avenor run`'s runtime served as a supervisor of one on the

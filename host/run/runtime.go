@@ -26,11 +26,12 @@ import (
 // session and result. It is a control.Target: the control method table and
 // the HTTP debug adapter serve it as it is.
 //
-// The run of `avenor run` is New, Start, Wait, Close. A stable runtime
-// (Spec.EventLog) is New (or Restore, after a supervisor's restart), then
-// a run per prompt (Begin or BeginPhased) with Park between them, and Close
-// when it is reaped; its supervisor keeps the rest (admission, parking,
-// eviction, the durable record).
+// The run of `avenor run` is New, Start, Wait, Close. A supervised
+// runtime (Deps.Owner, Spec.EventLog: every runtime of `avenor stable`) is
+// New (or Recover, after a supervisor's restart), then a run per prompt in
+// the background (Go, GoPhased, FollowUp), parked between them, and Close
+// when it is reaped (life.go); its owner decides admission, the reap and
+// which parked runtimes keep their plugin.
 type Runtime struct {
 	spec   Spec
 	log    hclog.Logger
