@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -49,7 +48,7 @@ func registerBackendCompletion(root *cobra.Command, env Env) {
 	walk = func(c *cobra.Command) {
 		if c.Flags().Lookup("backend") != nil {
 			_ = c.RegisterFlagCompletionFunc("backend", func(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-				return matching(backendNames(cmd.Context(), env), prefix), cobra.ShellCompDirectiveNoFileComp
+				return matching(hostrun.BackendNames(cmd.Context(), env.resolveEnv(nil)), prefix), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for _, s := range c.Commands() {
@@ -57,21 +56,6 @@ func registerBackendCompletion(root *cobra.Command, env Env) {
 		}
 	}
 	walk(root)
-}
-
-// backendNames are the backends a run here could name: those the plugins it
-// would find serve (the project's pins first, the config files' plugin
-// mappings applied, as a run resolves them). A config or lock that does
-// not read leaves them all out: completion has nowhere to report it.
-func backendNames(ctx context.Context, env Env) []string {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	res, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
-	if err != nil {
-		return nil
-	}
-	return res.Finder.BackendNames(ctx)
 }
 
 func matching(names []string, prefix string) []string {

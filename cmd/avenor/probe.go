@@ -48,7 +48,7 @@ func probeMain(env Env, out, dir, prompt string, timeout time.Duration) int {
 	if st, err := os.Stat(absDir); err != nil || !st.IsDir() {
 		return fail(fmt.Errorf("--dir %q is not a directory", dir))
 	}
-	logger := env.newLogger()
+	logger := newLogger(env)
 	probe, err := hostrun.NewProbe(env.resolveEnv(logger), absDir)
 	if err != nil {
 		return fail(err)
@@ -61,9 +61,9 @@ func probeMain(env Env, out, dir, prompt string, timeout time.Duration) int {
 	}
 	defer file.Close()
 
-	ctx, stop := interruptible()
+	ctx, stop := hostrun.Interruptible()
 	defer stop()
-	res := probe.Run(ctx, hostrun.ProbeSpec{Prompt: prompt, RunID: newRunID(), Timeout: timeout,
+	res := probe.Run(ctx, hostrun.ProbeSpec{Prompt: prompt, RunID: hostrun.NewRunID(), Timeout: timeout,
 		Events: file, Logger: logger, Stderr: env.Stderr})
 	fmt.Fprintf(env.Stdout, "probe: %s ended with %s (exit %d); transcript in %s\n", hostrun.ProbeBackend, res.StopReason, res.ExitCode, out)
 	return res.ExitCode

@@ -11,6 +11,7 @@ import (
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/fleet"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/host/stable"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
@@ -134,7 +135,7 @@ func (f *stableFlags) serveConfig(fl *pflag.FlagSet, env Env) (stable.ServeConfi
 	}
 	if f.httpDebug != "" {
 		cfg.HTTPDebug = func(c httpdebug.Config) (*httpdebug.Server, error) {
-			return startHTTPDebug(f.httpDebug, f.httpDebugTokenFile, c, env, logger)
+			return hostrun.StartHTTPDebug(c, f.httpDebug, f.httpDebugTokenFile, env.Stderr, isTerminal(env.Stderr), logger)
 		}
 	}
 	return cfg, nil

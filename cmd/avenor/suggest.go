@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/avenor-go/avenor/host/plugins"
 	"github.com/avenor-go/avenor/internal/nearest"
 )
 
@@ -58,17 +55,4 @@ func flagHint(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w; did you mean --%s?", err, n)
 	}
 	return err
-}
-
-// backendHint is plugins.BackendHint with the backends installed here.
-func backendHint(ctx context.Context, env Env, err error) error {
-	var nf *plugins.NotFoundError
-	if !errors.As(err, &nf) {
-		return err
-	}
-	names := backendNames(ctx, env)
-	if len(names) == 0 {
-		return err
-	}
-	return plugins.BackendHint(nf, names)
 }
