@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -58,7 +57,7 @@ func newFleetServeCmd(env Env) *cobra.Command {
 				fmt.Fprintln(env.Stderr, "avenor fleet serve: --control-socket is required")
 				return exitError{exitFail}
 			}
-			logger := hclog.New(&hclog.LoggerOptions{Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn"))})
+			logger := config.NewLogger(env.Stderr, orDefault(env.Getenv(config.LogLevelEnv), config.DefaultLogLevel))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			st, closeNC, err := fleet.Join(ctx, conn.url, "avenor fleet serve", conn.auth, conn.opts)
