@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,8 @@ func registerBackendCompletion(root *cobra.Command, env Env) {
 	walk = func(c *cobra.Command) {
 		if c.Flags().Lookup("backend") != nil {
 			_ = c.RegisterFlagCompletionFunc("backend", func(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-				return matching(hostrun.BackendNames(cmd.Context(), env.resolveEnv(nil)), prefix), cobra.ShellCompDirectiveNoFileComp
+				names := hostrun.BackendNames(cmd.Context(), env.resolveEnv(nil))
+				return slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, prefix) }), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for _, s := range c.Commands() {
@@ -56,14 +58,4 @@ func registerBackendCompletion(root *cobra.Command, env Env) {
 		}
 	}
 	walk(root)
-}
-
-func matching(names []string, prefix string) []string {
-	var out []string
-	for _, n := range names {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, n)
-		}
-	}
-	return out
 }

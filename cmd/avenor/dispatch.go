@@ -110,18 +110,11 @@ func newRoot(env Env) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{flagHint(cmd, err)} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
 	addLogFlags(root, env)
-	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))
-	root.AddCommand(newVerifyCmd(env))
-	root.AddCommand(newStableCmd(env))
-	root.AddCommand(newFleetCmd(env))
-	root.AddCommand(newAwaitCmd(env))
-	root.AddCommand(newBoardCmd(env))
-	root.AddCommand(newDocsCmd(env))
-	root.AddCommand(newProbeCmd(env))
-	root.AddCommand(newVersionCmd(env))
-	root.AddCommand(newClaudeChannelCmd(env), newChannelCleanupCmd(env))
-	root.AddCommand(newMCPCmd(env))
-	root.AddCommand(newCompletionCmd(env), newConfigCmd(env))
+	for _, sub := range []func(Env) *cobra.Command{newRunCmd, newBackendsCmd, newAnswerCmd, newWatchCmd, newControlCmd, newPluginCmd,
+		newVerifyCmd, newStableCmd, newFleetCmd, newAwaitCmd, newBoardCmd, newDocsCmd, newProbeCmd, newVersionCmd,
+		newClaudeChannelCmd, newChannelCleanupCmd, newMCPCmd, newCompletionCmd, newConfigCmd} {
+		root.AddCommand(sub(env))
+	}
 	registerBackendCompletion(root, env)
 	applyExamples(root)
 	return root

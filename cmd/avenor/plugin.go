@@ -118,11 +118,14 @@ func newPluginListCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lock, _, err := projectLock(false)
+			wd, err := os.Getwd()
 			if err != nil {
 				return err
 			}
-			out := plugins.ListProject(plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil), lock)
+			out, err := plugins.ListDir(env.Getenv, dirs.PluginDir(), wd)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				return writeJSON(env.Stdout, out)
 			}
@@ -148,13 +151,7 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 		Args:  exactArgs("plugin verify takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := plugintest.Harness{Only: only, TurnTimeout: turnTimeout, CancelWithin: cancelWithin}
-			prompts := map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission}
-			h.Prompt = func(backend string, kind plugintest.TurnKind) (string, bool) {
-				if p := prompts[kind]; p != "" {
-					return p, true
-				}
-				return plugintest.DefaultPrompt(backend, kind)
-			}
+			h.Prompt = plugintest.PromptsOr(map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission})
 			rep, err := plugintest.VerifyBinary(cmd.Context(), args[0], h)
 			if err != nil {
 				return fmt.Errorf("plugin verify: %w", plugins.ExplainLaunch(args[0], err))
@@ -182,15 +179,6 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 	fl.DurationVar(&cancelWithin, "cancel-within", 0, "how soon a turn must end after Cancel, Close or a crash (default 5s)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
-}
-
-// projectLock is plugins.ProjectLock of the working directory.
-func projectLock(create bool) (lock *plugins.Lock, created bool, err error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, false, err
-	}
-	return plugins.ProjectLock(wd, create)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming the command.

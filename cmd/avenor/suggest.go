@@ -38,11 +38,6 @@ func refuseRunArg(cmd *cobra.Command, arg string) error {
 
 // flagHint adds the nearest flag of cmd to cobra's "unknown flag: --promt".
 func flagHint(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	name, ok := strings.CutPrefix(msg, "unknown flag: --")
-	if !ok {
-		return err
-	}
 	var names []string
 	visit := func(f *pflag.Flag) {
 		if !f.Hidden {
@@ -51,8 +46,5 @@ func flagHint(cmd *cobra.Command, err error) error {
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
-	if n, ok := nearest.Name(name, names); ok {
-		return fmt.Errorf("%w; did you mean --%s?", err, n)
-	}
-	return err
+	return nearest.FlagHint(err, names)
 }

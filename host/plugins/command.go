@@ -80,3 +80,13 @@ func Unpin(dir, family string, out io.Writer) error {
 	fmt.Fprintf(out, "unpinned %s in %s\n", family, lock.File())
 	return nil
 }
+
+// ListDir is the List of dir's project (ListProject), of the plugins found
+// with getenv and installDir.
+func ListDir(getenv func(string) string, installDir, dir string) (List, error) {
+	lock, _, err := ProjectLock(dir, false)
+	if err != nil {
+		return List{}, err
+	}
+	return ListProject(NewFinder(getenv, installDir, nil), lock), nil
+}
