@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/avenor-go/avenor/host/permission"
 	hostrun "github.com/avenor-go/avenor/host/run"
@@ -57,8 +58,7 @@ func newRunCmd(env Env) *cobra.Command {
 	fl.Duration("permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
 	fl.String("server-url", "", "external runtime server (opencode-http)")
 	fl.StringVar(&f.ControlSocket, "control-socket", "", "Unix socket for the control plane")
-	fl.StringVar(&f.HTTPDebug, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
-	fl.StringVar(&f.HTTPDebugTokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
+	registerHTTPDebug(fl, &f.HTTPDebug, &f.HTTPDebugTokenFile)
 	fl.StringVar(&f.LoopFile, "loop-file", "", "phase loop config (exclusive with --resume and --team-file)")
 	fl.StringVar(&f.TeamFile, "team-file", "", "team config (exclusive with --resume and --loop-file)")
 	fl.StringVar(&f.RosterFile, "roster-file", "", "roster of named backend/agent/model loadouts")
@@ -75,4 +75,11 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// registerHTTPDebug registers --http-debug and --http-debug-token-file, as
+// avenor run and avenor stable take them.
+func registerHTTPDebug(fl *pflag.FlagSet, addr, tokenFile *string) {
+	fl.StringVar(addr, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
+	fl.StringVar(tokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
 }

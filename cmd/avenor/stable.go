@@ -43,8 +43,7 @@ func newStableCmd(env Env) *cobra.Command {
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.StringVar(&c.SocketPath, "control-socket", "", "Unix socket for the control plane (default ~/.avenor/sockets/default.sock); the tombstone is <socket>.dead")
-	fl.StringVar(&f.httpDebug, "http-debug", "", "loopback address (:port, localhost:port, 127.0.0.1:port) of the HTTP/SSE debug adapter; the token is shown only on a terminal")
-	fl.StringVar(&f.httpDebugTokenFile, "http-debug-token-file", "", "write the --http-debug token to this file (0600), for scripts")
+	registerHTTPDebug(fl, &f.httpDebug, &f.httpDebugTokenFile)
 	fl.IntVar(&c.MaxRuntimes, "max-runtimes", stable.DefaultMaxRuntimes, "runtimes executing at once; idle runtimes do not count")
 	fl.IntVar(&c.MaxTreeBudget, "max-tree-budget", stable.DefaultMaxTreeBudget, "executing runtimes of the whole tree of nested supervisors")
 	fl.DurationVar(&c.IdleTimeout, "idle-timeout", 0, "exit after this long with no executing runtime and no control connection (0: never)")
