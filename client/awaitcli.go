@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"time"
 )
 
 // AwaitSockets are the supervisors `avenor await` searches
@@ -106,4 +107,83 @@ func (p AwaitPrinter) Await(ctx context.Context, sockets []string, name string, 
 		}
 	}
 	return out, nil
+}
+
+// Exit codes of `avenor await` (docs/cli.md#avenor-await).
+const (
+	AwaitExitDone       = 0
+	AwaitExitFailed     = 10
+	AwaitExitTimeout    = 11
+	AwaitExitKilled     = 12
+	AwaitExitPermission = 20
+	AwaitExitUsage      = 2
+	AwaitExitElapsed    = 124
+)
+
+// AwaitCommand is `avenor await` once its command line is parsed.
+type AwaitCommand struct {
+	// Socket is --socket; SocketGiven says it was on the command line,
+	// maybe empty (AwaitSockets).
+	Socket      string
+	SocketGiven bool
+	// Until is attention or done; Format plain or json.
+	Until, Format string
+	// Timeout gives up after this long (0: never), exit AwaitExitElapsed.
+	Timeout time.Duration
+	// PrintOutput prints the final output after a terminal state.
+	PrintOutput bool
+}
+
+// Check refuses the flag values await cannot take.
+func (c AwaitCommand) Check() error {
+	switch {
+	case c.Until != "attention" && c.Until != "done":
+		return fmt.Errorf("--until %q: attention or done", c.Until)
+	case c.Format != "plain" && c.Format != "json":
+		return fmt.Errorf("--format %q: plain or json", c.Format)
+	case c.Timeout < 0:
+		return errors.New("--timeout must not be negative")
+	}
+	return nil
+}
+
+// errElapsed is await's own --timeout.
+var errElapsed = errors.New("timeout elapsed")
+
+// Run waits on the runtime name as AwaitPrinter does, printing to stdout,
+// and returns await's exit code; what went wrong is said on stderr.
+func (c AwaitCommand) Run(ctx context.Context, name string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errElapsed)
+		defer cancel()
+	}
+	say := func(msg string) { fmt.Fprintf(stderr, "avenor await: %s\n", msg) }
+	out, err := c.await(ctx, name, getenv, stdout, say)
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errElapsed):
+		say("timeout elapsed")
+		return AwaitExitElapsed
+	case err != nil:
+		say(err.Error())
+		return AwaitExitUsage
+	case out.Attention != "":
+		return AwaitExitPermission
+	case out.Phase == PhaseDone:
+		return AwaitExitDone
+	case out.Phase == PhaseTimeout:
+		return AwaitExitTimeout
+	case out.Phase == PhaseKilled:
+		return AwaitExitKilled
+	}
+	return AwaitExitFailed
+}
+
+func (c AwaitCommand) await(ctx context.Context, name string, getenv func(string) string, stdout io.Writer, warn func(string)) (AwaitOutcome, error) {
+	socks, err := AwaitSockets(c.Socket, c.SocketGiven, getenv)
+	if err != nil {
+		return AwaitOutcome{}, err
+	}
+	p := AwaitPrinter{Out: stdout, JSON: c.Format == "json", FinalOutput: c.PrintOutput}
+	return p.Await(ctx, socks, name, c.Until, warn)
 }

@@ -99,3 +99,16 @@ func PrepareSocketDir(dir string) error {
 	}
 	return nil
 }
+
+// DefaultServerSocket is the socket `avenor stable` listens on when none
+// is given: DefaultSocketPath of home, its directory made ready
+// (PrepareSocketDir).
+func DefaultServerSocket(home string) (string, error) {
+	if home == "" {
+		return "", errors.New("--control-socket is not given and $HOME is not set for ~/.avenor/sockets/default.sock; pass --control-socket")
+	}
+	if err := PrepareSocketDir(SocketDir(home)); err != nil {
+		return "", err
+	}
+	return DefaultSocketPath(home), nil
+}

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/avenor-go/avenor/host/permission"
@@ -20,7 +16,7 @@ func newAnswerCmd(env Env) *cobra.Command {
 		Long:  help("answer"),
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
-			return exitError{runAnswer(args, a, force, env.Stderr)}
+			return exitError{permission.AnswerCommand(args, a, force, env.Stderr)}
 		},
 	}
 	fl := cmd.Flags()
@@ -30,28 +26,4 @@ func newAnswerCmd(env Env) *cobra.Command {
 	fl.StringVar(&a.Outcome, "outcome", "selected", "selected, or cancelled to cancel the run")
 	fl.BoolVar(&force, "force", false, "overwrite an existing response")
 	return cmd
-}
-
-// runAnswer validates the command line, writes the response and returns the
-// exit code.
-func runAnswer(args []string, a permission.Answer, force bool, stderr io.Writer) int {
-	fail := func(code int, format string, v ...any) int {
-		fmt.Fprintf(stderr, "avenor answer: "+format+"\n", v...)
-		return code
-	}
-	switch {
-	case len(args) != 1:
-		return fail(exitUsage, "expected one <perm-base> argument, got %d", len(args))
-	case a.OptionID == "":
-		return fail(exitUsage, "--option is required")
-	case a.Outcome != "selected" && a.Outcome != "cancelled":
-		return fail(exitUsage, "--outcome must be selected or cancelled, got %q", a.Outcome)
-	}
-	if _, err := permission.WriteAnswer(args[0], a, force); err != nil {
-		if errors.Is(err, permission.ErrInvalid) {
-			return fail(exitUsage, "%v", err)
-		}
-		return fail(exitFail, "%v", err)
-	}
-	return exitOK
 }

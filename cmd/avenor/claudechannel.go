@@ -37,10 +37,17 @@ func newClaudeChannelCmd(env Env) *cobra.Command {
 			if runID == "" || token == "" || brokerURL == "" {
 				return usageError{errChannelFlags}
 			}
-			path, err := findChannelPlugin(env)
+			// As run resolves it: the project's pin (hash-checked), the
+			// config's [backends.claude-channel] plugin, the search order.
+			resolved, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
 			if err != nil {
 				return err
 			}
+			found, err := resolved.Find(channelBackend)
+			if err != nil {
+				return err
+			}
+			path := found.Path
 			argv := []string{path, "claude-channel", "--run-id", runID, "--token", token, "--broker-url", brokerURL}
 			if err := syscall.Exec(path, argv, env.Environ); err != nil {
 				return fmt.Errorf("executing the claude plugin %s: %w", path, err)
@@ -53,23 +60,6 @@ func newClaudeChannelCmd(env Env) *cobra.Command {
 	fl.StringVar(&token, "token", "", "the session's broker token (required)")
 	fl.StringVar(&brokerURL, "broker-url", "", "the session's broker, http://127.0.0.1:<port> (required)")
 	return cmd
-}
-
-// findChannelPlugin resolves the plugin serving claude-channel: the
-// project's pin (hash-checked by Find), the config's family mapping, then
-// the usual search order.
-func findChannelPlugin(env Env) (string, error) {
-	// As run resolves it: the config's [backends.claude-channel] plugin,
-	// the project's pins, as every other command does.
-	resolved, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
-	if err != nil {
-		return "", err
-	}
-	found, err := resolved.Find(channelBackend)
-	if err != nil {
-		return "", err
-	}
-	return found.Path, nil
 }
 
 // newChannelCleanupCmd removes the .mcp.json entries a crashed

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,7 +49,8 @@ func registerBackendCompletion(root *cobra.Command, env Env) {
 	walk = func(c *cobra.Command) {
 		if c.Flags().Lookup("backend") != nil {
 			_ = c.RegisterFlagCompletionFunc("backend", func(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-				return matching(backendNames(cmd.Context(), env), prefix), cobra.ShellCompDirectiveNoFileComp
+				names := hostrun.BackendNames(cmd.Context(), env.resolveEnv(nil))
+				return slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, prefix) }), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for _, s := range c.Commands() {
@@ -57,29 +58,4 @@ func registerBackendCompletion(root *cobra.Command, env Env) {
 		}
 	}
 	walk(root)
-}
-
-// backendNames are the backends a run here could name: those the plugins it
-// would find serve (the project's pins first, the config files' plugin
-// mappings applied, as a run resolves them). A config or lock that does
-// not read leaves them all out: completion has nowhere to report it.
-func backendNames(ctx context.Context, env Env) []string {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	res, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
-	if err != nil {
-		return nil
-	}
-	return res.Finder.BackendNames(ctx)
-}
-
-func matching(names []string, prefix string) []string {
-	var out []string
-	for _, n := range names {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -58,7 +56,7 @@ func newControlCmd(env Env) *cobra.Command {
 		}
 		return socket, nil
 	}
-	for _, s := range controlSimples(env) {
+	for _, s := range client.ControlCommands {
 		cmd.AddCommand(newControlSimpleCmd(env, s, sock))
 	}
 	cmd.AddCommand(newControlTailCmd(env, sock), newControlSpawnCmd(env, sock), newControlWaitCapacityCmd(env, sock))
@@ -68,75 +66,15 @@ func newControlCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-// controlSimple is a control command of one RPC whose answer is printed as
-// JSON or as a fixed word (done).
-type controlSimple struct {
-	use, rpc, short, done string
-	min, max              int
-	params                func(args []string) (map[string]any, error)
-}
-
-// controlSimples are the control commands of one RPC.
-func controlSimples(env Env) []controlSimple {
-	optRuntime := func(i int) func([]string) (map[string]any, error) {
-		return func(args []string) (map[string]any, error) {
-			p := map[string]any{}
-			if len(args) > i {
-				p["runtime_id"] = args[i]
-			}
-			return p, nil
-		}
-	}
-	none := func([]string) (map[string]any, error) { return nil, nil }
-	return []controlSimple{
-		{use: "status [runtime-id]", rpc: "status", short: "print the status snapshot", max: 1, params: optRuntime(0)},
-		{use: "list", rpc: "list", short: "list the supervisor's runtimes", params: none},
-		{use: "cancel [runtime-id]", rpc: "cancel", short: "cancel the run (exit 130)", done: "cancelled", max: 1, params: optRuntime(0)},
-		{use: "prompt <text> [runtime-id]", rpc: "prompt", short: "queue a prompt after the current turn", done: "prompt queued", min: 1, max: 2,
-			params: func(a []string) (map[string]any, error) {
-				p, _ := optRuntime(1)(a)
-				p["text"] = a[0]
-				return p, nil
-			}},
-		{use: "interrupt-and-prompt <text> [runtime-id]", rpc: "interrupt_and_prompt", short: "cancel the turn in flight and continue with text", done: "interrupt queued", min: 1, max: 2,
-			params: func(a []string) (map[string]any, error) {
-				p, _ := optRuntime(1)(a)
-				p["text"] = a[0]
-				p["keep_queue"] = false
-				return p, nil
-			}},
-		{use: "answer-permission <request-id> <option-id> [runtime-id]", rpc: "answer_permission", short: "answer the pending permission request", done: "permission answered", min: 2, max: 3,
-			params: func(a []string) (map[string]any, error) {
-				p, _ := optRuntime(2)(a)
-				p["request_id"], p["option_id"] = a[0], a[1]
-				return p, nil
-			}},
-		{use: "shutdown [graceful|kill|immediate]", rpc: "shutdown", short: "stop the supervisor", done: "shutting down", max: 1,
-			params: func(a []string) (map[string]any, error) {
-				mode := "graceful"
-				if len(a) > 0 {
-					mode = a[0]
-				}
-				switch mode {
-				case "graceful", "kill", "immediate":
-				default:
-					return nil, controlUsage(env, fmt.Sprintf("shutdown: unknown mode %q (graceful, kill or immediate)", mode))
-				}
-				return map[string]any{"mode": mode}, nil
-			}},
-		{use: "tree_budget", rpc: "tree_budget", short: "print the tree budget", params: none},
-	}
-}
-
 // newControlSimpleCmd is the command of s; list has its --json and --warm.
-func newControlSimpleCmd(env Env, s controlSimple, sock func() (string, error)) *cobra.Command {
+func newControlSimpleCmd(env Env, s client.ControlCommand, sock func() (string, error)) *cobra.Command {
 	var listJSON, listWarm bool
-	name := strings.Fields(s.use)[0]
+	name := s.Name()
 	sub := &cobra.Command{
-		Use: s.use, Short: s.short,
+		Use: s.Use, Short: s.Short,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) < s.min || len(args) > s.max {
-				return controlUsage(env, fmt.Sprintf("%s: usage: avenor control --socket <path> %s", name, s.use))
+			if err := s.CheckArgs(args); err != nil {
+				return controlUsage(env, err.Error())
 			}
 			return nil
 		},
@@ -145,26 +83,21 @@ func newControlSimpleCmd(env Env, s controlSimple, sock func() (string, error)) 
 			if err != nil {
 				return err
 			}
-			params, err := s.params(args)
+			params, err := s.Params(args)
 			if err != nil {
-				return err
+				return controlUsage(env, err.Error())
 			}
 			if name == "list" && listWarm {
 				params = map[string]any{"warm": true}
 			}
-			var p any // none: no params at all, not null
-			if params != nil {
-				p = params
-			}
-			var raw json.RawMessage
-			if err := client.CallOnce(path, s.rpc, p, &raw, controlCallTimeout); err != nil {
+			raw, err := s.Call(path, params, controlCallTimeout)
+			switch {
+			case err != nil:
 				return controlFail(env, name, err)
-			}
-			if s.done != "" {
-				fmt.Fprintln(env.Stdout, s.done)
+			case s.Done != "":
+				fmt.Fprintln(env.Stdout, s.Done)
 				return nil
-			}
-			if name == "list" && !listJSON && !listWarm && stdoutIsTerminal(env) {
+			case name == "list" && !listJSON && !listWarm && stdoutIsTerminal(env):
 				if err := liveview.WriteRuntimeTable(env.Stdout, raw, time.Now()); err != nil {
 					return controlFail(env, name, err)
 				}
@@ -176,8 +109,7 @@ func newControlSimpleCmd(env Env, s controlSimple, sock func() (string, error)) 
 	if name == "list" {
 		sub.Flags().BoolVar(&listJSON, "json", false, "print JSON even on a terminal (the default when stdout is not one)")
 		sub.Flags().BoolVar(&listWarm, "warm", false, "list the warm pools' ready runtimes (avenor stable --warm) instead, as JSON")
-		sub.Long = "List the supervisor's runtimes: a table on a terminal (id, label, backend, status, phase, age,\ntokens, pending permission), JSON with --json or when stdout is not a terminal."
-		sub.Example = "  avenor control --socket /tmp/stable.sock list\n  avenor control --socket /tmp/stable.sock list --json | jq -r '.[].runtime_id'"
+		sub.Long = help("control-list")
 	}
 	return sub
 }
@@ -195,12 +127,9 @@ func controlFail(env Env, cmd string, err error) error {
 }
 
 func printIndented(env Env, cmd string, raw json.RawMessage) error {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return controlFail(env, cmd, fmt.Errorf("the server's answer is not JSON: %w", err))
+	if err := client.WriteIndented(env.Stdout, raw); err != nil {
+		return controlFail(env, cmd, err)
 	}
-	buf.WriteByte('\n')
-	_, _ = env.Stdout.Write(buf.Bytes())
 	return nil
 }
 

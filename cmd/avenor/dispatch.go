@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	hostrun "github.com/avenor-go/avenor/host/run"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -30,44 +25,11 @@ type Env struct {
 	// log is the global --log-level and --log-file (logging.go); newRoot
 	// sets it when nil.
 	log *logFlags
-	// stderrTerminal remembers that Stderr was a terminal before the live
-	// view put its own writer in front of it (newView).
-	stderrTerminal bool
-}
-
-// stderrIsTerminal says whether the process's stderr is a terminal, also
-// when the live view's writer stands in front of it.
-func (e Env) stderrIsTerminal() bool {
-	return e.stderrTerminal || isTerminal(e.Stderr)
 }
 
 // resolveEnv is what host/run reads of this process.
 func (e Env) resolveEnv(logger hclog.Logger) hostrun.Env {
 	return hostrun.Env{Getenv: e.Getenv, Environ: e.Environ, Logger: logger}
-}
-
-// newLogger is avenor's own logger (logging.go: --log-level, --log-file,
-// AVENOR_LOG).
-func (e Env) newLogger() hclog.Logger { return newLogger(e) }
-
-// interruptible is a context that SIGINT or SIGTERM cancels with
-// hostrt.ErrInterrupted as its cause: a run then ends cancelled, exit 130.
-// stop stops listening for the signals and cancels it.
-func interruptible() (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-sigs:
-			cancel(hostrt.ErrInterrupted)
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		cancel(nil)
-	}
 }
 
 // writeJSON prints v as indented JSON (--json of backends and plugin).
@@ -118,7 +80,7 @@ func Main(args []string, env Env) int {
 		return ee.code
 	case errors.As(err, &ue):
 		if len(args) > 0 && args[0] == "run" {
-			writeUsageSentinel(args[1:], env.Stderr)
+			hostrun.WriteUsageSentinel(args[1:], env.Stderr)
 		}
 		fmt.Fprintf(env.Stderr, "avenor: %v\n", ue.err)
 		fmt.Fprintln(env.Stderr, "Run 'avenor --help' for usage.")
@@ -148,18 +110,11 @@ func newRoot(env Env) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{flagHint(cmd, err)} })
 	root.Flags().BoolP("version", "v", false, "print the version and exit")
 	addLogFlags(root, env)
-	root.AddCommand(newRunCmd(env), newBackendsCmd(env), newAnswerCmd(env), newWatchCmd(env), newControlCmd(env), newPluginCmd(env))
-	root.AddCommand(newVerifyCmd(env))
-	root.AddCommand(newStableCmd(env))
-	root.AddCommand(newFleetCmd(env))
-	root.AddCommand(newAwaitCmd(env))
-	root.AddCommand(newBoardCmd(env))
-	root.AddCommand(newDocsCmd(env))
-	root.AddCommand(newProbeCmd(env))
-	root.AddCommand(newVersionCmd(env))
-	root.AddCommand(newClaudeChannelCmd(env), newChannelCleanupCmd(env))
-	root.AddCommand(newMCPCmd(env))
-	root.AddCommand(newCompletionCmd(env), newConfigCmd(env))
+	for _, sub := range []func(Env) *cobra.Command{newRunCmd, newBackendsCmd, newAnswerCmd, newWatchCmd, newControlCmd, newPluginCmd,
+		newVerifyCmd, newStableCmd, newFleetCmd, newAwaitCmd, newBoardCmd, newDocsCmd, newProbeCmd, newVersionCmd,
+		newClaudeChannelCmd, newChannelCleanupCmd, newMCPCmd, newCompletionCmd, newConfigCmd} {
+		root.AddCommand(sub(env))
+	}
 	registerBackendCompletion(root, env)
 	applyExamples(root)
 	return root

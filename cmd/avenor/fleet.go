@@ -7,7 +7,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -15,24 +14,18 @@ import (
 	"github.com/avenor-go/avenor/host/fleet"
 )
 
-// fleetConnFlags are the NATS connection flags shared by `avenor stable
-// --fleet` and `avenor fleet serve`.
-type fleetConnFlags struct {
-	url  string
-	auth fleet.Auth
-	opts fleet.Options
-}
-
-func (f *fleetConnFlags) register(fl *pflag.FlagSet, urlFlag, urlHelp string) {
-	fl.StringVar(&f.url, urlFlag, "", urlHelp)
-	fl.StringVar(&f.auth.CredsFile, "fleet-creds", "", "NATS credentials file (user JWT and nkey seed)")
-	fl.StringVar(&f.auth.NkeyFile, "fleet-nkey", "", "file holding an NATS nkey seed (SU…)")
-	fl.StringVar(&f.auth.TLSCA, "fleet-tls-ca", "", "CA file that verifies the NATS servers' certificates")
-	fl.StringVar(&f.auth.TLSCert, "fleet-tls-cert", "", "client certificate for mutual TLS (with --fleet-tls-key)")
-	fl.StringVar(&f.auth.TLSKey, "fleet-tls-key", "", "client key for mutual TLS (with --fleet-tls-cert)")
-	fl.IntVar(&f.opts.Replicas, "fleet-replicas", 1, "replicas of the fleet's streams when this member creates them (3 on a 3-server cluster)")
-	fl.DurationVar(&f.opts.EventsMaxAge, "events-max-age", fleet.DefaultEventsMaxAge, "how long the events stream keeps an event (when this member creates it)")
-	fl.Int64Var(&f.opts.EventsMaxBytes, "events-max-bytes", fleet.DefaultEventsMaxBytes, "size bound of the events stream (when this member creates it)")
+// registerFleetConn registers the NATS connection flags shared by `avenor
+// stable --fleet` and `avenor fleet serve`.
+func registerFleetConn(fl *pflag.FlagSet, url *string, auth *fleet.Auth, opts *fleet.Options, urlFlag, urlHelp string) {
+	fl.StringVar(url, urlFlag, "", urlHelp)
+	fl.StringVar(&auth.CredsFile, "fleet-creds", "", "NATS credentials file (user JWT and nkey seed)")
+	fl.StringVar(&auth.NkeyFile, "fleet-nkey", "", "file holding an NATS nkey seed (SU…)")
+	fl.StringVar(&auth.TLSCA, "fleet-tls-ca", "", "CA file that verifies the NATS servers' certificates")
+	fl.StringVar(&auth.TLSCert, "fleet-tls-cert", "", "client certificate for mutual TLS (with --fleet-tls-key)")
+	fl.StringVar(&auth.TLSKey, "fleet-tls-key", "", "client key for mutual TLS (with --fleet-tls-cert)")
+	fl.IntVar(&opts.Replicas, "fleet-replicas", 1, "replicas of the fleet's streams when this member creates them (3 on a 3-server cluster)")
+	fl.DurationVar(&opts.EventsMaxAge, "events-max-age", fleet.DefaultEventsMaxAge, "how long the events stream keeps an event (when this member creates it)")
+	fl.Int64Var(&opts.EventsMaxBytes, "events-max-bytes", fleet.DefaultEventsMaxBytes, "size bound of the events stream (when this member creates it)")
 }
 
 func newFleetCmd(env Env) *cobra.Command {
@@ -46,8 +39,9 @@ func newFleetCmd(env Env) *cobra.Command {
 }
 
 func newFleetServeCmd(env Env) *cobra.Command {
-	var conn fleetConnFlags
-	var socket string
+	var url, socket string
+	var auth fleet.Auth
+	var opts fleet.Options
 	var spawnTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve --nats <url> --control-socket <path>",
@@ -58,10 +52,10 @@ func newFleetServeCmd(env Env) *cobra.Command {
 				fmt.Fprintln(env.Stderr, "avenor fleet serve: --control-socket is required")
 				return exitError{exitFail}
 			}
-			logger := hclog.New(&hclog.LoggerOptions{Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn"))})
+			logger := config.NewLogger(env.Stderr, orDefault(env.Getenv(config.LogLevelEnv), config.DefaultLogLevel))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			st, closeNC, err := fleet.Join(ctx, conn.url, "avenor fleet serve", conn.auth, conn.opts)
+			st, closeNC, err := fleet.Join(ctx, url, "avenor fleet serve", auth, opts)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "avenor fleet serve: %v\n", err)
 				return exitError{exitFail}
@@ -77,7 +71,7 @@ func newFleetServeCmd(env Env) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	conn.register(fl, "nats", "NATS server URL(s), comma-separated (nats://[user:password@]host:4222; tls:// for TLS)")
+	registerFleetConn(fl, &url, &auth, &opts, "nats", "NATS server URL(s), comma-separated (nats://[user:password@]host:4222; tls:// for TLS)")
 	fl.StringVar(&socket, "control-socket", "", "Unix socket to serve the fleet's control methods on (required)")
 	fl.DurationVar(&spawnTimeout, "spawn-timeout", fleet.DefaultSpawnTimeout, "how long a spawn waits for a node of its pool to start it")
 	return cmd

@@ -40,11 +40,7 @@ func newPluginInstallCmd(env Env) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("plugin install: %w", err)
 			}
-			fmt.Fprintf(env.Stdout, "installed %s %s at %s (%s)\n", inst.Family, inst.Version, inst.Path, inst.SHA256)
-			if inst.Replaced != "" {
-				fmt.Fprintf(env.Stderr, "avenor: warning: this replaced a different %s %s (%s); projects that pinned it will refuse to run the new binary until they pin it again with `avenor plugin use %s@%s`\n",
-					inst.Family, inst.Version, inst.Replaced, inst.Family, inst.Version)
-			}
+			inst.WriteText(env.Stdout, env.Stderr)
 			return nil
 		},
 	}
@@ -72,40 +68,19 @@ func newPluginUseCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lock, created, err := projectLock(true)
+			wd, err := os.Getwd()
 			if err != nil {
 				return err
 			}
-			var pin plugins.Pin
-			if path != "" {
-				family := ""
-				if len(args) == 1 {
-					family = args[0]
-				}
-				if pin, err = plugins.PinBinary(cmd.Context(), lock, path, family); err != nil {
-					return fmt.Errorf("plugin use: %w", err)
-				}
-			} else {
-				family, version, err := plugins.ParseFamilyVersion(args[0])
-				if err != nil {
+			req := plugins.UseRequest{Dir: wd, InstallDir: dirs.PluginDir(), Path: path}
+			if path == "" {
+				if req.Family, req.Version, err = plugins.ParseFamilyVersion(args[0]); err != nil {
 					return usageError{err}
 				}
-				if pin, err = plugins.PinInstalled(lock, dirs.PluginDir(), family, version); err != nil {
-					return fmt.Errorf("plugin use: %w", err)
-				}
+			} else if len(args) == 1 {
+				req.Family = args[0]
 			}
-			if err := lock.Write(); err != nil {
-				return fmt.Errorf("plugin use: writing %s: %w", lock.File(), err)
-			}
-			if created {
-				fmt.Fprintf(env.Stdout, "created project %s\n", lock.Project)
-			}
-			fmt.Fprintf(env.Stdout, "pinned %s %s (%s) in %s\n", pin.Family, pin.Version, pin.Hash, lock.File())
-			if pin.Path != "" {
-				fmt.Fprintf(env.Stderr, "avenor: warning: pinned a development build of %s by path (%s): it is checked by hash, so re-run `avenor plugin use --path` after every rebuild; for a lock you commit, install a release (`avenor plugin install`) and pin its version\n",
-					pin.Family, pin.Path)
-			}
-			return nil
+			return plugins.Use(cmd.Context(), req, env.Stdout, env.Stderr)
 		},
 	}
 	cmd.Flags().StringVar(&path, "path", "", "pin this development build (a plugin binary) instead of an installed version")
@@ -122,23 +97,11 @@ func newPluginUnpinCmd(env Env) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			lock, _, err := projectLock(false)
+			wd, err := os.Getwd()
 			if err != nil {
 				return err
 			}
-			if lock == nil || !lock.Remove(family) {
-				where := "this directory is in no avenor project"
-				if lock != nil {
-					where = "nothing pins it in " + lock.File()
-				}
-				fmt.Fprintf(env.Stdout, "%s was not pinned: %s\n", family, where)
-				return nil
-			}
-			if err := lock.Write(); err != nil {
-				return fmt.Errorf("plugin unpin: writing %s: %w", lock.File(), err)
-			}
-			fmt.Fprintf(env.Stdout, "unpinned %s in %s\n", family, lock.File())
-			return nil
+			return plugins.Unpin(wd, family, env.Stdout)
 		},
 	}
 }
@@ -155,11 +118,14 @@ func newPluginListCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lock, _, err := projectLock(false)
+			wd, err := os.Getwd()
 			if err != nil {
 				return err
 			}
-			out := plugins.ListProject(plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil), lock)
+			out, err := plugins.ListDir(env.Getenv, dirs.PluginDir(), wd)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				return writeJSON(env.Stdout, out)
 			}
@@ -185,13 +151,7 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 		Args:  exactArgs("plugin verify takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := plugintest.Harness{Only: only, TurnTimeout: turnTimeout, CancelWithin: cancelWithin}
-			prompts := map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission}
-			h.Prompt = func(backend string, kind plugintest.TurnKind) (string, bool) {
-				if p := prompts[kind]; p != "" {
-					return p, true
-				}
-				return plugintest.DefaultPrompt(backend, kind)
-			}
+			h.Prompt = plugintest.PromptsOr(map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission})
 			rep, err := plugintest.VerifyBinary(cmd.Context(), args[0], h)
 			if err != nil {
 				return fmt.Errorf("plugin verify: %w", plugins.ExplainLaunch(args[0], err))
@@ -219,15 +179,6 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 	fl.DurationVar(&cancelWithin, "cancel-within", 0, "how soon a turn must end after Cancel, Close or a crash (default 5s)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
-}
-
-// projectLock is plugins.ProjectLock of the working directory.
-func projectLock(create bool) (lock *plugins.Lock, created bool, err error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, false, err
-	}
-	return plugins.ProjectLock(wd, create)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming the command.

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/avenor-go/avenor/host/plugins"
 	"github.com/avenor-go/avenor/internal/nearest"
 )
 
@@ -41,11 +38,6 @@ func refuseRunArg(cmd *cobra.Command, arg string) error {
 
 // flagHint adds the nearest flag of cmd to cobra's "unknown flag: --promt".
 func flagHint(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	name, ok := strings.CutPrefix(msg, "unknown flag: --")
-	if !ok {
-		return err
-	}
 	var names []string
 	visit := func(f *pflag.Flag) {
 		if !f.Hidden {
@@ -54,21 +46,5 @@ func flagHint(cmd *cobra.Command, err error) error {
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
-	if n, ok := nearest.Name(name, names); ok {
-		return fmt.Errorf("%w; did you mean --%s?", err, n)
-	}
-	return err
-}
-
-// backendHint is plugins.BackendHint with the backends installed here.
-func backendHint(ctx context.Context, env Env, err error) error {
-	var nf *plugins.NotFoundError
-	if !errors.As(err, &nf) {
-		return err
-	}
-	names := backendNames(ctx, env)
-	if len(names) == 0 {
-		return err
-	}
-	return plugins.BackendHint(nf, names)
+	return nearest.FlagHint(err, names)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -36,9 +35,7 @@ func newVersionCmd(env Env) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			v := currentVersion()
 			if asJSON {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+				return writeJSON(env.Stdout, v)
 			}
 			fmt.Fprintf(env.Stdout, "avenor v%s\ncommit:          %s\ngo:              %s\nplatform:        %s\nplugin protocol: %d\n",
 				v.Version, v.Commit, v.Go, v.Platform, v.PluginProtocol)

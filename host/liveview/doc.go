@@ -10,7 +10,7 @@
 // oldest queued events and says how many (subscriber.lagged), while the log,
 // the control plane and the sentinel carry on untouched. A harness sees
 // nothing of it: the view exists only when stderr is a terminal or a flag
-// asks for it (cmd/avenor's --progress and --quiet), and it never writes to
+// asks for it (avenor run's --progress and --quiet), and it never writes to
 // stdout.
 //
 // Two renderings: [TTY] streams text in place with a redrawn status line and
@@ -19,5 +19,6 @@
 // messages, the logger) goes through [View.Writer], so it never lands in the
 // middle of a status line.
 //
-// Imported by cmd/avenor; depends on host/event.
+// Imported by host/run (avenor run's view) and cmd/avenor (the runtime
+// table of avenor control list); depends on host/event.
 package liveview

@@ -37,8 +37,12 @@
 //     validated [Spec] — the config under the flags, the roster, the
 //     exclusive flags, the prompt, the working directory, the permission
 //     broker — and its loop or team loaded ([Prepared.Phased]).
-//   - [NewProbe]: `avenor probe`, one run of opencode-acp whose permission
-//     requests are all rejected.
+//   - [Command]: `avenor run` once its flags are parsed — the live view,
+//     the event log destination, permissions asked at the terminal, the
+//     HTTP debug adapter, the FAILED sentinel of a run that never started —
+//     handed to Prepare and Start; the command line only registers flags.
+//   - [NewProbe], [ProbeCommand]: `avenor probe`, one run of opencode-acp
+//     whose permission requests are all rejected.
 //   - [ReadPromptFile], [WorkDir], [ListBackends], [ResolveWorkingDir]: the
 //     checks, listings and resolution run, spawn, `avenor backends`, the
 //     completion and `avenor mcp` share.

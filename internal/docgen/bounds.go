@@ -87,7 +87,7 @@ var Bounds = []Bound{
 	{"host/liveview", "FinishBudget", "the live view (`--progress`)", "wait for the view to catch up with the stream before the end summary"},
 	{"host/liveview", "StatusTick", "the live view (`--progress=tty`)", "how often the status line's clock is redrawn"},
 	{"host/liveview", "StallAfter", "the live view (`--progress=tty`)", "quiet time before the status line says what the turn waits for (the runtime's first reply); three times as long without an event mid-turn"},
-	{"cmd/avenor", "MaxInlineLines", "a permission asked at the terminal", "lines typed ahead and held for the question that takes them; the reader waits beyond that"},
+	{"host/run", "MaxInlineLines", "a permission asked at the terminal", "lines typed ahead and held for the question that takes them; the reader waits beyond that"},
 	{"cmd/avenor", "BackendsWidth", "`avenor backends`", "columns of the default table (`-o wide` and `--json` show everything)"},
 	{"host/run", "MaxStdinPrompt", "`avenor run --prompt-file -`", "longest prompt read from stdin"},
 	{"host/run", "ListTimeout", "`avenor backends`", "time for one plugin to start and describe its backends"},

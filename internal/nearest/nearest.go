@@ -1,6 +1,9 @@
 package nearest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Distance is the optimal-string-alignment distance of a and b:
 // insertions, deletions, substitutions and transpositions of neighbours
@@ -54,4 +57,17 @@ func Name(typed string, candidates []string) (string, bool) {
 		}
 	}
 	return best, best != ""
+}
+
+// FlagHint adds the nearest of flags (names without their dashes) to the
+// flag parser's "unknown flag: --promt"; any other err is returned as it is.
+func FlagHint(err error, flags []string) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	if n, ok := Name(name, flags); ok {
+		return fmt.Errorf("%w; did you mean --%s?", err, n)
+	}
+	return err
 }

@@ -79,6 +79,18 @@ func DefaultPrompt(_ string, kind TurnKind) (string, bool) {
 	return "", false
 }
 
+// PromptsOr is a Harness.Prompt that sends the prompt given for a kind of
+// turn (the map's; "" or absent: DefaultPrompt's), as `avenor plugin
+// verify --prompt, --long-prompt, --permission-prompt` do.
+func PromptsOr(prompts map[TurnKind]string) func(backend string, kind TurnKind) (string, bool) {
+	return func(backend string, kind TurnKind) (string, bool) {
+		if p := prompts[kind]; p != "" {
+			return p, true
+		}
+		return DefaultPrompt(backend, kind)
+	}
+}
+
 func (h Harness) withDefaults() Harness {
 	if h.Prompt == nil {
 		h.Prompt = DefaultPrompt

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"bufio"
@@ -21,12 +21,12 @@ import (
 // no --control-socket, --http-debug, --permission-handler, --sentinel-file
 // (its file handler), --auto-approve (flag or config), no --on-permission
 // deny|fail, and stdin is not the prompt.
-func answersInline(f *runFlags, perms permission.Options, env Env, view *liveview.View) bool {
-	stdin, _ := env.Stdin.(*os.File)
-	return view.Mode() == liveview.TTY && env.stderrTerminal && liveview.IsTerminal(stdin) &&
-		f.controlSocket == "" && f.httpDebug == "" && f.permissionHandler == "" && f.sentinelFile == "" &&
-		!f.autoApprove && !perms.AutoApprove && perms.FileBase == "" &&
-		(perms.Unanswered == "" || perms.Unanswered == permission.UnansweredWait) && f.promptFile != "-"
+func (c *Command) answersInline(perms permission.Options, view *liveview.View, stderrTerminal bool) bool {
+	stdin, _ := c.Stdin.(*os.File)
+	return view.Mode() == liveview.TTY && stderrTerminal && liveview.IsTerminal(stdin) &&
+		c.ControlSocket == "" && c.HTTPDebug == "" && c.PermissionHandler == "" && c.SentinelFile == "" &&
+		!c.AutoApprove && !perms.AutoApprove && perms.FileBase == "" &&
+		(perms.Unanswered == "" || perms.Unanswered == permission.UnansweredWait) && c.PromptFile != "-"
 }
 
 // askAtTerminal is the broker's last resolver of an inline run: the live
