@@ -28,6 +28,18 @@ const (
 	MaxWriteStall = 10 * time.Second
 )
 
+// Buffers of the log's queue.
+const (
+	// maxBatchBuffer bounds a batch buffer reused while the goroutine
+	// runs: one grown by a huge event is dropped after its batch.
+	maxBatchBuffer = 1 << 20
+	// maxIdleBatch bounds the buffers kept once the goroutine has
+	// returned: a lone line's batch (a trickle of events) reuses it, and a
+	// writer that was flooded keeps no flood-sized buffers while idle
+	// (two of up to maxBatchBuffer each, per runtime, before).
+	maxIdleBatch = 4 << 10
+)
+
 // batcher is the log side of a Writer: Write appends whole lines to pending
 // and returns; one goroutine writes pending to the log, all of it in one
 // Write call, and repeats while more arrived meanwhile. It exists only while
@@ -51,7 +63,7 @@ type batcher struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // written advanced, pending was taken, run returned, or the log failed
 	pending []byte     // whole lines not yet handed to out
-	spare   []byte     // the other buffer, reused for the next batch
+	spare   []byte     // the other buffer, reused for the next batch while run runs
 	queued  int64      // bytes ever appended to pending
 	written int64      // bytes ever written to out
 	offset  int64      // the log's size: where the next write lands (run's)
@@ -199,13 +211,18 @@ func (b *batcher) run() {
 		default:
 			b.written += int64(len(buf))
 		}
-		if cap(buf) <= maxKeptBuffer {
+		if cap(buf) <= maxBatchBuffer {
 			b.spare = buf
 		}
 		b.cond.Broadcast()
 	}
-	if b.err != nil {
-		b.pending, b.spare = nil, nil
+	// Idle now: keep no buffer sized for a flood (pending is empty here
+	// unless the log failed).
+	if b.err != nil || cap(b.pending) > maxIdleBatch {
+		b.pending = nil
+	}
+	if b.err != nil || cap(b.spare) > maxIdleBatch {
+		b.spare = nil
 	}
 	b.running = false
 	b.cond.Broadcast()

@@ -1,7 +1,6 @@
 package event
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,22 @@ import (
 const (
 	DefaultHistory = 256
 	DefaultQueue   = 256
+)
+
+// The memory of an idle runtime's event stream, the part of a runtime's
+// cost in the supervisor that host/event owns (docs/configuration.md).
+// Nothing is preallocated for the history window or a subscriber's queue;
+// each grows with the traffic, and what was sized for a burst (batch
+// buffers, encode scratch, a drained queue) is given back once idle.
+// TestIdleWriterMemory and TestIdleSubscriptionMemory hold them.
+const (
+	// IdleWriterBytes bounds the heap one Writer holds once idle after a
+	// turn of ordinary events (a full 256-event history of ~285-byte
+	// lines, 73 KB of them), with one drained subscriber.
+	IdleWriterBytes = 96 << 10
+	// IdleSubscriptionBytes bounds the heap of a subscription with
+	// nothing queued.
+	IdleSubscriptionBytes = 1 << 10
 )
 
 // Errors returned by Writer.Write.
@@ -83,8 +98,7 @@ type Writer struct {
 	mu        sync.Mutex
 	seq       int64
 	sessionID string
-	line      []byte // the line being encoded
-	arena     []byte // where kept lines are copied to (keep)
+	line      []byte // the line being encoded (kept up to maxIdleLine)
 	enc       lineEncoder
 	history   ring
 	subs      map[*Subscription]struct{}
@@ -227,35 +241,10 @@ func (w *Writer) settle(typ sdk.EventType, seq int64, offset int64) error {
 	return nil
 }
 
-// maxKeptBuffer bounds the encode buffer kept between writes.
-const maxKeptBuffer = 1 << 20
-
-// Kept lines (the history ring's and the subscribers' copy) are carved out
-// of arenas of arenaSize bytes instead of one allocation each: under a flood
-// that was one of the last few allocations per event. An arena
-// lives while any line in it is referenced — the ring holds the latest 256,
-// so a writer keeps about its ring's bytes plus one arena. A line longer
-// than maxArenaLine gets its own allocation.
-const (
-	arenaSize    = 16 << 10
-	maxArenaLine = 2 << 10
-)
-
-// keep returns a copy of line that nothing else writes to; the Writer's
-// lock is held.
-func (w *Writer) keep(line []byte) []byte {
-	n := len(line)
-	if n > maxArenaLine {
-		return bytes.Clone(line)
-	}
-	if cap(w.arena)-len(w.arena) < n {
-		w.arena = make([]byte, 0, arenaSize)
-	}
-	start := len(w.arena)
-	w.arena = append(w.arena, line...)
-	// Capped, so that appending to a kept line cannot reach its neighbour.
-	return w.arena[start:len(w.arena):len(w.arena)]
-}
+// maxIdleLine bounds the encode scratch a Writer keeps between writes:
+// an ordinary line fits, and the rare bigger event (a long final_output)
+// allocates its own rather than pinning its size for the runtime's life.
+const maxIdleLine = 4 << 10
 
 func stampIfAbsent(ev Event, key, value string) {
 	if value == "" {
@@ -310,7 +299,7 @@ func (w *Writer) History(afterSeq int64, limit int) []Event {
 
 // Close ends the stream: later Writes fail with ErrClosed, and every
 // subscription delivers what it has queued and then closes its channel.
-// History stays readable. It flushes the queued lines first and
+// History stays readable (its storage fitted to it). It flushes the queued lines first and
 // returns the log's failure (bounded like Flush). Close does not close the
 // log writer. It is idempotent.
 func (w *Writer) Close() error {
@@ -321,24 +310,25 @@ func (w *Writer) Close() error {
 			s.finish()
 			delete(w.subs, s)
 		}
+		w.line = nil
+		w.history.trim()
 	}
 	w.mu.Unlock()
 	return w.Flush()
 }
 
 // commitLocked makes line (one encoded event and its newline, in the
-// writer's scratch) event seq: one copy kept for the history ring and the
-// subscribers, the line queued to the log's batch (its offset returned),
-// and the scratch kept for the next event unless one huge final_output
-// grew it past maxKeptBuffer. w.mu is held.
+// writer's scratch) event seq: one copy kept in the history ring and
+// shared with the subscribers, the line queued to the log's batch (its
+// offset returned), and the scratch kept for the next event unless a big
+// event grew it past maxIdleLine. w.mu is held.
 func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64) {
 	w.seq = seq
-	kept = w.keep(line[:len(line)-1])
-	w.history.pushOwned(seq, kept)
+	kept = w.history.push(seq, line[:len(line)-1])
 	if w.batch != nil {
 		offset = w.batch.add(line)
 	}
-	if cap(line) > maxKeptBuffer {
+	if cap(line) > maxIdleLine {
 		line = nil
 	}
 	w.line = line
@@ -347,8 +337,9 @@ func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64
 
 // BoundFinalOutput rewrites the history's events whose final_output is
 // longer than runes runes (<= 0: FinalOutputLimit) as Truncate makes them,
-// so a writer kept for long — a parked stable runtime's — holds no whole
-// answer in memory; the log keeps it. Every control view (status, history,
+// and fits the history's storage to what it then holds, so a writer kept
+// for long — a parked stable runtime's — holds no whole answer and no
+// room for traffic in memory; the log keeps it. Every control view (status, history,
 // subscriptions) bounds final_output the same way, so what they show does
 // not change. Events written later are kept whole until the next call.
 func (w *Writer) BoundFinalOutput(runes int) {
@@ -359,4 +350,5 @@ func (w *Writer) BoundFinalOutput(runes int) {
 	defer w.mu.Unlock()
 	var enc lineEncoder
 	w.history.boundFinalOutput(runes, &enc)
+	w.history.trim()
 }
