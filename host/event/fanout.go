@@ -35,7 +35,7 @@ type Subscription struct {
 	mode   int // modeNone, modeChannel (C started the pump), modeBatch or modeClosed
 
 	mu       sync.Mutex
-	after    int64 // live events with seq <= after are not wanted
+	after    int64    // live events with seq <= after are not wanted
 	queue    []queued // a circle of up to max entries, grown on demand
 	max      int
 	head, n  int
