@@ -29,8 +29,8 @@ const (
 	slopeReserveMB = 1024
 	// slopeWordsPerRuntime lengthens the echo reply with the size, so
 	// every runtime still streams while the last ones spawn (spawning is
-	// a CPU queue: ~20–45 ms per runtime on 2 cores).
-	slopeWordsPerRuntime = 3
+	// a CPU queue: ~20–60 ms per runtime on 2 busy cores).
+	slopeWordsPerRuntime = 6
 )
 
 // BenchmarkStableMemorySlope: the supervisor's memory per added runtime.

@@ -168,9 +168,20 @@ func (c *Conn) appendNotification(dst []byte, ev event.Event) []byte {
 // finalOutputKey marks a line whose event Truncate may change.
 var finalOutputKey = []byte(`"final_output":`)
 
-// maxKeptNotifyBuffer bounds the batch buffer a forwarder keeps between
-// batches: a huge event should not pin its buffer for the connection's life.
+// maxKeptNotifyBuffer bounds a batch buffer put back in notifyBuffers: a
+// huge event's should not be kept for the process's life.
 const maxKeptNotifyBuffer = 1 << 20
+
+// maxIdleNotifyBatch bounds the item slice a forwarder keeps while it
+// waits for events: a trickle's batches reuse it, a burst's is dropped.
+const maxIdleNotifyBatch = 16
+
+// notifyBuffers holds the forwarders' batch buffers between batches. A
+// forwarder takes one only while it has a batch to write, so one waiting
+// for events (an idle runtime: every runtime × every subscriber) holds
+// none; before, each kept the largest batch it had sent, a lagging
+// subscriber's up to its whole queue of lines.
+var notifyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // Forward sends replay at once, then the subscription's live events from a
 // goroutine, skipping every event whose seq is not above the last one sent
@@ -215,11 +226,11 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 		// log has it, so no event is encoded again; only one
 		// that may carry a final_output to bound (docs/events.md#the-envelope) is.
 		var batch []event.Item
-		var buf []byte
 		for {
 			var more bool
 			batch, more = sub.ReceiveItems(batch[:0])
-			buf = buf[:0]
+			bp := notifyBuffers.Get().(*[]byte)
+			buf := (*bp)[:0]
 			for _, it := range batch {
 				line := it.Line()
 				if line == nil || bytes.Contains(line, finalOutputKey) {
@@ -233,14 +244,16 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 				buf = appendEventLine(buf, line)
 			}
 			clear(batch) // the events belong to the writer's history
-			if len(buf) > 0 && !c.write(buf) {
-				return
+			if cap(batch) > maxIdleNotifyBatch {
+				batch = nil
 			}
-			if !more {
-				return
+			ok := len(buf) == 0 || c.write(buf)
+			if cap(buf) <= maxKeptNotifyBuffer {
+				*bp = buf[:0]
+				notifyBuffers.Put(bp)
 			}
-			if cap(buf) > maxKeptNotifyBuffer {
-				buf = nil
+			if !ok || !more {
+				return
 			}
 		}
 	}()
