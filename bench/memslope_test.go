@@ -18,7 +18,7 @@ const (
 	// is unset.
 	slopeDefaultMax = 400
 	// slopeMaxRuntimes bounds AVENOR_BENCH_MAX_RUNTIMES: beyond it one
-	// iteration outlasts stableDeadline on any machine this runs on.
+	// iteration takes more than 20 minutes (stableDeadlineFor).
 	slopeMaxRuntimes = 2000
 	// slopePluginMB is what one echo runtime is assumed to cost the
 	// machine (its plugin's RSS, 15 MB measured, plus the supervisor's
@@ -29,8 +29,9 @@ const (
 	slopeReserveMB = 1024
 	// slopeWordsPerRuntime lengthens the echo reply with the size, so
 	// every runtime still streams while the last ones spawn (spawning is
-	// a CPU queue: ~20–60 ms per runtime on 2 busy cores).
-	slopeWordsPerRuntime = 6
+	// a CPU queue: 200 took more than 24 s on 2 cores shared with other
+	// work; 10 words is 200 ms of streaming per runtime).
+	slopeWordsPerRuntime = 10
 )
 
 // BenchmarkStableMemorySlope: the supervisor's memory per added runtime.

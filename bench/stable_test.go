@@ -59,8 +59,10 @@ const (
 	// well under a minute.
 	stableReplyWords = 300
 	// stableDeadline bounds one benchmark iteration, spawn to shutdown
-	// (the 200 case must finish within 2 min).
-	stableDeadline = 2 * time.Minute
+	// (the 200 case must finish within 2 min); stablePerRuntime raises it
+	// for larger sizes (stableDeadlineFor).
+	stableDeadline   = 2 * time.Minute
+	stablePerRuntime = 600 * time.Millisecond
 	// stableShutdownWait bounds the supervisor's graceful shutdown
 	// (its own --shutdown-timeout is 10 s) and the plugins' exit after it.
 	stableShutdownWait = 30 * time.Second
@@ -173,7 +175,8 @@ type stableResult struct {
 // benchStable drives one supervisor: spawn n, measure, check every
 // runtime's end, shut it down gracefully and check no plugin outlives it.
 func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concurrent bool, sup *supervisorProc) stableResult {
-	ctx, cancel := context.WithTimeout(context.Background(), stableDeadline)
+	deadline := stableDeadlineFor(n)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	var watcher *client.Client
 	for watcher == nil {
@@ -279,7 +282,7 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		mu.Lock()
 		got := len(first)
 		mu.Unlock()
-		b.Fatalf("only %d of %d runtimes sent an event within %v", got, n, stableDeadline)
+		b.Fatalf("only %d of %d runtimes sent an event within %v", got, n, deadline)
 	}
 
 	// All n stream now: sample the processes.
@@ -335,7 +338,7 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		}
 		select {
 		case <-ctx.Done():
-			b.Fatalf("%d of %d runtimes ended within %v", done, n, stableDeadline)
+			b.Fatalf("%d of %d runtimes ended within %v", done, n, deadline)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -375,6 +378,12 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		hostCPU: cpu1.host - cpu0.host, pluginCPU: cpu1.children - cpu0.children, window: window.Seconds(),
 		p50: stablePercentile(lat, 0.50), p99: stablePercentile(lat, 0.99), spawnAll: spawnAll.Seconds(), lagged: nLagged,
 	}
+}
+
+// stableDeadlineFor bounds one iteration with n runtimes: stableDeadline,
+// or stablePerRuntime each when that is longer (400 runtimes: 4 min).
+func stableDeadlineFor(n int) time.Duration {
+	return max(stableDeadline, time.Duration(n)*stablePerRuntime)
 }
 
 // checkStableEnds checks that every spawned runtime ended its turn and
