@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,9 @@ const (
 const (
 	// IdleWriterBytes bounds the heap one Writer holds once idle after a
 	// turn of ordinary events (a full 256-event history of ~285-byte
-	// lines, 73 KB of them), with one drained subscriber.
-	IdleWriterBytes = 96 << 10
+	// lines, 73 KB of them whole, ~45 KB compact), with one drained
+	// subscriber.
+	IdleWriterBytes = 64 << 10
 	// IdleSubscriptionBytes bounds the heap of a subscription with
 	// nothing queued.
 	IdleSubscriptionBytes = 1 << 10
@@ -99,6 +101,7 @@ type Writer struct {
 	seq       int64
 	sessionID string
 	line      []byte // the line being encoded (kept up to maxIdleLine)
+	shared    []byte // where the lines handed out are copied to (share)
 	enc       lineEncoder
 	history   ring
 	subs      map[*Subscription]struct{}
@@ -246,6 +249,32 @@ func (w *Writer) settle(typ sdk.EventType, seq int64, offset int64) error {
 // allocates its own rather than pinning its size for the runtime's life.
 const maxIdleLine = 4 << 10
 
+// The lines handed to subscribers and callers (Item.Line, Stamped.Line)
+// are carved out of small arenas instead of one allocation each: under a
+// flood that was one of the last few allocations per event. An arena
+// lives while a line in it is referenced (a subscriber's queue), so an
+// idle writer keeps only its current one (none once parked or closed). A
+// line longer than maxSharedLine gets its own allocation.
+const (
+	sharedArena   = 4 << 10
+	maxSharedLine = 1 << 10
+)
+
+// share returns a copy of line that nothing writes to; w.mu is held.
+func (w *Writer) share(line []byte) []byte {
+	n := len(line)
+	if n > maxSharedLine {
+		return bytes.Clone(line)
+	}
+	if cap(w.shared)-len(w.shared) < n {
+		w.shared = make([]byte, 0, sharedArena)
+	}
+	start := len(w.shared)
+	w.shared = append(w.shared, line...)
+	// Capped, so that appending to a shared line cannot reach its neighbour.
+	return w.shared[start:len(w.shared):len(w.shared)]
+}
+
 func stampIfAbsent(ev Event, key, value string) {
 	if value == "" {
 		return
@@ -310,7 +339,7 @@ func (w *Writer) Close() error {
 			s.finish()
 			delete(w.subs, s)
 		}
-		w.line = nil
+		w.line, w.shared = nil, nil
 		w.history.trim()
 	}
 	w.mu.Unlock()
@@ -318,13 +347,14 @@ func (w *Writer) Close() error {
 }
 
 // commitLocked makes line (one encoded event and its newline, in the
-// writer's scratch) event seq: one copy kept in the history ring and
-// shared with the subscribers, the line queued to the log's batch (its
+// writer's scratch) event seq: one copy shared with the subscribers, one
+// kept compact in the history ring, the line queued to the log's batch (its
 // offset returned), and the scratch kept for the next event unless a big
 // event grew it past maxIdleLine. w.mu is held.
 func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64) {
 	w.seq = seq
-	kept = w.history.push(seq, line[:len(line)-1])
+	kept = w.share(line[:len(line)-1])
+	w.history.push(seq, kept)
 	if w.batch != nil {
 		offset = w.batch.add(line)
 	}
@@ -351,4 +381,5 @@ func (w *Writer) BoundFinalOutput(runes int) {
 	var enc lineEncoder
 	w.history.boundFinalOutput(runes, &enc)
 	w.history.trim()
+	w.shared = nil
 }
