@@ -28,17 +28,11 @@ const (
 	MaxWriteStall = 10 * time.Second
 )
 
-// Buffers of the log's queue.
-const (
-	// maxBatchBuffer bounds a batch buffer reused while the goroutine
-	// runs: one grown by a huge event is dropped after its batch.
-	maxBatchBuffer = 1 << 20
-	// maxIdleBatch bounds the buffers kept once the goroutine has
-	// returned: a lone line's batch (a trickle of events) reuses it, and a
-	// writer that was flooded keeps no flood-sized buffers while idle
-	// (two of up to maxBatchBuffer each, per runtime, before).
-	maxIdleBatch = 4 << 10
-)
+// maxBatchBuffer bounds a batch buffer kept for the next batch: one grown
+// by a huge event is dropped after its batch. A writer that goes idle for
+// long (parked, closed) gives its buffers back (trim): a flood's two
+// buffers of up to this size each were kept for the runtime's life.
+const maxBatchBuffer = 1 << 20
 
 // batcher is the log side of a Writer: Write appends whole lines to pending
 // and returns; one goroutine writes pending to the log, all of it in one
@@ -216,17 +210,22 @@ func (b *batcher) run() {
 		}
 		b.cond.Broadcast()
 	}
-	// Idle now: keep no buffer sized for a flood (pending is empty here
-	// unless the log failed).
-	if b.err != nil || cap(b.pending) > maxIdleBatch {
-		b.pending = nil
-	}
-	if b.err != nil || cap(b.spare) > maxIdleBatch {
-		b.spare = nil
+	if b.err != nil {
+		b.pending, b.spare = nil, nil
 	}
 	b.running = false
 	b.cond.Broadcast()
 	b.mu.Unlock()
+}
+
+// trim gives back the queue's buffers when nothing is queued or being
+// written, for a writer that will be idle for long.
+func (b *batcher) trim() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.running && len(b.pending) == 0 {
+		b.pending, b.spare = nil, nil
+	}
 }
 
 // checkStall is the watchdog of the write in progress: one that has not

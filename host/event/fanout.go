@@ -300,6 +300,16 @@ func (s *Subscription) growLocked() {
 	s.queue, s.head = grown, 0
 }
 
+// trim gives back the queue when nothing is queued; called with
+// Writer.mu held, for a writer that will be idle for long.
+func (s *Subscription) trim() {
+	s.mu.Lock()
+	if s.n == 0 {
+		s.queue, s.head = nil, 0
+	}
+	s.mu.Unlock()
+}
+
 // shrinkLocked gives back an empty queue grown past queueKeep.
 func (s *Subscription) shrinkLocked() {
 	if s.n == 0 && len(s.queue) > queueKeep {

@@ -247,7 +247,7 @@ func (w *Writer) settle(typ sdk.EventType, seq int64, offset int64) error {
 // maxIdleLine bounds the encode scratch a Writer keeps between writes:
 // an ordinary line fits, and the rare bigger event (a long final_output)
 // allocates its own rather than pinning its size for the runtime's life.
-const maxIdleLine = 4 << 10
+const maxIdleLine = 64 << 10
 
 // The lines handed to subscribers and callers (Item.Line, Stamped.Line)
 // are carved out of small arenas instead of one allocation each: under a
@@ -339,11 +339,13 @@ func (w *Writer) Close() error {
 			s.finish()
 			delete(w.subs, s)
 		}
-		w.line, w.shared = nil, nil
-		w.history.trim()
 	}
 	w.mu.Unlock()
-	return w.Flush()
+	err := w.Flush()
+	w.mu.Lock()
+	w.trimLocked()
+	w.mu.Unlock()
+	return err
 }
 
 // commitLocked makes line (one encoded event and its newline, in the
@@ -367,9 +369,9 @@ func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64
 
 // BoundFinalOutput rewrites the history's events whose final_output is
 // longer than runes runes (<= 0: FinalOutputLimit) as Truncate makes them,
-// and fits the history's storage to what it then holds, so a writer kept
-// for long — a parked stable runtime's — holds no whole answer and no
-// room for traffic in memory; the log keeps it. Every control view (status, history,
+// and fits the writer's storage to what it then holds (trimLocked), so a
+// writer kept for long — a parked stable runtime's — holds no whole
+// answer and no room for traffic in memory; the log keeps it. Every control view (status, history,
 // subscriptions) bounds final_output the same way, so what they show does
 // not change. Events written later are kept whole until the next call.
 func (w *Writer) BoundFinalOutput(runes int) {
@@ -380,6 +382,20 @@ func (w *Writer) BoundFinalOutput(runes int) {
 	defer w.mu.Unlock()
 	var enc lineEncoder
 	w.history.boundFinalOutput(runes, &enc)
+	w.trimLocked()
+}
+
+// trimLocked fits the writer's storage to what it holds, for a writer
+// that will be idle for long: the history's arena exactly, no shared
+// arena, no encode scratch, no batch buffers, and no queue in a
+// subscription that has nothing queued. w.mu is held.
+func (w *Writer) trimLocked() {
 	w.history.trim()
-	w.shared = nil
+	w.line, w.shared = nil, nil
+	if w.batch != nil {
+		w.batch.trim()
+	}
+	for s := range w.subs {
+		s.trim()
+	}
 }
