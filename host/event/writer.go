@@ -21,12 +21,13 @@ const (
 // The memory of an idle runtime's event stream, the part of a runtime's
 // cost in the supervisor that host/event owns (docs/configuration.md).
 // Nothing is preallocated for the history window or a subscriber's queue;
-// each grows with the traffic, and what was sized for a burst (batch
-// buffers, encode scratch, a drained queue) is given back once idle.
-// TestIdleWriterMemory and TestIdleSubscriptionMemory hold them.
+// each grows with the traffic; a drained queue is given back at once, and
+// what else was sized for a burst (batch buffers, encode scratch, the
+// history's slack) when the runtime is parked (BoundFinalOutput) or ends
+// (Close). TestIdleWriterMemory and TestIdleSubscriptionMemory hold them.
 const (
-	// IdleWriterBytes bounds the heap one Writer holds once idle after a
-	// turn of ordinary events (a full 256-event history of ~285-byte
+	// IdleWriterBytes bounds the heap one Writer holds once parked after
+	// a turn of ordinary events (a full 256-event history of ~285-byte
 	// lines, 73 KB of them whole, ~45 KB compact), with one drained
 	// subscriber.
 	IdleWriterBytes = 64 << 10

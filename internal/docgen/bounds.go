@@ -72,7 +72,7 @@ var Bounds = []Bound{
 	{"host/suprecord", "MaxRecords", "supervisor records (`$XDG_STATE_HOME/avenor/supervisors`)", "records of running supervisors the board lists"},
 	{"host/event", "DefaultHistory", "event history per runtime", "events kept in memory for `history` and replay (the NDJSON file keeps all)"},
 	{"host/event", "DefaultQueue", "each subscription", "queued events before the oldest is dropped and `subscriber.lagged` sent"},
-	{"host/event", "IdleWriterBytes", "event stream per runtime", "heap an idle runtime's event stream holds after a turn of ordinary events: its 256-event history as compact lines and one drained subscriber; nothing is preallocated, and buffers sized for a burst are given back once idle (tested, not enforced)"},
+	{"host/event", "IdleWriterBytes", "event stream per runtime", "heap a parked runtime's event stream holds after a turn of ordinary events: its 256-event history as compact lines (the repeated envelope members kept once) and one drained subscriber; nothing is preallocated, and buffers sized for a burst are given back when the runtime is parked or ends (tested, not enforced)"},
 	{"host/event", "IdleSubscriptionBytes", "each subscription", "heap of a subscription with nothing queued: its queue grows with the traffic up to `event.DefaultQueue` and is given back once drained (tested, not enforced)"},
 	{"host/event", "MaxQueuedLogBytes", "event log (`--on-event`, `on_event`)", "bytes of events queued for the log; a Write waits for room (never holding up control) rather than growing memory"},
 	{"host/event", "MaxWriteStall", "event log (`--on-event`, `on_event`)", "longest a write to the log may block; past it the log is given up and the run ends `FAILED` with `avenor.error{source:\"event_log\"}`"},
