@@ -49,7 +49,7 @@ func TestHistoryReplaysExactLines(t *testing.T) {
 
 // The ring's arena: the latest size lines, each restored byte for byte
 // whatever members were cut out of it, in order whatever their sizes; the
-// storage stays within a quarter of the live lines (plus the newest line),
+// storage stays within half the live lines more (plus the newest line),
 // trim fits it exactly, and the pieces stay bounded while sessions come
 // and go.
 func TestRingArena(t *testing.T) {
@@ -78,7 +78,7 @@ func TestRingArena(t *testing.T) {
 				l := line(seq, tc.bytes(seq))
 				r.push(int64(seq), l)
 				maxLive, maxLine = max(maxLive, r.live), max(maxLine, len(l))
-				if limit := (maxLive+maxLine)*5/4 + 1; cap(r.arena) > max(minArena, limit) {
+				if limit := (maxLive+maxLine)*3/2 + 1; cap(r.arena) > max(minArena, limit) {
 					t.Fatalf("after push %d the arena holds %d bytes for %d live", seq, cap(r.arena), r.live)
 				}
 				if cap(r.entries) > tc.size || len(r.pieces) > maxPieces {

@@ -257,8 +257,8 @@ const maxIdleLine = 64 << 10
 // idle writer keeps only its current one (none once parked or closed). A
 // line longer than maxSharedLine gets its own allocation.
 const (
-	sharedArena   = 4 << 10
-	maxSharedLine = 1 << 10
+	sharedArena   = 16 << 10
+	maxSharedLine = 2 << 10
 )
 
 // share returns a copy of line that nothing writes to; w.mu is held.
