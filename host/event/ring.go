@@ -101,9 +101,15 @@ func (r *ring) restore(dst []byte, e *ringEntry) []byte {
 	return append(dst, c[j:]...)
 }
 
+// cutSpans are where the members of cutKeys lie in a line, when its
+// writer knows (splice): [start, end) with the comma after the member;
+// end 0 for a member that is absent or not to be cut.
+type cutSpans [len(cutKeys)]struct{ start, end int }
+
 // push keeps line (no newline) as event seq, dropping the oldest event
-// when the ring is full.
-func (r *ring) push(seq int64, line []byte) {
+// when the ring is full; spans, when not nil, say where the members to
+// cut are, else the line is searched for them.
+func (r *ring) push(seq int64, line []byte, spans *cutSpans) {
 	var e *ringEntry
 	switch {
 	case r.n == r.size:
@@ -122,7 +128,7 @@ func (r *ring) push(seq int64, line []byte) {
 		r.n++
 	}
 	e.seq = seq
-	r.put(e, line)
+	r.put(e, line, spans)
 }
 
 // release empties e: a compaction copies nothing of it.
@@ -133,8 +139,8 @@ func (r *ring) release(e *ringEntry) {
 }
 
 // put stores line as e's (e released), compacting the arena first when
-// the line might not fit.
-func (r *ring) put(e *ringEntry, line []byte) {
+// the line might not fit; spans as for push.
+func (r *ring) put(e *ringEntry, line []byte, spans *cutSpans) {
 	if cap(r.arena)-len(r.arena) < len(line) {
 		need := r.live + len(line)
 		if r.ordered && need <= cap(r.arena)*3/4 {
@@ -148,16 +154,23 @@ func (r *ring) put(e *ringEntry, line []byte) {
 	from, k := 0, 0
 	if len(line) <= maxCutLine {
 		for ki, key := range cutKeys {
-			i := bytes.Index(line[from:], key)
-			if i < 0 {
-				continue
+			var i, end int
+			if spans != nil {
+				i, end = spans[ki].start, spans[ki].end
+				if end == 0 || end-i > maxPieceBytes {
+					continue
+				}
+			} else {
+				if i = bytes.Index(line[from:], key); i < 0 {
+					continue
+				}
+				i += from
+				end = skipString(line, i+len(key)-1)
+				if end >= len(line) || line[end] != ',' || end+1-i > maxPieceBytes {
+					continue
+				}
+				end++
 			}
-			i += from
-			end := skipString(line, i+len(key)-1)
-			if end >= len(line) || line[end] != ',' || end+1-i > maxPieceBytes {
-				continue
-			}
-			end++
 			p := r.piece(ki, line[i:end])
 			if p < 0 {
 				continue
@@ -317,7 +330,7 @@ func (r *ring) boundFinalOutput(runes int, enc *lineEncoder) int {
 		}
 		r.release(e)
 		r.ordered = false
-		r.put(e, line[:len(line)-1])
+		r.put(e, line[:len(line)-1], nil)
 		n++
 	}
 	return n

@@ -76,7 +76,7 @@ func TestRingArena(t *testing.T) {
 			maxLive, maxLine := 0, 0
 			for seq := 1; seq <= tc.pushes; seq++ {
 				l := line(seq, tc.bytes(seq))
-				r.push(int64(seq), l)
+				r.push(int64(seq), l, nil)
 				maxLive, maxLine = max(maxLive, r.live), max(maxLine, len(l))
 				if limit := (maxLive+maxLine)*3/2 + 1; cap(r.arena) > max(minArena, limit) {
 					t.Fatalf("after push %d the arena holds %d bytes for %d live", seq, cap(r.arena), r.live)

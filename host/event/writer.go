@@ -220,7 +220,7 @@ func (w *Writer) write(out Event) (Event, error) {
 		w.mu.Unlock()
 		return nil, fmt.Errorf("encode %s event: %w", typ, err)
 	}
-	kept, offset := w.commitLocked(seq, line)
+	kept, offset := w.commitLocked(seq, line, nil)
 
 	for s := range w.subs {
 		s.push(seq, out, kept)
@@ -354,10 +354,10 @@ func (w *Writer) Close() error {
 // kept compact in the history ring, the line queued to the log's batch (its
 // offset returned), and the scratch kept for the next event unless a big
 // event grew it past maxIdleLine. w.mu is held.
-func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64) {
+func (w *Writer) commitLocked(seq int64, line []byte, spans *cutSpans) (kept []byte, offset int64) {
 	w.seq = seq
 	kept = w.share(line[:len(line)-1])
-	w.history.push(seq, kept)
+	w.history.push(seq, kept, spans)
 	if w.batch != nil {
 		offset = w.batch.add(line)
 	}
