@@ -29,9 +29,10 @@ const (
 	slopeReserveMB = 1024
 	// slopeWordsPerRuntime lengthens the echo reply with the size, so
 	// every runtime still streams while the last ones spawn (spawning is
-	// a CPU queue: 200 took more than 24 s on 2 cores shared with other
-	// work; 10 words is 200 ms of streaming per runtime).
-	slopeWordsPerRuntime = 10
+	// a CPU queue: 200 took up to 20 s on 2 busy cores; 5 words is 100 ms
+	// of streaming per runtime). Longer streams at 200 made the
+	// supervisor's event log writes outlast MaxWriteStall.
+	slopeWordsPerRuntime = 5
 )
 
 // BenchmarkStableMemorySlope: the supervisor's memory per added runtime.

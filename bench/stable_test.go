@@ -348,6 +348,8 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		b.Fatal(err)
 	}
 	hostPeak := peakRSS(hostPID)
+	// Said before the checks, so that a failed iteration still shows them.
+	b.Logf("%d runtimes: supervisor RSS %.1f MB while all streamed, peak %.1f MB", n, hostRSS, hostPeak)
 	checkStableEnds(b, ended, ids)
 
 	// A graceful shutdown, then no plugin may be left.

@@ -9,7 +9,7 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 )
 
-// A forwarder waiting for events holds no batch buffer: after a burst that
+// A forwarder holds no batch buffer of its own (the connection has one): after a burst that
 // reached each subscription in big batches (the subscriber read nothing
 // until the burst was written, so the socket filled and the queues grew),
 // the heap goes back to what it was before. A forwarder per runtime per
@@ -52,7 +52,7 @@ func TestIdleForwardersHoldNoBatch(t *testing.T) {
 	grown := int64(after) - int64(before)
 	t.Logf("heap grew %d bytes over %d idle forwarders after a burst of %d events", grown, subs, events)
 	// The writer's history of these events stays (~130 KB), and one
-	// batch's buffer may wait in the pool: 40 kept batches were 3.6 MB.
+	// batch buffer is the connection's: 40 kept batches were 3.6 MB.
 	if limit := int64(2 * events * (len(pad) + 200)); grown > limit {
 		t.Errorf("the heap grew %d bytes after the burst, over %d: idle forwarders keep their batch buffers", grown, limit)
 	}
