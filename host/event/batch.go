@@ -20,6 +20,18 @@ const (
 	// ~5 000 typical event lines: far more than one write needs to amortise
 	// its system call, small next to the host's other buffers.
 	MaxQueuedLogBytes = 1 << 20
+	// MaxQueuedLogBytesTotal bounds the lines waiting for the logs of all
+	// the writers of the process together, above each writer's
+	// MinQueuedLogBytes: with hundreds of runtimes on a supervisor that
+	// falls behind, each writer's own bound alone let the queues grow to
+	// hundreds of MB. A Write that finds its writer's queue past
+	// MinQueuedLogBytes while the total is past this waits like one that
+	// finds MaxQueuedLogBytes queued.
+	MaxQueuedLogBytesTotal = 16 << 20
+	// MinQueuedLogBytes is what each writer may always queue, whatever the
+	// others hold (~250 typical lines: enough to write many per system
+	// call).
+	MinQueuedLogBytes = 64 << 10
 	// MaxWriteStall is how long one write to the log may take before the
 	// log is given up as stalled (a hung NFS server, a frozen disk): the
 	// Writer then fails with ErrStalled, drops its later lines, and the run
@@ -33,6 +45,18 @@ const (
 // long (parked, closed) gives its buffers back (trim): a flood's two
 // buffers of up to this size each were kept for the runtime's life.
 const maxBatchBuffer = 1 << 20
+
+// queuedLogBytes is the bytes all the batchers of the process hold queued
+// or being written (MaxQueuedLogBytesTotal).
+var queuedLogBytes atomic.Int64
+
+// overLocked reports whether a Write must wait for room: the writer's own
+// bound, or past its floor while the process's total is past its bound.
+// b.mu is held.
+func (b *batcher) overLocked() bool {
+	n := len(b.pending)
+	return n >= MaxQueuedLogBytes || n >= MinQueuedLogBytes && queuedLogBytes.Load() >= MaxQueuedLogBytesTotal
+}
 
 // batcher is the log side of a Writer: Write appends whole lines to pending
 // and returns; one goroutine writes pending to the log, all of it in one
@@ -71,7 +95,7 @@ type batcher struct {
 	failed     chan struct{} // closed when err is set
 	told       bool          // err was returned by a Write (Writer.write)
 
-	// full mirrors len(pending) >= MaxQueuedLogBytes or a failure, so a
+	// full mirrors overLocked or a failure, so a
 	// Write's wait for room costs one atomic load when there is room.
 	full atomic.Bool
 	// failedFlag mirrors err != nil, so news costs one atomic load on
@@ -147,7 +171,7 @@ func (b *batcher) waitRoom() {
 		return
 	}
 	b.mu.Lock()
-	for b.err == nil && len(b.pending) >= MaxQueuedLogBytes {
+	for b.err == nil && b.overLocked() {
 		b.cond.Wait()
 	}
 	b.mu.Unlock()
@@ -164,7 +188,8 @@ func (b *batcher) add(line []byte) int64 {
 	}
 	b.pending = append(b.pending, line...)
 	b.queued += int64(len(line))
-	if len(b.pending) >= MaxQueuedLogBytes {
+	queuedLogBytes.Add(int64(len(line)))
+	if b.overLocked() {
 		b.full.Store(true)
 	}
 	if !b.running {
@@ -192,6 +217,7 @@ func (b *batcher) run() {
 		b.mu.Unlock()
 
 		err := b.writeLines(buf)
+		queuedLogBytes.Add(-int64(len(buf)))
 
 		b.mu.Lock()
 		b.writing = false
@@ -211,6 +237,7 @@ func (b *batcher) run() {
 		b.cond.Broadcast()
 	}
 	if b.err != nil {
+		queuedLogBytes.Add(-int64(len(b.pending)))
 		b.pending, b.spare = nil, nil
 	}
 	b.running = false
