@@ -12,7 +12,6 @@ import (
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,16 +23,33 @@ type fakeRuntime struct {
 	cancels int
 }
 
-func (f *fakeRuntime) Status() hostrt.Status {
-	return hostrt.Status{RunID: "run1", TurnState: hostrt.TurnRunning, Phase: "working", LatestSeq: f.w.LatestSeq()}
+// fakeRuntime is a control.Target: a run's runtime as the method table
+// serves it.
+func (f *fakeRuntime) ID() string { return "" }
+func (f *fakeRuntime) Status() any {
+	return control.Status{RunID: "run1", TurnState: control.TurnRunning, Phase: "working", LatestSeq: f.w.LatestSeq()}
 }
-func (f *fakeRuntime) Prompt(text string) error {
+func (f *fakeRuntime) Prompt(_ context.Context, text string, interrupt, _ bool) error {
+	if interrupt {
+		text = "!" + text
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.prompts = append(f.prompts, text)
 	return nil
 }
-func (f *fakeRuntime) InterruptAndPrompt(text string, _ bool) error { return f.Prompt("!" + text) }
+func (f *fakeRuntime) Result() any {
+	h := f.w.History(0, 0)
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Type() == event.TypeSessionEnd {
+			return map[string]any{"final_output": h[i]["final_output"]}
+		}
+	}
+	return map[string]any{"final_output": ""}
+}
+func (f *fakeRuntime) AnswerPermission(string, string, string) error {
+	return control.ErrNoPendingPermission
+}
 func (f *fakeRuntime) Cancel() {
 	f.mu.Lock()
 	f.cancels++
@@ -45,7 +61,7 @@ func serve(t *testing.T) (*fakeRuntime, *control.Server) {
 	t.Helper()
 	rt := &fakeRuntime{w: event.NewWriter(nil, event.Stamp{RunID: "run1"}, event.Options{})}
 	s := control.NewServer(control.Config{Path: filepath.Join(t.TempDir(), "c.sock"), IdentityToken: "tok"})
-	control.RegisterRun(s, rt, control.RunOptions{})
+	control.RegisterOne(s, rt, "")
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,23 +17,8 @@ func newAnswerCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "answer [flags] <perm-base>",
 		Short: "Answer a permission request waiting in <perm-base>.req",
-		Long: `Answer the permission request that a run's file handler wrote to <perm-base>.req, by
-writing <perm-base>.req.response atomically. The base is --permission-handler file:<base>, or
-the sentinel path with ".done" replaced by ".perm" (run.done → run.perm).
-
-Exit codes: 0 written; 2 invalid (no --option, a bad --outcome, a missing or invalid .req, an
-option not offered, a response already written); 1 an I/O error.
-
-The option ids are the backend's: the .req lists them (jq -r '.options[].optionId' <base>.req).
-opencode offers once, always and reject; gemini proceed_once, proceed_always and cancel;
-claude allow and reject.
-
-Examples:
-  avenor answer --option once /tmp/job/run.perm
-  avenor answer --option reject --message "not in this repo" /tmp/job/run.perm
-  avenor answer --option proceed_once /tmp/job/run.perm
-  avenor answer --option reject --outcome cancelled --force /tmp/job/run.perm`,
-		Args: cobra.ArbitraryArgs,
+		Long:  help("answer"),
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return exitError{runAnswer(args, a, force, env.Stderr)}
 		},

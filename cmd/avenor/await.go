@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"sort"
 	"syscall"
 	"time"
 
@@ -39,21 +35,7 @@ func newAwaitCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "await <run-id|label> [flags]",
 		Short: "Wait until a stable runtime needs attention or is done",
-		Long: `Wait on a runtime of an avenor stable supervisor, named by its run id (exact) or its label
-(the newest runtime with that label), until it needs attention (--until attention: a pending
-permission request) or reaches a terminal state.
-
-Without --socket, the socket of $AVENOR_SOCKET is used; else every supervisor socket in
-~/.avenor/sockets/*.sock is searched, ~/.avenor/sockets/default.sock (where avenor stable listens
-by default) first.
-
-Output (plain / --format json), one line per event:
-  ATTENTION permission <runtime_id> <summary>   {"event":"attention","kind":"permission",…}
-  TURN-DONE <runtime_id>                        {"event":"turn_done","runtime_id":…}
-  END <done|failed|timeout|killed> <runtime_id> [reason]   {"event":"end","phase":…}
-
-Exit codes: 0 done, 10 failed, 11 timeout (the runtime's), 12 killed, 20 pending permission,
-124 await's own --timeout, 2 usage or connection errors.`,
+		Long:  help("await"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return awaitUsage(env, "exactly one <run-id|label> is required")
@@ -116,95 +98,27 @@ func awaitMain(parent context.Context, f *awaitFlags, name string, env Env) int 
 	return code
 }
 
-// awaitRun finds the runtime, waits on it (client.Await) and prints what
-// ended the wait.
+// awaitRun waits as client.AwaitPrinter does and maps what ended the wait
+// to await's exit code.
 func awaitRun(ctx context.Context, f *awaitFlags, name string, env Env) (int, error) {
-	socks, err := awaitSockets(f, env)
+	socks, err := client.AwaitSockets(f.socket, f.socketGiven, env.Getenv)
 	if err != nil {
 		return 0, err
 	}
 	warn := func(msg string) { fmt.Fprintf(env.Stderr, "avenor await: %s\n", msg) }
-	c, rt, err := client.FindRuntime(ctx, socks, name, warn)
-	var nr *client.NoRuntimeError
-	if errors.As(err, &nr) && len(socks) == 1 && nr.LastErr != nil {
-		return 0, nr.LastErr
-	}
-	if err != nil {
+	p := client.AwaitPrinter{Out: env.Stdout, JSON: f.format == "json", FinalOutput: f.printOutput}
+	out, err := p.Await(ctx, socks, name, f.until, warn)
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	defer c.Close()
-	line := func(plain string, js map[string]any) {
-		if f.format == "json" {
-			b, _ := json.Marshal(js)
-			fmt.Fprintln(env.Stdout, string(b))
-			return
-		}
-		fmt.Fprintln(env.Stdout, plain)
-	}
-	out, err := c.Await(ctx, rt.RuntimeID, client.AwaitOptions{Until: f.until, FinalOutput: f.printOutput,
-		OnTurnDone: func(id string) {
-			line(fmt.Sprintf("TURN-DONE %s", id), map[string]any{"event": "turn_done", "runtime_id": id})
-		}})
-	if err != nil {
-		return 0, err
-	}
-	if out.Attention != "" {
-		line(fmt.Sprintf("ATTENTION permission %s %s", out.RuntimeID, out.Summary),
-			map[string]any{"event": "attention", "kind": "permission", "runtime_id": out.RuntimeID, "summary": out.Summary})
+	case out.Attention != "":
 		return awaitPermission, nil
-	}
-	plain := fmt.Sprintf("END %s %s", out.Phase, out.RuntimeID)
-	js := map[string]any{"event": "end", "phase": out.Phase, "runtime_id": out.RuntimeID}
-	if out.Reason != "" {
-		plain += " " + out.Reason.String()
-		js["reason"] = out.Reason.String()
-	}
-	line(plain, js)
-	if f.printOutput {
-		if f.format == "json" {
-			line("", map[string]any{"final_output": out.FinalOutput})
-		} else {
-			fmt.Fprintln(env.Stdout, "---")
-			fmt.Fprintln(env.Stdout, out.FinalOutput)
-		}
-	}
-	switch out.Phase {
-	case client.PhaseDone:
+	case out.Phase == client.PhaseDone:
 		return awaitDone, nil
-	case client.PhaseTimeout:
+	case out.Phase == client.PhaseTimeout:
 		return awaitTimeout, nil
-	case client.PhaseKilled:
+	case out.Phase == client.PhaseKilled:
 		return awaitKilled, nil
 	}
 	return awaitFailed, nil
-}
-
-// awaitSockets is --socket, else every ~/.avenor/sockets/*.sock, sorted.
-func awaitSockets(f *awaitFlags, env Env) ([]string, error) {
-	if f.socketGiven {
-		if f.socket == "" {
-			return nil, errors.New("--socket is required")
-		}
-		return []string{f.socket}, nil
-	}
-	// docs/cli.md#avenor-control: AVENOR_SOCKET names the one socket.
-	if p := env.Getenv(client.SocketEnv); p != "" {
-		return []string{p}, nil
-	}
-	home := env.Getenv("HOME")
-	if home == "" {
-		return nil, errors.New("--socket is not given and $HOME is not set to search ~/.avenor/sockets")
-	}
-	found, _ := filepath.Glob(filepath.Join(home, ".avenor", "sockets", "*.sock"))
-	if len(found) == 0 {
-		return nil, fmt.Errorf("no supervisor socket in %s; pass --socket", filepath.Join(home, ".avenor", "sockets"))
-	}
-	// The default socket first: `avenor stable` without --control-socket
-	// listens there.
-	sort.Strings(found)
-	def := client.DefaultSocketPath(home)
-	if i := slices.Index(found, def); i > 0 {
-		found = append(append([]string{def}, found[:i]...), found[i+1:]...)
-	}
-	return found, nil
 }

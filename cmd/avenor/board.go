@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/avenor-go/avenor/client"
@@ -24,26 +22,13 @@ type boardFlags struct {
 	stallAfter                time.Duration
 }
 
-// boardStopWait bounds how long a stopping board waits for requests in
-// flight.
-const boardStopWait = 5 * time.Second
-
 func newBoardCmd(env Env) *cobra.Command {
 	f := &boardFlags{}
 	cmd := &cobra.Command{
 		Use:   "board [flags]",
 		Short: "Serve a web page showing every runtime behind the control sockets",
-		Long: `Serve a page (http://127.0.0.1:<port>/board/) listing the runtimes behind every control socket
-in ~/.avenor/sockets, the socket of $AVENOR_SOCKET and every running avenor stable's recorded
-socket (one-shot runs and stable supervisors): status, phase, backend and model,
-age, tokens and cost, and a "waiting for you" marker for pending permissions and stalled runtimes;
-each runtime's live transcript, its plan and its permission card. With --allow-mutations the page
-answers permissions, cancels and sends follow-up prompts.
-
-Without --token a random token is made. At start-up the URL to open, token included
-(…/board/?token=<t>), is printed as one line on stdout, whether or not stdout is a terminal. The
-API needs the token; a non-loopback --addr needs --token (or --no-auth).`,
-		Args: cobra.NoArgs,
+		Long:  help("board"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{boardMain(cmd.Context(), f, env)}
 		},
@@ -83,42 +68,14 @@ func boardMain(parent context.Context, f *boardFlags, env Env) int {
 			stateDir = dirs.State
 		}
 	}
-	srv, err := board.Start(ctx, board.Config{
+	err := board.Serve(ctx, board.Config{
 		Addr: f.addr, Scan: scan, Socket: f.socket, Sockets: named, StateDir: stateDir, Token: f.token, NoAuth: f.noAuth,
 		AllowMutations: f.allowMutations, StallAfter: f.stallAfter, Home: env.Getenv("HOME"),
 		Logger: logger.Named("board"),
-	})
+	}, env.Stdout, env.Stderr, !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != ""))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "avenor board: %v\n", err)
 		return exitUsage
 	}
-	// One line on stdout, token included, whatever stdout is (contract
-	// docs/board.md): stdout belongs to whoever started the board, and a
-	// script opens the page from it. The token never goes to a log.
-	fmt.Fprintf(env.Stdout, "avenor board: serving %s\n", srv.TokenURL())
-	if f.noAuth {
-		fmt.Fprintln(env.Stderr, "avenor board: --no-auth: anyone who can reach this address can read every runtime's events")
-	}
-	if !f.noOpen && (env.Getenv("DISPLAY") != "" || env.Getenv("WAYLAND_DISPLAY") != "") {
-		openBrowser(srv.TokenURL(), logger)
-	}
-	select {
-	case <-ctx.Done():
-	case <-srv.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), boardStopWait)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
 	return exitOK
-}
-
-// openBrowser asks the desktop to open url; a failure is only logged (the
-// URL was printed). The opener is waited for, so it leaves no zombie.
-func openBrowser(url string, logger hclog.Logger) {
-	cmd := exec.Command("xdg-open", url)
-	if err := cmd.Start(); err != nil {
-		logger.Debug("could not open a browser", "error", err)
-		return
-	}
-	go func() { _ = cmd.Wait() }()
 }

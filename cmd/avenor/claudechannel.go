@@ -31,12 +31,8 @@ func newClaudeChannelCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "claude-channel --run-id <id> --token <token> --broker-url <url>",
 		Short: "MCP stdio sidecar of the claude-channel backend (started by Claude Code, not by hand)",
-		Long: `The MCP stdio server a claude-channel session writes into .mcp.json: Claude Code starts it,
-it relays control messages from the session's broker into Claude as claude/channel
-notifications and gives Claude the avenor_report, avenor_finish, avenor_reply, avenor_send
-and avenor_upsend tools. It is implemented by the claude plugin (avenor-plugin-claude), which
-this command finds and executes with the same arguments.`,
-		Args: cobra.NoArgs,
+		Long:  help("claude-channel"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runID == "" || token == "" || brokerURL == "" {
 				return usageError{errChannelFlags}
@@ -83,11 +79,8 @@ func newChannelCleanupCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "claude-channel-cleanup [--dir <project>]",
 		Short: "Remove every avenor-channel-* server from <project>/.mcp.json",
-		Long: `Remove every mcpServers entry whose name starts with avenor-channel- from <dir>/.mcp.json
-(entries a claude-channel session left behind when it could not clean up). The mcpServers key
-goes when it becomes empty, and the file goes when nothing else is left in it. Other entries and
-keys are kept. Prints how many entries were removed; exit 0 even when none (or no file).`,
-		Args: cobra.NoArgs,
+		Long:  help("claude-channel-cleanup"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path := mcpconfig.Path(dir)
 			n, err := mcpconfig.RemovePrefix(path, channelServerPrefix)

@@ -16,15 +16,9 @@ import (
 // a sub-command and not the start of a run.
 func newCompletionCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "completion bash|zsh|fish",
-		Short: "Print the shell completion script of bash, zsh or fish",
-		Long: `Print the completion script of the given shell on stdout. Commands, flags and their values
-complete; --backend completes from the backends the plugins avenor finds serve, asked
-when <TAB> is pressed (each plugin is started and asked at once, within a few seconds).`,
-		Example: `  source <(avenor completion bash)                       # this bash session
-  avenor completion bash > ~/.local/share/bash-completion/completions/avenor
-  avenor completion zsh > "${fpath[1]}/_avenor"           # then restart zsh
-  avenor completion fish > ~/.config/fish/completions/avenor.fish`,
+		Use:       "completion bash|zsh|fish",
+		Short:     "Print the shell completion script of bash, zsh or fish",
+		Long:      help("completion"),
 		ValidArgs: []string{"bash", "zsh", "fish"},
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {

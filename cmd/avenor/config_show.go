@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,12 +15,8 @@ func newConfigCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Show avenor's effective settings and where each came from",
-		Long: `Settings are layered: built-in defaults < the user file ($XDG_CONFIG_HOME/avenor/config.toml)
-< the project file (.avenor/config.toml of the nearest directory holding .avenor/)
-< AVENOR_<KEY> environment variables < flags. See docs/configuration.md.`,
-		Example: `  avenor config show
-  avenor config show --backend pi --max-retries 2   # as a run with these flags would see it`,
-		Args: cobra.NoArgs,
+		Long:  help("config"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageError{fmt.Errorf("config: name a command: show")}
 		},
@@ -37,17 +31,8 @@ func newConfigShowCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [flags]",
 		Short: "Print the effective settings, each with the file, variable or flag that set it",
-		Long: `Print every setting as a run here would see it, after layering defaults, the user file, the
-project file (found from --dir, else the working directory), AVENOR_<KEY> variables and the
-flags given, with where each value came from: default, a file's path, "env AVENOR_<KEY>"
-or "flag --<key>". Values of [backends.<name>].env are shown as ` + config.Redacted + `.
-
-The setting flags are those of avenor run; give them to see what a run with them would use.`,
-		Example: `  avenor config show
-  avenor config show --json | jq -r '.settings[] | select(.key=="backend") | .source'
-  AVENOR_MAX_RETRIES=3 avenor config show --backend echo
-  avenor config show --dir ~/src/app                    # the settings of that project`,
-		Args: cobra.NoArgs,
+		Long:  fmt.Sprintf(help("config-show"), config.Redacted),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := "."
 			if cmd.Flags().Changed("dir") {
@@ -64,7 +49,7 @@ The setting flags are those of avenor run; give them to see what a run with them
 			if asJSON {
 				return writeJSON(env.Stdout, rep)
 			}
-			printConfig(env, rep)
+			rep.WriteText(env.Stdout)
 			return nil
 		},
 	}
@@ -102,28 +87,4 @@ func settingFlags(fl *pflag.FlagSet) map[string]any {
 		}
 	}
 	return out
-}
-
-func printConfig(env Env, rep config.Report) {
-	found := "not found"
-	if rep.UserFound {
-		found = "read"
-	}
-	fmt.Fprintf(env.Stdout, "user file:    %s (%s)\n", rep.UserFile, found)
-	if rep.ProjectFile != "" {
-		pf := "not found"
-		if _, err := os.Stat(rep.ProjectFile); err == nil {
-			pf = "read"
-		}
-		fmt.Fprintf(env.Stdout, "project file: %s (%s)\n", rep.ProjectFile, pf)
-	} else {
-		fmt.Fprintln(env.Stdout, "project file: none (no .avenor/ directory here or above)")
-	}
-	fmt.Fprintln(env.Stdout)
-	tw := tabwriter.NewWriter(env.Stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
-	for _, e := range rep.Settings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, config.FormatValue(e.Value), e.Source)
-	}
-	_ = tw.Flush()
 }

@@ -4,22 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/liveview"
 	"github.com/avenor-go/avenor/host/stable"
+	"github.com/avenor-go/avenor/internal/nearest"
 )
 
 // controlCallTimeout bounds one call of `avenor control` (tail excepted).
@@ -32,32 +28,14 @@ func newControlCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "control --socket <path> <command> [args]",
 		Short: "Talk to a running avenor through its control socket",
-		Long: `Send one control-protocol request to an avenor started with --control-socket
-(avenor run) or an avenor stable supervisor, and print the answer. Without --socket it talks to
-$AVENOR_SOCKET, else ~/.avenor/sockets/default.sock (where avenor stable listens by default).
-
-Commands:
-  status [runtime-id]                                  indented JSON snapshot
-  list                                                 a table on a terminal, else an indented JSON array (stable)
-  tail                                                 one event JSON per line, until the server goes away
-  spawn [flags]                                        indented JSON result (stable)
-  cancel [runtime-id]                                  prints "cancelled"
-  prompt <text> [runtime-id]                           prints "prompt queued"
-  interrupt-and-prompt <text> [runtime-id]             prints "interrupt queued"
-  answer-permission <request-id> <option-id> [runtime-id]  prints "permission answered"
-  shutdown [graceful|kill|immediate]                   prints "shutting down" (stable)
-  tree_budget                                          indented JSON (stable)
-  wait-for-capacity [--timeout D]                      indented JSON once a spawn would be admitted (stable);
-                                                       exit 124 when D passed first
-
-Usage errors exit 2; other failures print "avenor control: <command>: <error>" and exit 1.`,
-		Args: cobra.ArbitraryArgs,
+		Long:  help("control"),
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return controlUsage(env, "a command is required (status, list, tail, spawn, cancel, prompt, interrupt-and-prompt, answer-permission, shutdown, tree_budget, wait-for-capacity)")
 			}
 			msg := fmt.Sprintf("unknown command %q", args[0])
-			if near, ok := nearest(args[0], commandNames(c)); ok {
+			if near, ok := nearest.Name(args[0], commandNames(c)); ok {
 				msg += "; did you mean " + near + "?"
 			}
 			return controlUsage(env, msg)
@@ -80,13 +58,26 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 		}
 		return socket, nil
 	}
-	// simple is a command of one RPC whose answer is printed as JSON or as
-	// a fixed word.
-	type simple struct {
-		use, rpc, short, done string
-		min, max              int
-		params                func(args []string) (map[string]any, error)
+	for _, s := range controlSimples(env) {
+		cmd.AddCommand(newControlSimpleCmd(env, s, sock))
 	}
+	cmd.AddCommand(newControlTailCmd(env, sock), newControlSpawnCmd(env, sock), newControlWaitCapacityCmd(env, sock))
+	for _, c := range cmd.Commands() {
+		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return controlUsage(env, err.Error()) })
+	}
+	return cmd
+}
+
+// controlSimple is a control command of one RPC whose answer is printed as
+// JSON or as a fixed word (done).
+type controlSimple struct {
+	use, rpc, short, done string
+	min, max              int
+	params                func(args []string) (map[string]any, error)
+}
+
+// controlSimples are the control commands of one RPC.
+func controlSimples(env Env) []controlSimple {
 	optRuntime := func(i int) func([]string) (map[string]any, error) {
 		return func(args []string) (map[string]any, error) {
 			p := map[string]any{}
@@ -97,7 +88,7 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 		}
 	}
 	none := func([]string) (map[string]any, error) { return nil, nil }
-	simples := []simple{
+	return []controlSimple{
 		{use: "status [runtime-id]", rpc: "status", short: "print the status snapshot", max: 1, params: optRuntime(0)},
 		{use: "list", rpc: "list", short: "list the supervisor's runtimes", params: none},
 		{use: "cancel [runtime-id]", rpc: "cancel", short: "cancel the run (exit 130)", done: "cancelled", max: 1, params: optRuntime(0)},
@@ -135,65 +126,60 @@ Usage errors exit 2; other failures print "avenor control: <command>: <error>" a
 			}},
 		{use: "tree_budget", rpc: "tree_budget", short: "print the tree budget", params: none},
 	}
+}
+
+// newControlSimpleCmd is the command of s; list has its --json and --warm.
+func newControlSimpleCmd(env Env, s controlSimple, sock func() (string, error)) *cobra.Command {
 	var listJSON, listWarm bool
-	for _, s := range simples {
-		name := strings.Fields(s.use)[0]
-		sub := &cobra.Command{
-			Use: s.use, Short: s.short,
-			Args: func(_ *cobra.Command, args []string) error {
-				if len(args) < s.min || len(args) > s.max {
-					return controlUsage(env, fmt.Sprintf("%s: usage: avenor control --socket <path> %s", name, s.use))
-				}
+	name := strings.Fields(s.use)[0]
+	sub := &cobra.Command{
+		Use: s.use, Short: s.short,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < s.min || len(args) > s.max {
+				return controlUsage(env, fmt.Sprintf("%s: usage: avenor control --socket <path> %s", name, s.use))
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			path, err := sock()
+			if err != nil {
+				return err
+			}
+			params, err := s.params(args)
+			if err != nil {
+				return err
+			}
+			if name == "list" && listWarm {
+				params = map[string]any{"warm": true}
+			}
+			var p any // none: no params at all, not null
+			if params != nil {
+				p = params
+			}
+			var raw json.RawMessage
+			if err := client.CallOnce(path, s.rpc, p, &raw, controlCallTimeout); err != nil {
+				return controlFail(env, name, err)
+			}
+			if s.done != "" {
+				fmt.Fprintln(env.Stdout, s.done)
 				return nil
-			},
-			RunE: func(_ *cobra.Command, args []string) error {
-				path, err := sock()
-				if err != nil {
-					return err
-				}
-				params, err := s.params(args)
-				if err != nil {
-					return err
-				}
-				if name == "list" && listWarm {
-					params = map[string]any{"warm": true}
-				}
-				var p any // none: no params at all, not null
-				if params != nil {
-					p = params
-				}
-				var raw json.RawMessage
-				if err := controlCall(path, s.rpc, p, &raw); err != nil {
+			}
+			if name == "list" && !listJSON && !listWarm && stdoutIsTerminal(env) {
+				if err := liveview.WriteRuntimeTable(env.Stdout, raw, time.Now()); err != nil {
 					return controlFail(env, name, err)
 				}
-				if s.done != "" {
-					fmt.Fprintln(env.Stdout, s.done)
-					return nil
-				}
-				if name == "list" && !listJSON && !listWarm {
-					if out, ok := env.Stdout.(*os.File); ok && liveview.IsTerminal(out) {
-						if err := liveview.WriteRuntimeTable(env.Stdout, raw, time.Now()); err != nil {
-							return controlFail(env, name, err)
-						}
-						return nil
-					}
-				}
-				return printIndented(env, name, raw)
-			},
-		}
-		if name == "list" {
-			sub.Flags().BoolVar(&listJSON, "json", false, "print JSON even on a terminal (the default when stdout is not one)")
-			sub.Flags().BoolVar(&listWarm, "warm", false, "list the warm pools' ready runtimes (avenor stable --warm) instead, as JSON")
-			sub.Long = "List the supervisor's runtimes: a table on a terminal (id, label, backend, status, phase, age,\ntokens, pending permission), JSON with --json or when stdout is not a terminal."
-			sub.Example = "  avenor control --socket /tmp/stable.sock list\n  avenor control --socket /tmp/stable.sock list --json | jq -r '.[].runtime_id'"
-		}
-		cmd.AddCommand(sub)
+				return nil
+			}
+			return printIndented(env, name, raw)
+		},
 	}
-	cmd.AddCommand(newControlTailCmd(env, sock), newControlSpawnCmd(env, sock), newControlWaitCapacityCmd(env, sock))
-	for _, c := range cmd.Commands() {
-		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return controlUsage(env, err.Error()) })
+	if name == "list" {
+		sub.Flags().BoolVar(&listJSON, "json", false, "print JSON even on a terminal (the default when stdout is not one)")
+		sub.Flags().BoolVar(&listWarm, "warm", false, "list the warm pools' ready runtimes (avenor stable --warm) instead, as JSON")
+		sub.Long = "List the supervisor's runtimes: a table on a terminal (id, label, backend, status, phase, age,\ntokens, pending permission), JSON with --json or when stdout is not a terminal."
+		sub.Example = "  avenor control --socket /tmp/stable.sock list\n  avenor control --socket /tmp/stable.sock list --json | jq -r '.[].runtime_id'"
 	}
-	return cmd
+	return sub
 }
 
 // controlUsage prints a usage error and exits 2 (docs/run.md#exit-codes).
@@ -206,17 +192,6 @@ func controlUsage(env Env, msg string) error {
 func controlFail(env Env, cmd string, err error) error {
 	fmt.Fprintf(env.Stderr, "avenor control: %s: %v\n", cmd, err)
 	return exitError{exitFail}
-}
-
-func controlCall(path, method string, params any, result any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), controlCallTimeout)
-	defer cancel()
-	c, err := client.Dial(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Call(ctx, method, params, result)
 }
 
 func printIndented(env Env, cmd string, raw json.RawMessage) error {
@@ -242,35 +217,11 @@ func newControlTailCmd(env Env, sock func() (string, error)) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			c, err := client.Dial(ctx, path)
-			if err != nil {
+			if err := client.Tail(ctx, path, env.Stdout); err != nil {
 				return controlFail(env, "tail", err)
 			}
-			defer c.Close()
-			// subscribe with no params: live events from the next one on.
-			sub, err := c.Subscribe(ctx, client.SubscribeOptions{})
-			if err != nil {
-				return controlFail(env, "tail", err)
-			}
-			return tailEvents(ctx, env.Stdout, sub.C())
-		},
-	}
-}
-
-// tailEvents copies events to out until the server goes away or ctx ends.
-func tailEvents(ctx context.Context, out io.Writer, sub <-chan client.Event) error {
-	for {
-		select {
-		case ev, ok := <-sub:
-			if !ok {
-				return nil
-			}
-			if _, err := out.Write(append(ev.Raw[:len(ev.Raw):len(ev.Raw)], '\n')); err != nil {
-				return nil // stdout closed (| head): done
-			}
-		case <-ctx.Done():
 			return nil
-		}
+		},
 	}
 }
 
@@ -293,33 +244,13 @@ func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Comm
 			if err != nil {
 				return err
 			}
-			// As spawn's timeout (docs/control-protocol.md#spawn): seconds or a Go duration.
-			var param any
-			wait := stable.MaxCapacityWait
-			if timeout != "" {
-				if n, err := strconv.ParseFloat(timeout, 64); err == nil && n >= 0 {
-					param, wait = n, time.Duration(n*float64(time.Second))
-				} else if d, err := time.ParseDuration(timeout); err == nil && d >= 0 {
-					param, wait = timeout, d
-				} else {
-					return controlUsage(env, fmt.Sprintf("wait-for-capacity: --timeout %q: want seconds (60) or a Go duration (1m)", timeout))
-				}
-				if wait > stable.MaxCapacityWait {
-					return controlUsage(env, fmt.Sprintf("wait-for-capacity: --timeout %s: at most %v", timeout, stable.MaxCapacityWait))
-				}
+			param, wait, err := client.ParseWait(timeout, stable.MaxCapacityWait)
+			if err != nil {
+				return controlUsage(env, "wait-for-capacity: "+err.Error())
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			// The call itself waits up to wait; the margin is for dialing and
-			// the answer.
-			ctx, cancel := context.WithTimeout(ctx, wait+controlCallTimeout)
-			defer cancel()
-			c, err := client.Dial(ctx, path)
-			if err != nil {
-				return controlFail(env, "wait-for-capacity", err)
-			}
-			defer c.Close()
-			st, err := c.WaitForCapacity(ctx, param)
+			st, err := client.WaitForCapacityOnce(ctx, path, param, wait, controlCallTimeout)
 			if err != nil {
 				return controlFail(env, "wait-for-capacity", err)
 			}
@@ -336,17 +267,8 @@ func newControlWaitCapacityCmd(env Env, sock func() (string, error)) *cobra.Comm
 	return cmd
 }
 
-// spawnFlags are the flags of `avenor control spawn` (docs/cli.md#avenor-control).
-type spawnFlags struct {
-	prompt, promptFile, dir, agent, label, model, thinking, backend, serverURL string
-	onEvent, sentinelFile, permissionHandler, timeout                          string
-	rosterFile, rosterEntry, loopFile, teamFile                                string
-	autoApprove                                                                bool
-	maxRetries                                                                 int
-}
-
 func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
-	f := &spawnFlags{}
+	f := &client.SpawnFlags{}
 	cmd := &cobra.Command{
 		Use: "spawn [flags]", Short: "start a runtime in a stable supervisor",
 		Args: noArgs(func(arg string) error { return controlUsage(env, fmt.Sprintf("spawn: unexpected argument %q", arg)) }),
@@ -355,12 +277,13 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			params, err := spawnParams(c.Flags(), f)
+			f.MaxRetriesGiven = c.Flags().Changed("max-retries")
+			params, err := f.Params()
 			if err != nil {
 				return controlUsage(env, "spawn: "+err.Error())
 			}
 			var raw json.RawMessage
-			if err := controlCall(path, "spawn", params, &raw); err != nil {
+			if err := client.CallOnce(path, "spawn", params, &raw, controlCallTimeout); err != nil {
 				return controlFail(env, "spawn", err)
 			}
 			return printIndented(env, "spawn", raw)
@@ -368,64 +291,24 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringVar(&f.prompt, "prompt", "", "inline prompt")
-	fl.StringVar(&f.promptFile, "prompt-file", "", "file holding the prompt")
-	fl.StringVar(&f.dir, "dir", "", "working directory of the agent")
-	fl.StringVar(&f.agent, "agent", "", "agent name")
-	fl.StringVar(&f.label, "label", "", "label, stamped as run_label")
-	fl.StringVar(&f.model, "model", "", "backend-specific model id")
-	fl.StringVar(&f.thinking, "thinking", "", "thinking level")
-	fl.StringVar(&f.backend, "backend", "", "backend")
-	fl.StringVar(&f.serverURL, "server-url", "", "external runtime server")
-	fl.StringVar(&f.onEvent, "on-event", "", "NDJSON event log of the runtime")
-	fl.StringVar(&f.sentinelFile, "sentinel-file", "", "completion sentinel of the runtime")
-	fl.StringVar(&f.permissionHandler, "permission-handler", "", "file:<base> permission file protocol")
-	fl.BoolVar(&f.autoApprove, "auto-approve", false, "approve ordinary permission requests")
-	fl.StringVar(&f.timeout, "timeout", "", "wall clock: seconds (600) or a Go duration (10m)")
-	fl.IntVar(&f.maxRetries, "max-retries", 0, "extra attempts after an attempt that exits 1")
-	fl.StringVar(&f.rosterFile, "roster-file", "", "roster file")
-	fl.StringVar(&f.rosterEntry, "roster-entry", "", "entry of --roster-file")
-	fl.StringVar(&f.loopFile, "loop-file", "", "phase loop config")
-	fl.StringVar(&f.teamFile, "team-file", "", "team config")
+	fl.StringVar(&f.P.Prompt, "prompt", "", "inline prompt")
+	fl.StringVar(&f.P.PromptFile, "prompt-file", "", "file holding the prompt")
+	fl.StringVar(&f.P.Dir, "dir", "", "working directory of the agent")
+	fl.StringVar(&f.P.Agent, "agent", "", "agent name")
+	fl.StringVar(&f.P.Label, "label", "", "label, stamped as run_label")
+	fl.StringVar(&f.P.Model, "model", "", "backend-specific model id")
+	fl.StringVar(&f.P.Thinking, "thinking", "", "thinking level")
+	fl.StringVar(&f.P.Backend, "backend", "", "backend")
+	fl.StringVar(&f.P.ServerURL, "server-url", "", "external runtime server")
+	fl.StringVar(&f.P.OnEvent, "on-event", "", "NDJSON event log of the runtime")
+	fl.StringVar(&f.P.SentinelFile, "sentinel-file", "", "completion sentinel of the runtime")
+	fl.StringVar(&f.P.PermissionHandler, "permission-handler", "", "file:<base> permission file protocol")
+	fl.BoolVar(&f.AutoApprove, "auto-approve", false, "approve ordinary permission requests")
+	fl.StringVar(&f.Timeout, "timeout", "", "wall clock: seconds (600) or a Go duration (10m)")
+	fl.IntVar(&f.MaxRetries, "max-retries", 0, "extra attempts after an attempt that exits 1")
+	fl.StringVar(&f.P.RosterFile, "roster-file", "", "roster file")
+	fl.StringVar(&f.P.RosterEntry, "roster-entry", "", "entry of --roster-file")
+	fl.StringVar(&f.P.LoopFile, "loop-file", "", "phase loop config")
+	fl.StringVar(&f.P.TeamFile, "team-file", "", "team config")
 	return cmd
-}
-
-// spawnParams sends only the values given (client.SpawnParams leaves the
-// empty ones out). Paths are made absolute: the supervisor's working
-// directory is not the caller's.
-func spawnParams(fl *pflag.FlagSet, f *spawnFlags) (client.SpawnParams, error) {
-	var none client.SpawnParams
-	if f.prompt == "" && f.promptFile == "" && f.loopFile == "" && f.teamFile == "" {
-		return none, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
-	}
-	if f.prompt != "" && f.promptFile != "" {
-		return none, errors.New("--prompt and --prompt-file are mutually exclusive")
-	}
-	if h := f.permissionHandler; h != "" && (!strings.HasPrefix(h, "file:") || h == "file:") {
-		return none, errors.New("--permission-handler supports file:<path> only")
-	}
-	p := client.SpawnParams{
-		Prompt: f.prompt, PromptFile: f.promptFile, Dir: f.dir, Agent: f.agent, Label: f.label, Model: f.model,
-		Thinking: f.thinking, Backend: f.backend, ServerURL: f.serverURL, OnEvent: f.onEvent, SentinelFile: f.sentinelFile,
-		PermissionHandler: f.permissionHandler, RosterFile: f.rosterFile, RosterEntry: f.rosterEntry,
-		LoopFile: f.loopFile, TeamFile: f.teamFile,
-	}
-	if f.autoApprove {
-		p.AutoApprove = client.Bool(true)
-	}
-	if f.timeout != "" {
-		// docs/control-protocol.md#spawn: a number of seconds or a Go duration string.
-		if n, err := strconv.Atoi(f.timeout); err == nil && n >= 0 {
-			p.Timeout = n
-		} else if _, err := time.ParseDuration(f.timeout); err == nil {
-			p.Timeout = f.timeout
-		} else {
-			return none, fmt.Errorf("--timeout %q: want seconds (600) or a Go duration (10m)", f.timeout)
-		}
-	}
-	// Given, even as 0, it overrides the supervisor's config.
-	if fl.Changed("max-retries") {
-		p.MaxRetries = client.Int(f.maxRetries)
-	}
-	return p.WithAbsPaths()
 }

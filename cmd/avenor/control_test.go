@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // ctlRuntime is a runtime for the in-process `avenor control` tests.
@@ -25,18 +25,37 @@ type ctlRuntime struct {
 	mu sync.Mutex
 	// calls records what the control methods asked, in order.
 	calls []string
+	perm  *ctlAnswerer
 }
 
-func (r *ctlRuntime) Status() hostrt.Status {
-	return hostrt.Status{RunID: "r1", Phase: "working", TurnState: hostrt.TurnRunning, StartedAt: 1, UpdatedAt: 2, RetryAttempt: 1}
+// ctlRuntime is a control.Target: a run's runtime as the method table
+// serves it; perm answers its permissions.
+func (r *ctlRuntime) ID() string { return "" }
+func (r *ctlRuntime) Status() any {
+	return control.Status{RunID: "r1", Phase: "working", TurnState: control.TurnRunning, StartedAt: 1, UpdatedAt: 2, RetryAttempt: 1}
 }
-func (r *ctlRuntime) Prompt(text string) error { r.note("prompt " + text); return nil }
-func (r *ctlRuntime) InterruptAndPrompt(text string, keep bool) error {
+func (r *ctlRuntime) Prompt(_ context.Context, text string, interrupt, keep bool) error {
+	if !interrupt {
+		r.note("prompt " + text)
+		return nil
+	}
 	if keep {
 		text += " (keep)"
 	}
 	r.note("interrupt " + text)
 	return nil
+}
+func (r *ctlRuntime) Result() any {
+	h := r.w.History(0, 0)
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Type() == event.TypeSessionEnd {
+			return map[string]any{"final_output": h[i]["final_output"]}
+		}
+	}
+	return map[string]any{"final_output": ""}
+}
+func (r *ctlRuntime) AnswerPermission(req, opt, msg string) error {
+	return r.perm.Answer(req, opt, msg)
 }
 func (r *ctlRuntime) Cancel()               { r.note("cancel") }
 func (r *ctlRuntime) Events() *event.Writer { return r.w }
@@ -56,9 +75,9 @@ func (a *ctlAnswerer) Answer(req, opt, msg string) error {
 
 func startCtlServer(t *testing.T) (*ctlRuntime, *control.Server) {
 	t.Helper()
-	rt := &ctlRuntime{w: event.NewWriter(nil, event.Stamp{RunID: "r1"}, event.Options{})}
+	rt := &ctlRuntime{w: event.NewWriter(nil, event.Stamp{RunID: "r1"}, event.Options{}), perm: &ctlAnswerer{}}
 	s := control.NewServer(control.Config{Path: filepath.Join(t.TempDir(), "s")})
-	control.RegisterRun(s, rt, control.RunOptions{Permissions: &ctlAnswerer{}})
+	control.RegisterOne(s, rt, "")
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -134,14 +134,9 @@ func newRoot(env Env) *cobra.Command {
 		env.log = &logFlags{}
 	}
 	root := &cobra.Command{
-		Use:   "avenor",
-		Short: "Drive AI coding-agent runtimes and turn what they say into one NDJSON event stream",
-		Long: `avenor launches an AI coding-agent runtime (OpenCode, Codex, Gemini CLI, Claude Code,
-Cursor agent, pi…) through its backend plugin, sends it a prompt, and writes everything the
-runtime does as NDJSON events, a completion sentinel and an exit code a harness can rely on.
-
-Without a sub-command, the arguments are those of 'avenor run':
-  avenor --backend echo --prompt "hello" --on-event events.ndjson --sentinel-file run.done`,
+		Use:               "avenor",
+		Short:             "Drive AI coding-agent runtimes and turn what they say into one NDJSON event stream",
+		Long:              help("avenor"),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		Version:           Version,

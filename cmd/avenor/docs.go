@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -22,31 +20,14 @@ func newDocsCmd(env Env) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, from, err := docgen.Generate(cmd.Context(), newRoot(docsEnv), src, out, pluginDir, root)
+			if err != nil {
+				return err
+			}
 			if out == "" {
 				out = src
 			}
-			if pluginDir == "" {
-				exe, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				pluginDir = filepath.Dir(exe)
-			}
-			ps, err := docgen.Describe(cmd.Context(), pluginDir)
-			if err != nil {
-				return err
-			}
-			if err := docgen.WriteCLI(newRoot(docsEnv), out); err != nil {
-				return err
-			}
-			sections, err := docgen.Sections(root, ps)
-			if err != nil {
-				return err
-			}
-			if err := docgen.SpliceAll(src, out, sections); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stdout, "docs: wrote %s (%d plugins from %s)\n", out, len(ps), pluginDir)
+			fmt.Fprintf(env.Stdout, "docs: wrote %s (%d plugins from %s)\n", out, n, from)
 			return nil
 		},
 	}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -39,29 +35,11 @@ func (f *fleetConnFlags) register(fl *pflag.FlagSet, urlFlag, urlHelp string) {
 	fl.Int64Var(&f.opts.EventsMaxBytes, "events-max-bytes", fleet.DefaultEventsMaxBytes, "size bound of the events stream (when this member creates it)")
 }
 
-// connect dials the fleet and sets its streams up; the error is the
-// user's text.
-func (f *fleetConnFlags) connect(ctx context.Context, name string) (*fleet.Stores, func(), error) {
-	nc, js, err := fleet.Connect(ctx, f.url, name, f.auth)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := fleet.Setup(ctx, js, f.opts)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return st, func() { _ = nc.Drain() }, nil
-}
-
 func newFleetCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fleet <serve|dev>",
 		Short: "Run stable runtimes on many machines through NATS JetStream",
-		Long: `A fleet places stable runtimes on many machines and keeps one control socket for all of
-them. Node agents are ` + "`avenor stable --fleet nats://… --node <name>`" + `; ` + "`avenor fleet serve`" + ` serves
-the control methods on a local socket, routed to the node that owns each runtime;
-` + "`avenor fleet dev`" + ` starts a single-server JetStream on loopback to try it. See docs/fleet.md.`,
+		Long:  help("fleet"),
 	}
 	cmd.AddCommand(newFleetServeCmd(env), newFleetDevCmd(env))
 	return cmd
@@ -83,7 +61,7 @@ func newFleetServeCmd(env Env) *cobra.Command {
 			logger := hclog.New(&hclog.LoggerOptions{Name: "avenor", Output: env.Stderr, Level: hclog.LevelFromString(orDefault(env.Getenv("AVENOR_LOG_LEVEL"), "warn"))})
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			st, closeNC, err := conn.connect(ctx, "avenor fleet serve")
+			st, closeNC, err := fleet.Join(ctx, conn.url, "avenor fleet serve", conn.auth, conn.opts)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "avenor fleet serve: %v\n", err)
 				return exitError{exitFail}
@@ -112,53 +90,23 @@ func newFleetDevCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev [--port N]",
 		Short: "Start a single-server JetStream on loopback for trying a fleet, until interrupted",
-		Long: `Start a single-server JetStream for trying a fleet on one machine, until interrupted. It
-listens on 127.0.0.1 (--host to change) and admits only the nkeys it generates at start: one
-for ` + "`avenor fleet serve`" + ` and one per --pool for its nodes, written 0600 to --creds-dir and
-removed at exit. It prints the URL, then the flags each member needs. A node's key may take
-its pool's spawns but never queue one: a node runs what its pool's subject carries.`,
-		Args: cobra.NoArgs,
+		Long:  help("fleet-dev"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fail := func(err error) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err := fleet.ServeDev(ctx, fleet.DevServeConfig{
+				DevConfig: fleet.DevConfig{StoreDir: store, Host: host, Port: port, Pools: pools},
+				TempDir:   orDefault(env.Getenv("TMPDIR"), os.TempDir()), CredsDir: credsDir, Out: env.Stdout,
+				StateDir: func() (string, error) {
+					dirs, err := config.DefaultDirs(env.Getenv)
+					return dirs.State, err
+				},
+			})
+			if err != nil {
 				fmt.Fprintf(env.Stderr, "avenor fleet dev: %v\n", err)
 				return exitError{exitFail}
 			}
-			dir := store
-			if dir == "" {
-				d, err := os.MkdirTemp(orDefault(env.Getenv("TMPDIR"), os.TempDir()), "avenor-fleet-dev-")
-				if err != nil {
-					return fail(err)
-				}
-				defer os.RemoveAll(d)
-				dir = d
-			}
-			s, err := fleet.StartDev(fleet.DevConfig{StoreDir: dir, Host: host, Port: port, Pools: pools})
-			if err != nil {
-				return fail(err)
-			}
-			defer s.Shutdown()
-			creds := credsDir
-			if creds == "" {
-				dirs, err := config.DefaultDirs(env.Getenv)
-				if err != nil {
-					return fail(fmt.Errorf("no directory for the credentials (%w); give --creds-dir", err))
-				}
-				creds = filepath.Join(dirs.State, "fleet-dev", strconv.Itoa(s.Addr().(*net.TCPAddr).Port))
-			}
-			paths, err := s.Keys.Write(creds)
-			if err != nil {
-				return fail(err)
-			}
-			defer s.Keys.RemoveKeys(creds)
-			url := s.ClientURL()
-			fmt.Fprintln(env.Stdout, url)
-			fmt.Fprintf(env.Stdout, "fleet serve: --nats %s --fleet-nkey %s\n", url, paths["fleet"])
-			for _, pool := range pools {
-				fmt.Fprintf(env.Stdout, "node of pool %s: --fleet %s --pool %s --fleet-nkey %s\n", pool, url, pool, paths[pool])
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			<-ctx.Done()
 			return nil
 		},
 	}

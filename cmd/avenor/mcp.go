@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/mcpserver"
-	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // mcpFlags are the flags of `avenor mcp` (docs/mcp.md, reference
@@ -32,17 +26,8 @@ func newMCPCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [flags]",
 		Short: "Serve MCP tools that let a coding agent spawn, watch, answer and follow up other agents",
-		Long: `Serve the avenor MCP tools — avenor_spawn, avenor_status, avenor_result, avenor_answer_permission,
-avenor_events, avenor_follow_up, avenor_shutdown, avenor_cancel, avenor_list_backends — over stdio
-(the default; an agent starts 'avenor mcp' as an MCP server) or Streamable HTTP (--transport http,
-bearer token required).
-
-The runs live in an avenor stable supervisor: --supervisor-socket names a running one; otherwise the
-first tool call starts 'avenor stable --control-socket <--control-socket> --idle-timeout <--idle-timeout>'
-(or attaches to the one already there). The supervisor outlives this server, so runs go on when the
-agent restarts it; the run registry under $XDG_STATE_HOME/avenor/mcp lets the next server find them.
-See docs/mcp.md.`,
-		Args: noArgs(func(arg string) error { return usageError{fmt.Errorf("avenor mcp takes no arguments, got %q", arg)} }),
+		Long:  help("mcp"),
+		Args:  noArgs(func(arg string) error { return usageError{fmt.Errorf("avenor mcp takes no arguments, got %q", arg)} }),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return exitError{mcpMain(cmd, f, env)}
 		},
@@ -63,77 +48,17 @@ See docs/mcp.md.`,
 }
 
 func mcpMain(cmd *cobra.Command, f *mcpFlags, env Env) int {
-	fail := func(err error) int {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := mcpserver.Command{
+		Transport: f.transport, Addr: f.addr, AuthToken: f.authToken, AuthTokenFile: f.authTokenFile,
+		ControlSocket: f.controlSocket, SupervisorSocket: f.supervisorSocket, NoAutostart: f.noAutostart,
+		IdleTimeout: f.idleTimeout, MaxWait: f.maxWait, MaxWaitGiven: cmd.Flags().Changed("max-wait"), AllowedHosts: f.allowedHosts,
+		Getenv: env.Getenv, Environ: env.Environ, Version: Version, Stderr: env.Stderr,
+	}.Run(ctx)
+	if err != nil {
 		fmt.Fprintf(env.Stderr, "avenor mcp: %v\n", err)
 		return exitFail
 	}
-	if f.transport != "stdio" && f.transport != "http" {
-		return fail(fmt.Errorf(`--transport %q: only "stdio" or "http"`, f.transport))
-	}
-	if f.noAutostart && f.supervisorSocket == "" {
-		return fail(mcpserver.ErrNoAutostart)
-	}
-	if f.idleTimeout < 0 || f.maxWait < 0 {
-		return fail(errors.New("--idle-timeout and --max-wait must not be negative"))
-	}
-	if err := mcpserver.CheckAllowedHosts(f.allowedHosts); err != nil {
-		return fail(err)
-	}
-	if len(f.allowedHosts) > 0 && f.transport != "http" {
-		return fail(errors.New("--allowed-host is only supported with --transport http"))
-	}
-	token, err := mcpserver.HTTPToken(f.authToken, f.authTokenFile, env.Getenv)
-	if err != nil {
-		return fail(err)
-	}
-	if f.transport == "http" && token == "" {
-		return fail(mcpserver.ErrHTTPToken)
-	}
-	maxWait := f.maxWait
-	if f.transport == "http" && !cmd.Flags().Changed("max-wait") {
-		maxWait = mcpserver.DefaultHTTPMaxWait
-	}
-	dirs, err := config.DefaultDirs(env.Getenv)
-	if err != nil {
-		return fail(err)
-	}
-	srv, err := mcpserver.New(mcpserver.Options{
-		SupervisorSocket: f.supervisorSocket, ControlSocket: f.controlSocket, NoAutostart: f.noAutostart,
-		IdleTimeout: f.idleTimeout, MaxWait: maxWait, Home: env.Getenv("HOME"), StateDir: dirs.State,
-		Env: env.Environ, AuthToken: token, AllowedHosts: f.allowedHosts, Version: Version,
-		ListBackends: func(ctx context.Context) (any, error) { return mcpBackends(ctx, env) },
-	})
-	if err != nil {
-		return fail(err)
-	}
-	defer srv.Close()
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if f.transport == "stdio" {
-		if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
-			return fail(err)
-		}
-		return exitOK
-	}
-	err = srv.ServeHTTP(ctx, f.addr, func(addr net.Addr) {
-		// The address only, never the token.
-		fmt.Fprintf(env.Stderr, "avenor mcp: serving MCP (Streamable HTTP) on http://%s/mcp\n", addr)
-	})
-	if err != nil {
-		return fail(err)
-	}
 	return exitOK
-}
-
-// mcpBackends is avenor_list_backends: what `avenor backends --json`
-// prints, from the plugins this process finds (the working directory's
-// project pins first).
-func mcpBackends(ctx context.Context, env Env) (any, error) {
-	// The same resolution as avenor backends: config layers, the family
-	// mapping and the project's lock.
-	res, err := hostrun.ResolveWorkingDir(env.resolveEnv(nil))
-	if err != nil {
-		return nil, err
-	}
-	return hostrun.ListBackends(ctx, res.Finder), nil
 }

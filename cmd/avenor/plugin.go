@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -18,11 +16,9 @@ func newPluginCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "Install, pin, list and verify backend plugins",
-		Long: `Manage backend plugins: install binaries side by side by version, pin the exact binary a
-project runs (.avenor/plugins.lock), list what is installed and what this project uses, and
-check a plugin against the conformance kit.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  help("plugin"),
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newPluginInstallCmd(env), newPluginUseCmd(env), newPluginUnpinCmd(env),
 		newPluginListCmd(env), newPluginVerifyCmd(env))
@@ -33,11 +29,8 @@ func newPluginInstallCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "install <path-to-avenor-plugin-binary>",
 		Short: "Install a plugin binary into the versioned plugin directory",
-		Long: `Ask the binary for its family and version, copy it to
-$XDG_DATA_HOME/avenor/plugins/<family>/<version>/avenor-plugin-<family> (written to a temp
-file, synced, then renamed) and record its sha256 beside it. Installed versions live side by
-side; unpinned runs use the highest, and 'avenor plugin use' pins one for a project.`,
-		Args: exactArgs("plugin install takes one binary path", 1),
+		Long:  help("plugin-install"),
+		Args:  exactArgs("plugin install takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dirs, err := config.DefaultDirs(env.Getenv)
 			if err != nil {
@@ -62,17 +55,7 @@ func newPluginUseCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "use <family>@<version> | use <family> | use --path <binary> [<family>]",
 		Short: "Pin a plugin version for this project (.avenor/plugins.lock)",
-		Long: `Pin the exact plugin binary this project runs, in .avenor/plugins.lock of the nearest
-project (the nearest directory, from here upwards, holding .avenor/; created here when there
-is none). The pin is the exact version and the binary's sha256 hash; runs in the project
-launch exactly that binary, checked against the hash before it executes, and fail with a
-clear error — never fall back to another binary — when it is missing or changed.
-
-  avenor plugin use echo@1.0.0       pin an installed version
-  avenor plugin use echo             pin the highest installed version
-  avenor plugin use --path ./bin/avenor-plugin-echo
-                                     pin a development build by path and hash (re-pin after
-                                     each rebuild; prefer installed versions in a lock you commit)`,
+		Long:  help("plugin-use"),
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) > 1:
@@ -165,13 +148,8 @@ func newPluginListCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List installed plugins and which one this project uses, and why",
-		Long: `List every plugin family that is installed, pinned by this project or found on a path:
-its installed versions, and the binary a run here launches and why that one — pinned (in
-.avenor/plugins.lock), the highest installed version, AVENOR_PLUGIN_PATH, next to avenor, or
-PATH (the last four are unpinned). A broken pin is shown with what to do about it.
-
---json prints one object for scripts: {"project", "lock_file", "plugins": [...]}.`,
-		Args: cobra.NoArgs,
+		Long:  help("plugin-list"),
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			dirs, err := config.DefaultDirs(env.Getenv)
 			if err != nil {
@@ -181,75 +159,16 @@ PATH (the last four are unpinned). A broken pin is shown with what to do about i
 			if err != nil {
 				return err
 			}
-			finder := plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil)
-			finder.Lock = lock
-			out := pluginList{Plugins: finder.Status()}
-			if lock != nil {
-				out.Project = lock.Project
-				if _, err := os.Stat(lock.File()); err == nil {
-					out.LockFile = lock.File()
-				}
-			}
+			out := plugins.ListProject(plugins.NewFinder(env.Getenv, dirs.PluginDir(), nil), lock)
 			if asJSON {
 				return writeJSON(env.Stdout, out)
 			}
-			printPluginList(env.Stdout, out)
+			out.WriteText(env.Stdout)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	return cmd
-}
-
-// pluginList is `avenor plugin list --json`.
-type pluginList struct {
-	Project  string                 `json:"project"`   // "" outside a project
-	LockFile string                 `json:"lock_file"` // "" when the project has none
-	Plugins  []plugins.FamilyStatus `json:"plugins"`
-}
-
-func printPluginList(w io.Writer, l pluginList) {
-	switch {
-	case l.Project == "":
-		fmt.Fprintln(w, "no project here (no .avenor/ in this directory or above): nothing is pinned")
-	case l.LockFile == "":
-		fmt.Fprintf(w, "project %s: nothing pinned\n", l.Project)
-	default:
-		fmt.Fprintf(w, "project %s: pins in %s\n", l.Project, l.LockFile)
-	}
-	if len(l.Plugins) == 0 {
-		fmt.Fprintln(w, "no plugins installed or found; install one with `avenor plugin install <binary>`")
-		return
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAMILY\tVERSION\tUSED\tPATH")
-	var problems []string
-	for _, f := range l.Plugins {
-		usedShown := false
-		for _, v := range f.Installed {
-			used := ""
-			if f.Used != nil && f.Used.Path == v.Path {
-				used, usedShown = "* "+f.Used.Why, true
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, v.Version, used, v.Path)
-		}
-		if f.Used != nil && !usedShown {
-			version := f.Used.Version
-			if version == "" {
-				version = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, version, "* "+f.Used.Why, f.Used.Path)
-		}
-		if f.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Family, "-", "! cannot run", "")
-			problems = append(problems, f.Family+": "+f.Error)
-		}
-	}
-	tw.Flush()
-	for _, p := range problems {
-		fmt.Fprintf(w, "\n%s\n", p)
-	}
 }
 
 func newPluginVerifyCmd(env Env) *cobra.Command {
@@ -262,18 +181,8 @@ func newPluginVerifyCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify <path-to-avenor-plugin-binary>",
 		Short: "Check a plugin binary against the conformance kit",
-		Long: `Launch the plugin binary as avenor does and run the conformance kit (sdk/plugintest)
-against every backend it serves: the handshake and Describe; sessions, prompts, event order,
-cancel and close; the permission round trip; resume; a crash and a restart. A backend is held
-to the capabilities it advertises: one that claims resume, cancel or permission relay and does
-not deliver fails, with the behaviour named. Prints one PASS/FAIL/SKIP line per behaviour;
-exits 1 when any check fails.
-
-The default prompts suit echo-like plugins and agents driven by a language model; give your
-own with --prompt, --long-prompt (a turn long enough for a Cancel to land in it) and
---permission-prompt (a turn that asks one permission). Checks that run turns are skipped when
-the backend's Check says its runtime is not usable here.`,
-		Args: exactArgs("plugin verify takes one binary path", 1),
+		Long:  help("plugin-verify"),
+		Args:  exactArgs("plugin verify takes one binary path", 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h := plugintest.Harness{Only: only, TurnTimeout: turnTimeout, CancelWithin: cancelWithin}
 			prompts := map[plugintest.TurnKind]string{plugintest.TurnPlain: plain, plugintest.TurnLong: long, plugintest.TurnPermission: permission}
@@ -312,24 +221,13 @@ the backend's Check says its runtime is not usable here.`,
 	return cmd
 }
 
-// projectLock is the lock of the project holding the working directory:
-// the nearest .avenor/ upwards. With create, a directory in no project
-// becomes one (created reports it; .avenor/ appears when the lock is
-// written); without, nil means no project.
+// projectLock is plugins.ProjectLock of the working directory.
 func projectLock(create bool) (lock *plugins.Lock, created bool, err error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, false, err
 	}
-	project, ok := config.FindProject(wd)
-	if !ok {
-		if !create {
-			return nil, false, nil
-		}
-		project, created = wd, true
-	}
-	lock, err = plugins.ReadLock(project)
-	return lock, created, err
+	return plugins.ProjectLock(wd, create)
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming the command.

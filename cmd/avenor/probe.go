@@ -19,14 +19,8 @@ func newProbeCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe --out <file> [flags]",
 		Short: "Run one probe prompt through opencode-acp and write its NDJSON transcript",
-		Long: `Run one prompt through the opencode-acp backend (` + "`opencode acp --pure --log-level WARN --cwd <dir>`" + `)
-and write every event, down to the final session.end, to --out as NDJSON that
-'avenor watch' reads. Permission requests are answered automatically with the
-first option whose kind starts with "reject" (else the first option), so the
-probe never lets the agent change anything.
-
-Exit codes are those of 'avenor run' (0 end_turn, 1 error, 124 timeout, 130 cancelled…).`,
-		Args: cobra.NoArgs,
+		Long:  help("probe"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usageError{errors.New("--out is required")}

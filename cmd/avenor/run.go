@@ -40,31 +40,7 @@ func newRunCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags]",
 		Short: "Run one prompt through a backend (the default command)",
-		Long: `Run one prompt through a backend plugin and exit with the turn's outcome.
-
-Events go to --on-event as NDJSON (one flat JSON object per line, session.end last); the
-sentinel file gets a status line, SESSION=, STOP_REASON= and RUN= once the run ends.
-
-Exit codes: 0 end_turn, 1 error, 2 refusal (or a command line avenor cannot parse),
-3 max_tokens, 4 max_turn_requests, 5 blocked, 124 timeout, 130 cancelled.
-A run refused before it starts (conflicting flags, unknown backend, unreadable prompt
-file) exits 1 with a FAILED sentinel saying STOP_REASON=exit_1; a command line avenor
-cannot parse exits 2 with STOP_REASON=refusal; a loop or team config that does not load
-says STOP_REASON=error. A run whose sentinel cannot be written (a full disk, a missing
-directory) says so on stderr and never exits 0: a run that ended well exits 1.
-
-On a terminal, stderr shows a live view of the run: the agent's text as it streams, tool
-calls, permission requests with the commands that answer them, retries, a status line
-(phase, elapsed time, tokens) and an end summary. --quiet turns it off; --progress=plain
-writes one line per event (for CI logs), --progress=tty forces the live view. When stderr
-is not a terminal nothing changes unless asked. NO_COLOR turns colour off.
-
-Examples:
-  avenor --backend echo --prompt "hello" --on-event ev.ndjson --sentinel-file run.done
-  avenor run --backend codex-app-server --prompt-file task.md --timeout 30m --max-retries 2
-  avenor --backend echo --resume <session-id> --prompt "and then?"
-  avenor --backend gemini-acp --prompt-file task.md --progress=plain 2>run.log
-  git diff | avenor --backend claude --prompt-file - --on-event - | jq -c 'select(.event=="tool.call")'`,
+		Long:  help("run"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return refuseRunArg(cmd, args[0])
@@ -170,23 +146,12 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	opts := spec.Options
 	hostrt.CleanFiles(opts.SentinelPath, opts.PermBase, opts.Logger.Warn)
 
-	if f.onEvent == "-" {
-		// The one stream that is not a file: NDJSON on stdout, for a pipe.
-		spec.Options.Events = env.Stdout
-	} else if f.onEvent != "" {
-		// A named pipe or a device is refused here: a pipe whose reader
-		// stalls would block the log, /dev/full would fail it.
-		// A regular file that stalls anyway (a hung mount) ends the run
-		// after event.MaxWriteStall.
-		file, err := regularfile.CreateLog(f.onEvent)
-		if err != nil {
-			return failSetup(env, f, fmt.Errorf("--on-event: %w", err))
-		}
-		// Close does not wait for a write stuck in the kernel (a regular
-		// file is not pollable), so a stalled log cannot hold up the exit.
-		defer file.Close()
-		spec.Options.Events = file
+	events, closeEvents, err := runEventLog(f.onEvent, env.Stdout)
+	if err != nil {
+		return failSetup(env, f, err)
 	}
+	defer closeEvents()
+	spec.Options.Events = events
 
 	ctx, stop := interruptible()
 	defer stop()
@@ -236,6 +201,29 @@ func runMain(cmd *cobra.Command, f *runFlags, env Env) int {
 	return code
 }
 
+// runEventLog is where the run's NDJSON goes (--on-event): stdout for "-",
+// else the file (nil: none); closeEvents closes it.
+func runEventLog(onEvent string, stdout io.Writer) (events io.Writer, closeEvents func(), err error) {
+	switch onEvent {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		// The one stream that is not a file: NDJSON on stdout, for a pipe.
+		return stdout, func() {}, nil
+	}
+	// A named pipe or a device is refused here: a pipe whose reader
+	// stalls would block the log, /dev/full would fail it.
+	// A regular file that stalls anyway (a hung mount) ends the run
+	// after event.MaxWriteStall.
+	file, err := regularfile.CreateLog(onEvent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--on-event: %w", err)
+	}
+	// Close does not wait for a write stuck in the kernel (a regular
+	// file is not pollable), so a stalled log cannot hold up the exit.
+	return file, func() { file.Close() }, nil
+}
+
 // exitWithSentinel is the run's exit code once its sentinel was (or was not)
 // written. A harness that waits for the sentinel never sees a run end whose
 // sentinel could not be written (a full disk, a missing directory), so such
@@ -271,9 +259,6 @@ func runRequest(cmd *cobra.Command, f *runFlags, env Env) hostrun.Request {
 		HTTPDebugTokenFile: f.httpDebugTokenFile, Stderr: env.Stderr,
 	}
 }
-
-// permissionFileTimeoutEnv is host/run's, which stable passes on too.
-const permissionFileTimeoutEnv = hostrun.PermissionFileTimeoutEnv
 
 func newRunID() string {
 	var b [8]byte

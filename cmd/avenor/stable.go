@@ -1,24 +1,17 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/avenor-go/avenor/client"
-	"github.com/avenor-go/avenor/host/config"
-	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/fleet"
-	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/host/stable"
-	"github.com/avenor-go/avenor/host/suprecord"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -43,28 +36,7 @@ func newStableCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stable [--control-socket <path>] [flags]",
 		Short: "Run a long-lived supervisor of many runtimes, controlled through its socket",
-		Long: `Run a supervisor that spawns and controls many runtimes, each in its own plugin process,
-through the control socket (avenor control --socket <path> spawn|list|status|prompt|cancel|shutdown…).
-Without --control-socket it listens on ~/.avenor/sockets/default.sock (the directory is created
-0700 and refused if another user owns it or can write it), where avenor control, avenor await and
-avenor board look when they are given no socket. While it runs, the supervisor records its
-socket, pid and run id in $XDG_STATE_HOME/avenor/supervisors/, so the board lists it wherever
-its socket is.
-
-Each runtime writes its events and sentinel to the paths its spawn gives, by default
-$TMPDIR/avenor-stable/<supervisor run id>/<runtime id>/{events.ndjson,sentinel.env}. A runtime
-whose turn ended well stays idle, ready for a follow-up prompt, until --parked-timeout; one
-cancelled, failed or whose plugin died is ended, with its exit code and sentinel. A spawn with
-loop_file or team_file runs the whole loop or team as one runtime (session_id ""). With
---warm BACKEND=N the supervisor keeps N runtimes of BACKEND started, initialised and with a
-fresh session open in the given dir (default its working dir); a spawn of the same backend,
-model, agent, thinking and dir takes one instead of waiting for a cold start, and the pool
-refills in the background (list {"warm":true} and status {} show the pools). With
---http-debug, GET /runtimes, /status/<runtime_id>, /events?runtime_id= and
-POST /cancel/<runtime_id> serve the runtimes over loopback HTTP. At exit the
-supervisor writes <socket>.dead: STOPPED reason=<signal|shutdown|idle|start_failed|crashed> pid=… at=….
-
-Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could not start.`,
+		Long:  help("stable"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("avenor stable takes no arguments, got %q", args[0])}
@@ -95,207 +67,95 @@ Exit codes: 0 after a shutdown, a signal or the idle timeout; 1 when it could no
 	return cmd
 }
 
-// stableMain wires and serves the supervisor; it returns the exit code.
+// stableMain checks the flags and hands the supervisor to host/stable's
+// Serve; it returns the exit code.
 func stableMain(cmd *cobra.Command, f *stableFlags, env Env) int {
-	if !cmd.Flags().Changed("control-socket") {
-		// docs/cli.md#avenor-control: the default socket, in a directory only
-		// this user can write.
-		home := env.Getenv("HOME")
-		if home == "" {
-			fmt.Fprintln(env.Stderr, "avenor stable: --control-socket is not given and $HOME is not set for ~/.avenor/sockets/default.sock; pass --control-socket")
-			return exitFail
+	cfg, err := f.serveConfig(cmd.Flags(), env)
+	if err == nil {
+		var reason string
+		if reason, err = stable.Serve(cmd.Context(), cfg); err == nil {
+			cfg.Logger.Debug("supervisor stopped", "reason", reason)
+			return exitOK
 		}
-		if err := client.PrepareSocketDir(client.SocketDir(home)); err != nil {
-			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-			return exitFail
-		}
-		f.controlSocket = client.DefaultSocketPath(home)
 	}
-	if f.controlSocket == "" {
-		fmt.Fprintln(env.Stderr, "avenor stable: --control-socket is required")
-		return exitFail
+	fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
+	return exitFail
+}
+
+// serveConfig checks the flags and turns them into stable's ServeConfig.
+func (f *stableFlags) serveConfig(fl *pflag.FlagSet, env Env) (stable.ServeConfig, error) {
+	var none stable.ServeConfig
+	if err := f.defaultSocket(fl, env); err != nil {
+		return none, err
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"--idle-timeout", f.idleTimeout}, {"--parked-timeout", f.parkedTimeout}, {"--shutdown-timeout", f.shutdownTimeout}, {"--permission-claim-timeout", f.claimTimout}, {"--warm-idle", f.warmIdle}, {"--linger", f.linger}} {
 		if d.v < 0 {
-			fmt.Fprintf(env.Stderr, "avenor stable: %s must not be negative, got %v\n", d.name, d.v)
-			return exitFail
+			return none, fmt.Errorf("%s must not be negative, got %v", d.name, d.v)
 		}
 	}
 	if f.httpDebugTokenFile != "" && f.httpDebug == "" {
-		fmt.Fprintln(env.Stderr, "avenor stable: --http-debug-token-file needs --http-debug")
-		return exitFail
+		return none, errors.New("--http-debug-token-file needs --http-debug")
 	}
 	if f.maxRuntimes < 1 || f.maxTreeBudget < 1 {
-		fmt.Fprintln(env.Stderr, "avenor stable: --max-runtimes and --max-tree-budget must be at least 1")
-		return exitFail
+		return none, errors.New("--max-runtimes and --max-tree-budget must be at least 1")
 	}
 	var warm []stable.WarmSpec
 	for _, v := range f.warm {
 		w, err := stable.ParseWarm(v)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-			return exitFail
+			return none, err
 		}
 		warm = append(warm, w)
 	}
 	logger := newLogger(env)
-	var fleetStores *fleet.Stores
 	if f.fleet.url != "" || f.node != "" {
 		if f.fleet.url == "" || f.node == "" {
-			fmt.Fprintln(env.Stderr, "avenor stable: --fleet and --node go together (the fleet's NATS URL and this node's name)")
-			return exitFail
+			return none, errors.New("--fleet and --node go together (the fleet's NATS URL and this node's name)")
 		}
 		for _, c := range []struct{ what, v string }{{"--node", f.node}, {"--pool", f.pool}} {
 			if err := fleet.CheckName(c.what, c.v); err != nil {
-				fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-				return exitFail
+				return none, err
 			}
 		}
-		// The fleet is checked before anything starts: a URL that does not
-		// answer, refused credentials or an incompatible stream stop here.
-		st, closeNC, err := f.fleet.connect(cmd.Context(), "avenor stable --node "+f.node)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-			return exitFail
-		}
-		defer closeNC()
-		fleetStores = st
 	}
-	token, ready, err := control.TakeEnv()
-	listening := make(chan struct{})
-	if fleetStores != nil {
-		inner := ready
-		ready = func() {
-			if inner != nil {
-				inner()
-			}
-			close(listening)
-		}
-	}
-	if err != nil {
-		logger.Warn("control socket readiness", "error", err)
-	}
-	var fileTimeout time.Duration
-	if v := env.Getenv(permissionFileTimeoutEnv); v != "" {
-		if fileTimeout, err = time.ParseDuration(v); err != nil || fileTimeout <= 0 {
-			fmt.Fprintf(env.Stderr, "avenor stable: %s=%q is not a positive Go duration\n", permissionFileTimeoutEnv, v)
-			return exitFail
-		}
-	}
-	// The supervisor's durable state, one directory per socket, lets one
-	// restarted on this socket recover the runtimes of one that died.
-	var stateDir string
-	if fleetStores != nil {
-		// A fleet node's runtimes move to other nodes when it dies: one
-		// restarted would own them twice. It keeps no durable state, and
-		// its plugins stop with it unless --linger says otherwise.
-		if !cmd.Flags().Changed("linger") {
-			f.linger = 0
-		}
-	} else if dirs, derr := config.DefaultDirs(env.Getenv); derr == nil {
-		stateDir = stable.StateDirFor(dirs.State, f.controlSocket)
-		if !cmd.Flags().Changed("linger") {
-			// The user's config file (and AVENOR_LINGER) may set it.
-			if set, _, lerr := config.Load(config.Sources{Environ: env.Environ, Dirs: dirs}); lerr == nil {
-				f.linger = set.Linger
-			} else {
-				logger.Warn("reading the linger window from the config", "error", lerr)
-			}
-		}
-	} else {
-		logger.Warn("no durable supervisor state: a restart will not recover the runtimes", "reason", derr)
-	}
-	// Every plugin this supervisor launches inherits it; the plugin takes it
-	// out of its own environment, so nothing it starts sees it.
-	os.Setenv(plugin.LingerEnv, f.linger.String())
-	sup, err := stable.New(stable.Config{
-		SocketPath: f.controlSocket, MaxRuntimes: f.maxRuntimes, MaxTreeBudget: f.maxTreeBudget,
-		IdleTimeout: f.idleTimeout, ParkedTimeout: f.parkedTimeout, ShutdownTimeout: f.shutdownTimeout,
-		PermissionClaimTimeout: f.claimTimout, PermissionFileTimeout: fileTimeout,
-		StateDir: stateDir, Linger: f.linger,
-		TempDir: orDefault(env.Getenv("TMPDIR"), "/tmp"), Home: env.Getenv("HOME"),
-		TreeBudgetPath: env.Getenv(stable.EnvTreeBudget),
-		Resolve:        stableResolver(env, logger), IdentityToken: token, Ready: ready,
-		Warm: warm, WarmIdle: f.warmIdle,
-		Logger: logger, Stderr: env.Stderr,
-	})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-		return exitFail
+	cfg := stable.ServeConfig{
+		Config: stable.Config{
+			SocketPath: f.controlSocket, MaxRuntimes: f.maxRuntimes, MaxTreeBudget: f.maxTreeBudget,
+			IdleTimeout: f.idleTimeout, ParkedTimeout: f.parkedTimeout, ShutdownTimeout: f.shutdownTimeout,
+			PermissionClaimTimeout: f.claimTimout, Linger: f.linger, Warm: warm, WarmIdle: f.warmIdle,
+			Logger: logger, Stderr: env.Stderr,
+		},
+		LingerGiven: fl.Changed("linger"),
+		Env:         env.resolveEnv(logger),
+		Fleet:       stable.FleetNode{URL: f.fleet.url, Auth: f.fleet.auth, Options: f.fleet.opts, Node: f.node, Pool: f.pool},
 	}
 	if f.httpDebug != "" {
-		dbg, err := startHTTPDebug(f.httpDebug, f.httpDebugTokenFile, httpdebug.Config{Stable: sup.HTTPDebug()}, env, logger)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-			return exitFail
-		}
-		// Serve has ended every runtime's stream when it returns: the
-		// adapter's streams deliver the last events, then it stops.
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), hostrun.HTTPDebugDrain)
-			defer cancel()
-			_ = dbg.Shutdown(ctx)
-		}()
-	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var agentDone chan struct{}
-	if fleetStores != nil {
-		agentDone = make(chan struct{})
-		actx, acancel := context.WithCancel(ctx)
-		defer func() { acancel(); <-agentDone }()
-		ctx2, stop2 := context.WithCancel(ctx)
-		defer stop2()
-		ctx = ctx2
-		go func() {
-			defer close(agentDone)
-			select {
-			case <-listening:
-			case <-actx.Done():
-				return
-			}
-			// The agent talks to this supervisor through its socket only.
-			err := fleet.RunNode(actx, fleet.NodeConfig{NC: fleetStores.NC(), Stores: fleetStores, Node: f.node, Pool: f.pool, Socket: f.controlSocket, Logger: logger})
-			if err != nil && actx.Err() == nil {
-				fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-				stop2() // a node that cannot serve the fleet stops
-			}
-		}()
-	}
-	if dirs, derr := config.DefaultDirs(env.Getenv); derr == nil {
-		// The board finds this supervisor by its record, wherever its socket is.
-		if remove, rerr := suprecord.Register(dirs.State, suprecord.Record{Socket: f.controlSocket, RunID: sup.RunID()}); rerr == nil {
-			defer remove()
-		} else {
-			logger.Warn("the board will not list this supervisor unless it scans the socket's directory", "error", rerr)
+		cfg.HTTPDebug = func(c httpdebug.Config) (*httpdebug.Server, error) {
+			return startHTTPDebug(f.httpDebug, f.httpDebugTokenFile, c, env, logger)
 		}
 	}
-	reason, err := sup.Serve(ctx)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "avenor stable: %v\n", err)
-		return exitFail
-	}
-	logger.Debug("supervisor stopped", "reason", reason)
-	return exitOK
+	return cfg, nil
 }
 
-// stableResolver resolves a spawn as avenor run resolves its flags
-// (host/run.Resolve): defaults < user file < project file (found from the
-// spawn's dir) < env < the spawn's params, then the plugin that serves the
-// backend, the project's .avenor/plugins.lock first.
-func stableResolver(env Env, logger hclog.Logger) stable.Resolver {
-	return func(dir string, set map[string]any) (stable.Backend, error) {
-		res, err := hostrun.Resolve(env.resolveEnv(logger), dir, set)
-		if err != nil {
-			return stable.Backend{}, err
+// defaultSocket is ~/.avenor/sockets/default.sock when --control-socket is
+// not given (docs/cli.md#avenor-control), in a directory only this user
+// can write.
+func (f *stableFlags) defaultSocket(fl *pflag.FlagSet, env Env) error {
+	if !fl.Changed("control-socket") {
+		home := env.Getenv("HOME")
+		if home == "" {
+			return errors.New("--control-socket is not given and $HOME is not set for ~/.avenor/sockets/default.sock; pass --control-socket")
 		}
-		b, err := res.Backend(res.Settings.Backend)
-		if err != nil {
-			return stable.Backend{}, err
+		if err := client.PrepareSocketDir(client.SocketDir(home)); err != nil {
+			return err
 		}
-		return stable.Backend{Settings: res.Settings, Backend: b}, nil
+		f.controlSocket = client.DefaultSocketPath(home)
 	}
+	if f.controlSocket == "" {
+		return errors.New("--control-socket is required")
+	}
+	return nil
 }

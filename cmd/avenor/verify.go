@@ -14,25 +14,8 @@ func newVerifyCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [flags]",
 		Short: "Check loop, team and roster configs without running anything",
-		Long: `Load and validate loop, team and roster configs as a run would, without starting any
-backend: strict JSON (unknown fields are errors), the phase rules, prompt files and
-templates, roster entries; loop_file and team_file phases are followed recursively.
-
-Errors go to stderr first, one "error: <what>" line each, then one "ok: <what>" line per
-config that is fine goes to stdout:
-
-  ok: roster <path> (N entries)
-  ok: roster <path>: entry "x" found
-  ok: loop <path> (N phases, max_iterations=M)
-  ok: team <path> (N phases)
-
-Relative paths are resolved against --dir. Exit 1 on any error.
-
-Examples:
-  avenor verify --loop-file loop.json
-  avenor verify --dir repo --team-file team.json --roster-file roster.json
-  avenor verify --roster-file roster.json --roster-entry reviewer`,
-		Args: noArgs(func(arg string) error { return usageError{fmt.Errorf("verify takes no arguments, got %q", arg)} }),
+		Long:  help("verify"),
+		Args:  noArgs(func(arg string) error { return usageError{fmt.Errorf("verify takes no arguments, got %q", arg)} }),
 		RunE: func(*cobra.Command, []string) error {
 			return exitError{runVerify(env, req)}
 		},
@@ -48,22 +31,11 @@ Examples:
 }
 
 func runVerify(env Env, req loop.VerifyRequest) int {
-	if req.RosterEntry != "" && req.RosterFile == "" {
-		fmt.Fprintln(env.Stderr, "avenor verify: --roster-entry requires --roster-file")
+	if err := req.Check(); err != nil {
+		fmt.Fprintf(env.Stderr, "avenor verify: %v\n", err)
 		return exitFail
 	}
-	if req.LoopFile == "" && req.TeamFile == "" && req.RosterFile == "" {
-		fmt.Fprintln(env.Stderr, "avenor verify: at least one of --loop-file, --team-file, or --roster-file is required")
-		return exitFail
-	}
-	oks, errs := loop.Verify(req)
-	for _, e := range errs {
-		fmt.Fprintf(env.Stderr, "error: %s\n", e)
-	}
-	for _, o := range oks {
-		fmt.Fprintf(env.Stdout, "ok: %s\n", o)
-	}
-	if len(errs) > 0 {
+	if !loop.VerifyTo(req, env.Stdout, env.Stderr) {
 		return exitFail
 	}
 	return exitOK

@@ -31,12 +31,8 @@ func newVersionCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print avenor's version, commit, Go version and plugin protocol",
-		Long: `Print what avenor was built from: its version (the first line is that of --version),
-the commit, the Go toolchain and the platform, and the plugin protocol version it speaks.
-A plugin built for another protocol version is refused at launch.
-
---json prints one JSON object for scripts.`,
-		Args: cobra.NoArgs,
+		Long:  help("version"),
+		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := currentVersion()
 			if asJSON {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,54 +14,12 @@ import (
 	"github.com/avenor-go/avenor/host/watch"
 )
 
-// watchFlags are the flags of `avenor watch` (docs/watch.md).
-type watchFlags struct {
-	follow, classify, noColor     bool
-	format, sinceCursor, sentinel string
-	pollInterval                  time.Duration
-}
-
 func newWatchCmd(env Env) *cobra.Command {
-	f := &watchFlags{}
+	f := &watch.Command{}
 	cmd := &cobra.Command{
 		Use:   "watch [flags] <log|->",
 		Short: "Digest an NDJSON event log, once or as it grows",
-		Long: `Print one line per event of an --on-event log ("-": standard input, e.g.
-'avenor control --socket S tail | avenor watch -'):
-
-  EVENT <event> <session_id> <excerpt>
-
-The session column is empty when the event has none (session_id, else sessionID).
-The excerpt is at most 120 characters on one line (tool.call: kind:title [status];
-agent.status: phase | label; session.end: stop_reason=…; avenor.retry: attempt=2/3;
-chunks: their text). Lines without an "event" field print nothing; lines that are not
-JSON are skipped and counted on stderr at the end. A pipe is read until it closes.
-
-On a terminal, without --format, --classify, --follow or --since-cursor, the default is
---format transcript instead: the run retold for a person (the agent's messages joined, tool
-calls with their status, permissions and their answers, retries, errors, the end). Off a
-terminal the default stays the digest above, byte for byte.
-
---classify prefixes each line with MILESTONE, FINDING or ACTIVITY (--format json adds a
-top-level "classify" field instead). --format json prints the event lines unchanged.
-Colours are used when stdout is a terminal, never with --no-color, NO_COLOR or json.
-
---follow keeps polling and exits 0 when the run is over, or on SIGINT/SIGTERM: at the
-avenor.loop.end or avenor.team.end of a loop or team (a phase's session.end goes on), at
-a session.end nothing can follow (a failure not retried, or the last attempt's), when
-the --sentinel-file of the run appears, or, without one, 2s after a clean session.end
-(6s after a retryable failure) if no next turn or retry has started. It reads complete
-lines only and waits for a log that does not exist yet. --since-cursor FILE starts at
-the byte offset saved in FILE (none: the beginning) and saves the new offset on exit,
-and every 10 events while following.
-
-Examples:
-  avenor watch events.ndjson
-  avenor watch --format transcript events.ndjson | less
-  avenor watch --follow --classify events.ndjson
-  avenor watch --follow --sentinel-file run.done events.ndjson
-  avenor watch --since-cursor events.cursor --format json events.ndjson
-  avenor control --socket /tmp/run.sock tail | avenor watch --follow -`,
+		Long:  help("watch"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("watch takes one log file (or - for standard input), got %d arguments", len(args))}
@@ -72,58 +29,33 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			if !fl.Changed("format") && !fl.Changed("classify") && !fl.Changed("follow") && !fl.Changed("since-cursor") && stdoutIsTerminal(env) {
-				f.format = string(watch.Transcript)
+				f.Format = string(watch.Transcript)
 			}
 			return runWatch(cmd.Context(), env, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.follow, "follow", false, "poll and tail the log; exit 0 when the run is over or on SIGINT/SIGTERM")
-	fl.StringVar(&f.format, "format", string(watch.Plain), "plain digest lines, json pass-through, or transcript for a person (the default on a terminal)")
-	fl.BoolVar(&f.classify, "classify", false, `prefix MILESTONE/FINDING/ACTIVITY (json: add a top-level "classify")`)
-	fl.DurationVar(&f.pollInterval, "poll-interval", watch.DefaultPollInterval, "follow-mode sleep between polls")
-	fl.StringVar(&f.sinceCursor, "since-cursor", "", "cursor file: start at its byte offset, save the new one on exit")
-	fl.StringVar(&f.sentinel, "sentinel-file", "", "with --follow: the run's sentinel; exit once it appears and the log is read")
-	fl.BoolVar(&f.noColor, "no-color", false, "never colour the output")
+	fl.BoolVar(&f.Follow, "follow", false, "poll and tail the log; exit 0 when the run is over or on SIGINT/SIGTERM")
+	fl.StringVar(&f.Format, "format", string(watch.Plain), "plain digest lines, json pass-through, or transcript for a person (the default on a terminal)")
+	fl.BoolVar(&f.Classify, "classify", false, `prefix MILESTONE/FINDING/ACTIVITY (json: add a top-level "classify")`)
+	fl.DurationVar(&f.PollInterval, "poll-interval", watch.DefaultPollInterval, "follow-mode sleep between polls")
+	fl.StringVar(&f.SinceCursor, "since-cursor", "", "cursor file: start at its byte offset, save the new one on exit")
+	fl.StringVar(&f.Sentinel, "sentinel-file", "", "with --follow: the run's sentinel; exit once it appears and the log is read")
+	fl.BoolVar(&f.NoColor, "no-color", false, "never colour the output")
 	return cmd
 }
 
-func runWatch(ctx context.Context, env Env, f *watchFlags, log string) error {
-	format, err := watch.ParseFormat(f.format)
+func runWatch(ctx context.Context, env Env, f *watch.Command, log string) error {
+	format, err := f.Check(log)
 	if err != nil {
 		return usageError{err}
-	}
-	if f.pollInterval <= 0 {
-		return usageError{fmt.Errorf("--poll-interval must be positive, not %v", f.pollInterval)}
-	}
-	if f.sentinel != "" && !f.follow {
-		return usageError{fmt.Errorf("--sentinel-file says when a follow ends; add --follow or drop it")}
-	}
-	if f.sinceCursor != "" && log == watch.Stdin {
-		return usageError{fmt.Errorf("--since-cursor needs a log file, and - is standard input; drop --since-cursor or name the log")}
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	res, err := watch.Run(ctx, log, env.Stdout, watch.Config{
-		Follow: f.follow,
-		Printer: watch.Printer{
-			Format:   format,
-			Classify: f.classify,
-			Color:    format == watch.Plain && !f.noColor && !noColorEnv(env) && isTerminal(env.Stdout),
-		},
-		PollInterval: f.pollInterval,
-		CursorPath:   f.sinceCursor,
-		SentinelPath: f.sentinel,
-		Stderr:       env.Stderr,
-	})
-	if res.Malformed > 0 {
-		fmt.Fprintf(env.Stderr, "avenor watch: skipped %d malformed line(s) in %s\n", res.Malformed, log)
-	}
-	if err != nil {
+	if err := f.Run(ctx, log, format, env.Stdout, env.Stderr, !noColorEnv(env) && isTerminal(env.Stdout)); err != nil {
 		fmt.Fprintf(env.Stderr, "avenor watch: %v\n", err)
 		return exitError{exitFail}
 	}

@@ -45,7 +45,7 @@ type benchNote struct {
 func BenchmarkEventLatency1kPerSecond(b *testing.B) {
 	rt := newFakeRuntime()
 	s := NewServer(Config{Path: b.TempDir() + "/b.sock"})
-	RegisterRun(s, rt, RunOptions{})
+	registerRun(s, rt, runOptions{})
 	if err := s.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func BenchmarkEventLatency1kPerSecond(b *testing.B) {
 func BenchmarkFanout10Subscribers(b *testing.B) {
 	rt := newFakeRuntime()
 	s := NewServer(Config{Path: b.TempDir() + "/b.sock"})
-	RegisterRun(s, rt, RunOptions{})
+	registerRun(s, rt, runOptions{})
 	if err := s.Start(); err != nil {
 		b.Fatal(err)
 	}

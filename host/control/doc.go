@@ -6,11 +6,15 @@
 // ownership (docs/control-protocol.md#ownership), and the one control method table (docs/control-protocol.md#methods, docs/control-protocol.md#status, docs/control-protocol.md#subscribe):
 // status, result, subscribe, history, cancel, prompt, interrupt_and_prompt
 // and answer_permission, registered by [RegisterTable] over a
-// [Supervisor] of [Target] runtimes. A one-shot run ([Run], [RegisterRun])
-// is a supervisor of one whose default runtime is the run; `avenor stable`
+// [Supervisor] of [Target] runtimes. `avenor run` is a supervisor of one
+// ([One], [RegisterOne]) whose default runtime is the run; `avenor stable`
 // registers the same table over its runtimes, so the two cannot answer
 // differently, and the HTTP debug adapter (httpdebug) serves the same
 // targets.
+//
+// The status snapshot of a runtime ([Status]) is this package's: the
+// runner keeps it, the control plane shows it, and nothing here imports
+// the runner.
 //
 // The server's methods are open: [Server.Handle] registers a [Method], so
 // `avenor stable` adds only what is its own (spawn, list, send_to_parent,

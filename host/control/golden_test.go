@@ -25,7 +25,7 @@ func TestGoldenOneShot(t *testing.T) {
 	rt.write(t, event.Event{"event": "session.start", "backend": "scripted", "session_id": "ses_1"})
 	rt.write(t, event.Event{"event": "agent.message_chunk", "content": map[string]any{"type": "text", "text": "a <b> & c"}})
 	rt.write(t, event.Event{"event": "session.end", "stop_reason": "end_turn", "final_output": "a <b> & c"})
-	s := startRun(t, rt, RunOptions{RunID: "run1"}, Config{IdentityToken: "tok-123"})
+	s := startRun(t, rt, runOptions{RunID: "run1"}, Config{IdentityToken: "tok-123"})
 	c := dialRaw(t, s.Path())
 
 	var out strings.Builder

@@ -2,6 +2,8 @@ package control
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"net"
 	"path/filepath"
 	"strings"
@@ -12,16 +14,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var fixedNow = func() time.Time { return time.UnixMilli(1700000000000) }
 
-// fakeRuntime records what the one-shot methods ask of it.
+// errRunEnded is what the fake answers a prompt of "after the end" with,
+// as a runner whose run has ended does.
+var errRunEnded = errors.New("the run has ended")
+
+// fakeRuntime is a Target that records what the methods ask of it;
+// perm, when set, answers permissions.
 type fakeRuntime struct {
-	w *event.Writer
+	w    *event.Writer
+	perm PermissionAnswerer
 
 	mu         sync.Mutex
 	prompts    []string
@@ -34,30 +41,58 @@ func newFakeRuntime() *fakeRuntime {
 	return &fakeRuntime{w: event.NewWriter(nil, event.Stamp{RunID: "run1", Now: fixedNow}, event.Options{})}
 }
 
-func (f *fakeRuntime) Status() hostrt.Status {
-	return hostrt.Status{
+func (f *fakeRuntime) ID() string { return "" }
+
+func (f *fakeRuntime) Status() any {
+	return Status{
 		SessionID: "ses_1", RunID: "run1", Phase: "working", PhaseLabel: "go test ./...", LastEvent: "tool.call",
 		RetryAttempt: 1, MaxRetries: 3, StartedAt: 1700000000000, UpdatedAt: 1700000001000,
-		TurnState: hostrt.TurnRunning, LatestSeq: f.w.LatestSeq(), PID: 42,
+		TurnState: TurnRunning, LatestSeq: f.w.LatestSeq(), PID: 42,
 	}
 }
 
-func (f *fakeRuntime) Prompt(text string) error {
+func (f *fakeRuntime) Prompt(_ context.Context, text string, interrupt, keep bool) error {
 	if text == "after the end" {
-		return hostrt.ErrRunEnded
+		return errRunEnded
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.prompts = append(f.prompts, text)
+	if interrupt {
+		f.interrupts = append(f.interrupts, text)
+		f.keepQueue = append(f.keepQueue, keep)
+	} else {
+		f.prompts = append(f.prompts, text)
+	}
 	return nil
 }
 
-func (f *fakeRuntime) InterruptAndPrompt(text string, keep bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.interrupts = append(f.interrupts, text)
-	f.keepQueue = append(f.keepQueue, keep)
-	return nil
+// Result is the final_output of the latest session.end in the history.
+func (f *fakeRuntime) Result() any {
+	h := f.w.History(0, 0)
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Type() == event.TypeSessionEnd {
+			final, _ := h[i]["final_output"].(string)
+			return map[string]any{"final_output": final}
+		}
+	}
+	return map[string]any{"final_output": ""}
+}
+
+func (f *fakeRuntime) AnswerPermission(requestID, optionID, message string) error {
+	if f.perm == nil {
+		return ErrNoPendingPermission
+	}
+	return f.perm.Answer(requestID, optionID, message)
+}
+
+func (f *fakeRuntime) AnswerPermissionAs(source, requestID, optionID, message string) error {
+	if f.perm == nil {
+		return ErrNoPendingPermission
+	}
+	if sa, ok := f.perm.(SourcedAnswerer); ok {
+		return sa.AnswerAs(source, requestID, optionID, message)
+	}
+	return f.perm.Answer(requestID, optionID, message)
 }
 
 func (f *fakeRuntime) Cancel() {
@@ -83,14 +118,27 @@ func sockPath(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "ctl", "s.sock")
 }
 
-// startRun starts a one-shot server on a fresh socket.
-func startRun(t *testing.T, rt Runtime, opts RunOptions, cfg Config) *Server {
+// runOptions are a supervisor of one's: its run id and the fake's
+// permission answerer.
+type runOptions struct {
+	RunID       string
+	Permissions PermissionAnswerer
+}
+
+// registerRun registers the table of a supervisor of one over rt.
+func registerRun(s *Server, rt *fakeRuntime, opts runOptions) {
+	rt.perm = opts.Permissions
+	RegisterOne(s, rt, opts.RunID)
+}
+
+// startRun starts a supervisor of one on a fresh socket.
+func startRun(t *testing.T, rt *fakeRuntime, opts runOptions, cfg Config) *Server {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = sockPath(t)
 	}
 	s := NewServer(cfg)
-	RegisterRun(s, rt, opts)
+	registerRun(s, rt, opts)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

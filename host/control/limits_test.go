@@ -75,7 +75,7 @@ func startWithPeers(t *testing.T, cfg Config) (*Server, *atomic.Int64) {
 	peer := new(atomic.Int64)
 	s := NewServer(cfg)
 	s.peerCred = func(*net.UnixConn) (int, int, error) { return os.Getuid(), int(peer.Load()), nil }
-	RegisterRun(s, newFakeRuntime(), RunOptions{})
+	registerRun(s, newFakeRuntime(), runOptions{})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestUnknownPeerHasNoShare(t *testing.T) {
 	s := NewServer(Config{Path: sockPath(t)})
 	s.peerCred = func(*net.UnixConn) (int, int, error) { return -1, 0, errNoPeerCred }
 	s.maxConns, s.maxPerProcess = 6, 2
-	RegisterRun(s, newFakeRuntime(), RunOptions{})
+	registerRun(s, newFakeRuntime(), runOptions{})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestUnknownPeerHasNoShare(t *testing.T) {
 // send more than MaxRequestLine without a newline are answered -32600 and
 // closed, and pin nothing.
 func TestRefusedLineReleasesItsBuffer(t *testing.T) {
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{})
 	const n = 8
 	payload := bytes.Repeat([]byte("x"), MaxRequestLine+2<<20)
 	conns := make([]*rawConn, n)
@@ -263,7 +263,7 @@ func TestRefusedLineReleasesItsBuffer(t *testing.T) {
 // -32000 and closed. When the clients go, the buffers go with them and
 // the memory is handed back to the system.
 func TestPendingRequestLinesBounded(t *testing.T) {
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{})
 	const n = 40
 	payload := bytes.Repeat([]byte("x"), MaxRequestLine-1)
 	conns := make([]*rawConn, n)
@@ -338,7 +338,7 @@ func heapInUse() uint64 {
 // still mutate. One that succeeds does, and a later failure keeps it.
 func TestFailingMutatingCallTakesNoOwnership(t *testing.T) {
 	rt := newFakeRuntime()
-	s := startRun(t, rt, RunOptions{RunID: "run1"}, Config{})
+	s := startRun(t, rt, runOptions{RunID: "run1"}, Config{})
 	a, b := dialRaw(t, s.Path()), dialRaw(t, s.Path())
 	for _, m := range []string{
 		`"method":"prompt","params":{"text":""}`,

@@ -10,7 +10,7 @@ import (
 // control client for permission requests; an ordinary one still does, and
 // an observer's close does not disturb the count.
 func TestObserveDoesNotHoldPermissions(t *testing.T) {
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{})
 	waitConnected := func(want bool) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)

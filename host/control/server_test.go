@@ -21,7 +21,7 @@ import (
 
 func TestOwnershipFirstMutatorUntilDisconnect(t *testing.T) {
 	rt := newFakeRuntime()
-	s := startRun(t, rt, RunOptions{}, Config{})
+	s := startRun(t, rt, runOptions{}, Config{})
 	a, b := dialRaw(t, s.Path()), dialRaw(t, s.Path())
 
 	// Read-only methods claim nothing.
@@ -65,7 +65,7 @@ func TestOwnershipFirstMutatorUntilDisconnect(t *testing.T) {
 }
 
 func TestSecondServerOnSamePathIsRefused(t *testing.T) {
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{})
 	second := NewServer(Config{Path: s.Path()})
 	err := second.Start()
 	if err == nil || err.Error() != "control socket already in use: "+s.Path() || !errors.Is(err, ErrInUse) {
@@ -93,7 +93,7 @@ func TestStaleSocketIsReused(t *testing.T) {
 	if _, err := os.Lstat(path); err != nil {
 		t.Fatalf("the stale socket should exist: %v", err)
 	}
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{Path: path})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{Path: path})
 	if got := dialRaw(t, s.Path()).call(`{"jsonrpc":"2.0","id":1,"method":"identity"}`); !strings.Contains(got, `"result"`) {
 		t.Fatalf("server on a reused path: %s", got)
 	}
@@ -185,7 +185,7 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 	s := NewServer(Config{Path: sockPath(t), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	me := os.Getuid()
 	s.peerCred = func(*net.UnixConn) (int, int, error) { return me + 1, 4242, nil }
-	RegisterRun(s, newFakeRuntime(), RunOptions{})
+	registerRun(s, newFakeRuntime(), runOptions{})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 }
 
 func TestSameUIDPeerAccepted(t *testing.T) {
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{})
 	nc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: s.Path(), Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestReadyAndConnectionCount(t *testing.T) {
 // its connection closed (the rest of the line is never read); a line of
 // exactly the limit is served.
 func TestRequestLineLimit(t *testing.T) {
-	s := startRun(t, newFakeRuntime(), RunOptions{}, Config{})
+	s := startRun(t, newFakeRuntime(), runOptions{}, Config{})
 	c := dialRaw(t, s.Path())
 	big := `{"jsonrpc":"2.0","id":1,"method":"prompt","params":{"text":"` + strings.Repeat("x", MaxRequestLine) + `"}}`
 	go func() { _, _ = c.nc.Write([]byte(big + "\n")) }()
@@ -302,7 +302,7 @@ func TestRequestLineLimit(t *testing.T) {
 func TestFinalOutputBoundedInViewsLosslessInResult(t *testing.T) {
 	rt := newFakeRuntime()
 	long := strings.Repeat("é", event.FinalOutputLimit+10)
-	s := startRun(t, rt, RunOptions{}, Config{})
+	s := startRun(t, rt, runOptions{}, Config{})
 	c := dialRaw(t, s.Path())
 	if got := c.call(`{"jsonrpc":"2.0","id":1,"method":"subscribe"}`); got != `{"jsonrpc":"2.0","id":1,"result":{"subscribed":true}}` {
 		t.Fatal(got)
@@ -343,7 +343,7 @@ func TestFinalOutputBoundedInViewsLosslessInResult(t *testing.T) {
 
 func TestLiveSubscriptionSkipsUpToAfterSeq(t *testing.T) {
 	rt := newFakeRuntime()
-	s := startRun(t, rt, RunOptions{}, Config{})
+	s := startRun(t, rt, runOptions{}, Config{})
 	c := dialRaw(t, s.Path())
 	rt.write(t, event.Event{"event": "x"}) // seq 1
 	if got := c.call(`{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"after_seq":3}}`); !strings.Contains(got, `"subscribed":true`) {
@@ -387,7 +387,7 @@ func TestAnswerPermission(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ans := tc.ans
-			s := startRun(t, newFakeRuntime(), RunOptions{Permissions: &ans}, Config{})
+			s := startRun(t, newFakeRuntime(), runOptions{Permissions: &ans}, Config{})
 			got := dialRaw(t, s.Path()).call(`{"jsonrpc":"2.0","id":1,"method":"answer_permission","params":{"request_id":"p1","option_id":"allow","message":"ok"}}`)
 			if got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
@@ -403,7 +403,7 @@ func TestAnswerPermission(t *testing.T) {
 // the runtime's writes and a reading subscriber are unaffected.
 func TestStuckSubscriberLagsAlone(t *testing.T) {
 	rt := newFakeRuntime()
-	s := startRun(t, rt, RunOptions{}, Config{})
+	s := startRun(t, rt, runOptions{}, Config{})
 	stuck, live := dialRaw(t, s.Path()), dialRaw(t, s.Path())
 	for _, c := range []*rawConn{stuck, live} {
 		if got := c.call(`{"jsonrpc":"2.0","id":1,"method":"subscribe"}`); !strings.Contains(got, `"subscribed":true`) {
@@ -489,7 +489,7 @@ func TestStuckSubscriberLagsAlone(t *testing.T) {
 func TestCloseWithBusyConnections(t *testing.T) {
 	rt := newFakeRuntime()
 	s := NewServer(Config{Path: sockPath(t)})
-	RegisterRun(s, rt, RunOptions{})
+	registerRun(s, rt, runOptions{})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestAnswerPermissionSourceHint(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ans := &sourcedAnswerer{fakeAnswerer: fakeAnswerer{pending: true}}
-			s := startRun(t, newFakeRuntime(), RunOptions{Permissions: ans}, Config{})
+			s := startRun(t, newFakeRuntime(), runOptions{Permissions: ans}, Config{})
 			got := dialRaw(t, s.Path()).call(`{"jsonrpc":"2.0","id":1,"method":"answer_permission","params":{"request_id":"p1","option_id":"allow",` + tc.params + `}}`)
 			if got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)

@@ -270,39 +270,9 @@ func (f *Fields) number(b []byte, i int) (int, bool) {
 		i++
 	}
 	digits := i
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
+	i, integer, ok := jsonenc.ScanNumber(b, start)
+	if !ok {
 		return 0, false
-	}
-	integer := true
-	if i < len(b) && b[i] == '.' {
-		integer = false
-		i++
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return 0, false
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		integer = false
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return 0, false
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
 	}
 	if integer && i-digits <= 15 {
 		// Exact in a float64, and written back digit for digit.

@@ -253,14 +253,7 @@ func (n *node) lost(ctx context.Context, o *owned, to string) {
 // guard checks, every ReapInterval, that this node still owns its
 // running runtimes.
 func (n *node) guard(ctx context.Context) {
-	t := time.NewTicker(ReapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, ReapInterval, func() {
 		n.mu.Lock()
 		list := make([]*owned, 0, len(n.byFleet))
 		for _, o := range n.byFleet {
@@ -275,7 +268,7 @@ func (n *node) guard(ctx context.Context) {
 				n.lost(ctx, o, cur.Node)
 			}
 		}
-	}
+	})
 }
 
 // reap moves one runtime of a lost node (or of this node's previous

@@ -170,19 +170,27 @@ func (n *node) join(ctx context.Context) error {
 // presence refreshes the node's presence key.
 func (n *node) presence(ctx context.Context) {
 	b, _ := json.Marshal(Presence{Node: n.cfg.Node, Pool: n.cfg.Pool, PID: os.Getpid(), Instance: n.instance, Since: time.Now().UnixMilli()})
-	t := time.NewTicker(PresenceInterval)
+	every(ctx, PresenceInterval, func() {
+		pctx, cancel := context.WithTimeout(ctx, PresenceInterval)
+		defer cancel()
+		if _, err := n.st.Nodes.Put(pctx, n.cfg.Node, b); err != nil && ctx.Err() == nil {
+			n.log.Warn("refreshing the node's presence", "error", err)
+		}
+	})
+}
+
+// every runs fn every d until ctx ends (a tick that comes while fn runs
+// waits for it, later ones are dropped, as with a time.Ticker).
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			fn()
 		}
-		pctx, cancel := context.WithTimeout(ctx, PresenceInterval)
-		if _, err := n.st.Nodes.Put(pctx, n.cfg.Node, b); err != nil && ctx.Err() == nil {
-			n.log.Warn("refreshing the node's presence", "error", err)
-		}
-		cancel()
 	}
 }
 
@@ -249,18 +257,7 @@ func (n *node) take(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	hb, stopHB := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-hb.Done():
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
+	go every(hb, HeartbeatInterval, func() { _ = msg.InProgress() })
 	o, raw, err := n.spawn(ctx, params, nil)
 	stopHB()
 	if err != nil {

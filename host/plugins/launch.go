@@ -31,7 +31,25 @@ type Launched struct {
 // what runs (sdk/plugin LaunchConfig.SecureConfig): a binary swapped in
 // after the check never runs. A mismatch is a *PinError and nothing runs.
 func Launch(ctx context.Context, found Found, backend string, logger hclog.Logger) (*Launched, error) {
-	cfg := plugin.LaunchConfig{Path: found.Path, Logger: logger, Env: executableEnv()}
+	return LaunchWith(ctx, found, backend, LaunchOptions{Logger: logger})
+}
+
+// LaunchOptions are what one launch gives the plugin process besides its
+// binary.
+type LaunchOptions struct {
+	// Logger receives the plugin's logs; nil: none.
+	Logger hclog.Logger
+	// Env ("KEY=value") is added to the plugin process's environment, over
+	// what it inherits, and never to this process's: avenor stable's
+	// linger window (plugin.LingerEnv) reaches its plugins this way only.
+	Env []string
+}
+
+// LaunchWith is Launch with the plugin process's logger and extra
+// environment.
+func LaunchWith(ctx context.Context, found Found, backend string, o LaunchOptions) (*Launched, error) {
+	env := append(executableEnv(), o.Env...)
+	cfg := plugin.LaunchConfig{Path: found.Path, Logger: o.Logger, Env: env}
 	if found.Pin != nil {
 		sc, err := secureConfig(found.Pin.Hash)
 		if err != nil {

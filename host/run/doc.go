@@ -8,9 +8,18 @@
 //   - [LoadPhased]: loop and team configs and the backends their phases
 //     name, loaded once for `avenor run --loop-file/--team-file` and for a
 //     stable spawn's loop_file/team_file.
-//   - [Start]: one run assembly — the batched event writer, the permission
-//     broker, the runner or the loop/team over runtime phases, the control
-//     method table on the socket and the HTTP debug adapter.
+//   - [Runtime]: the one type that is a runtime ([New], or [Restore]
+//     after a supervisor's restart) — its event writer and, for a stable
+//     runtime, its own event log file, its permission broker, its runs (a
+//     runner each, or the phases of a loop or team run, [Phased]), the
+//     runner's typed facts, its status, session and result — and a
+//     control.Target, which the control method table and the HTTP debug
+//     adapter serve as it is. `avenor run` and every runtime of `avenor
+//     stable` are one; the supervisor keeps only what is its own.
+//   - [ReattachSession], [LogTail], [StopLingering]: a recovered runtime's
+//     log tail and the plugin that may still hold its session.
+//   - [Start]: `avenor run`'s runtime served as a supervisor of one on the
+//     control socket and the HTTP debug adapter, run to its end.
 //   - [Prepare]: `avenor run`'s command line ([Request]) made into a
 //     validated [Spec] — the config under the flags, the roster, the
 //     exclusive flags, the prompt, the working directory, the permission
@@ -22,6 +31,6 @@
 //     completion and `avenor mcp` share.
 //
 // cmd/avenor's commands and host/stable import it; it imports the rooms it
-// wires (config, plugins, runtime, loop, permission, control) and nothing
+// wires (config, plugins, runner, loop, permission, control, sentinel) and nothing
 // of cmd/avenor or host/stable.
 package run

@@ -20,6 +20,11 @@ type Env struct {
 	Environ []string
 	// Logger is the launched plugins' logger; nil: none.
 	Logger hclog.Logger
+	// PluginEnv ("KEY=value") is added to the environment of every plugin
+	// launched for the resolved backends, never to this process's: avenor
+	// stable's linger window (plugin.LingerEnv). nil: they inherit this
+	// process's environment only, as avenor run's do.
+	PluginEnv []string
 }
 
 // Resolved is the config and the plugin finder of one run, found from its
@@ -38,7 +43,8 @@ type Resolved struct {
 	// family mapping, then the search order.
 	Finder plugins.Finder
 
-	logger hclog.Logger
+	logger    hclog.Logger
+	pluginEnv []string
 }
 
 // Resolve layers the config for a run in dir (the project is the nearest
@@ -80,7 +86,7 @@ func Resolve(env Env, dir string, flags map[string]any) (*Resolved, error) {
 			return nil, err
 		}
 	}
-	return &Resolved{Settings: settings, Provenance: prov, Dirs: dirs, Project: project, Finder: finder, logger: logger}, nil
+	return &Resolved{Settings: settings, Provenance: prov, Dirs: dirs, Project: project, Finder: finder, logger: logger, pluginEnv: env.PluginEnv}, nil
 }
 
 // ResolveWorkingDir is Resolve for this process's working directory,
@@ -113,11 +119,11 @@ func (r *Resolved) Backend(backend string) (hostrt.Backend, error) {
 // env and options and its family's state directory.
 func (r *Resolved) Configure(backend string, found plugins.Found) hostrt.Backend {
 	cfg := r.Settings.Backends[backend]
-	logger := r.logger
+	launch := plugins.LaunchOptions{Logger: r.logger, Env: r.pluginEnv}
 	return hostrt.Backend{
 		Name: backend, Found: found, Env: cfg.Env, PluginOptions: cfg.Options, StateDir: r.Dirs.PluginStateDir(found.Family),
 		Launch: func(ctx context.Context) (*plugins.Launched, error) {
-			return plugins.Launch(ctx, found, backend, logger)
+			return plugins.LaunchWith(ctx, found, backend, launch)
 		},
 	}
 }

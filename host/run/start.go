@@ -9,7 +9,6 @@ import (
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/event"
-	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
@@ -24,11 +23,19 @@ type Spec struct {
 	// them. Events is the NDJSON log (nil: none), written through one
 	// batched writer either way.
 	Options hostrt.Options
-	// Permissions configures the run's permission broker; Start sets its
+	// Permissions configures the run's permission broker; New sets its
 	// CancelRun and SessionID.
 	Permissions permission.Options
 	// Phased, when set, makes this a loop or team run.
 	Phased *Phased
+	// RuntimeID is the runtime's id as the control plane names it (a
+	// stable runtime's rt_N, stamped on its events); "" for the run of
+	// `avenor run`.
+	RuntimeID string
+	// EventLog, when set, is the path of the runtime's own NDJSON event
+	// log, a stable runtime's: its runs share its one writer, and the file
+	// is closed while the runtime is parked. Options.Events is then unused.
+	EventLog string
 	// ControlSocket, when set, serves the one-shot control methods there
 	// (docs/control-protocol.md); the broker answers through it.
 	ControlSocket string
@@ -62,66 +69,25 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // its HTTP debug event streams to deliver its last events.
 const HTTPDebugDrain = 2 * time.Second
 
-// Start assembles the run — one batched event writer, the permission
-// broker, the runner or the loop/team over host/runner phases, the control
-// socket and the HTTP debug adapter — runs it to its end and returns how it
-// ended. ctx cancelled with hostrt.ErrInterrupted as its cause ends the run
-// as cancelled. The one-shot and the loop/team assembly are one function so
-// that they cannot drift apart again.
+// Start assembles the run's Runtime (New), serves it — a supervisor of one
+// — on the control socket and the HTTP debug adapter, runs it to its end
+// and returns how it ended. ctx cancelled with hostrt.ErrInterrupted as
+// its cause ends the run as cancelled. The one-shot and the phased run are
+// one Runtime so that they cannot drift apart again.
 func Start(ctx context.Context, spec Spec) (Result, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	opts, perms := spec.Options, spec.Permissions
+	opts := spec.Options
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-
-	// The run's target for the control plane: the runner, or the phases'
-	// runtimes (status and prompts reach the phase in flight, cancel the
-	// run).
-	var target control.Runtime
-	var writer *event.Writer
-	var run func(context.Context) Result
-	var broker *permission.Broker
-	if wf := spec.Phased; wf != nil {
-		w := hostrt.NewEventWriter(opts.Events, event.Stamp{RunID: opts.RunID, RunLabel: opts.Label})
-		defer w.Close()
-		rts := &loop.Runtimes{Backend: wf.Backend, CancelRun: func() { cancel(hostrt.ErrInterrupted) }}
-		perms.CancelRun, perms.SessionID = rts.Cancel, rts.SessionID
-		broker = permission.New(perms)
-		base := opts
-		base.Writer, base.Events = w, nil
-		rts.Base = base
-		rts.Permissions = hostrt.BrokerPermissions(broker)
-		rts.SerialPermissions = perms.FileBase != ""
-		lopts := loop.Options{
-			RunID: opts.RunID, Dir: opts.Dir, Writer: w, SentinelPath: opts.SentinelPath, Timeout: opts.Timeout,
-			Initial: opts.Prompt, Identity: wf.Identity, Phases: rts.Run, Stderr: opts.Stderr,
-		}
-		target, writer = rts, w
-		run = func(ctx context.Context) Result {
-			res := wf.Run(ctx, lopts)
-			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
-		}
-	} else {
-		// The broker cancels the run on a "cancelled" answer and names the
-		// current session in its .req files; both come from the runner.
-		var runner *hostrt.Runner
-		perms.CancelRun = func() { runner.Cancel() }
-		perms.SessionID = func() string { return runner.Status().SessionID }
-		broker = permission.New(perms) // the control plane answers through broker.Answer
-		runner = hostrt.New(opts, hostrt.BrokerPermissions(broker))
-		target, writer = runner, runner.Events()
-		run = func(ctx context.Context) Result {
-			res := runner.Run(ctx)
-			return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
-		}
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		return Result{}, &SetupError{err}
 	}
+	defer rt.Close()
 	// One control method table serves the socket and the HTTP adapter.
-	table := control.NewRun(target, control.RunOptions{Permissions: control.BrokerAnswerer{Broker: broker}, RunID: opts.RunID})
 	if spec.HTTPDebug != nil {
-		dbgTarget := httpdebug.NewTableTarget(table, table.Pending)
+		dbgTarget := httpdebug.NewTableTarget(rt, rt.Pending)
 		dbg, err := spec.HTTPDebug(httpdebug.Config{Run: dbgTarget, RunID: opts.RunID})
 		if err != nil {
 			return Result{}, &SetupError{err}
@@ -135,25 +101,26 @@ func Start(ctx context.Context, spec Spec) (Result, error) {
 		}()
 	}
 	if spec.ControlSocket != "" {
-		srv, err := StartControl(spec.ControlSocket, table, nil, logger)
+		srv, err := StartControl(spec.ControlSocket, rt, opts.RunID, nil, logger)
 		if err != nil {
 			return Result{}, &SetupError{err}
 		}
 		defer srv.Close()
-		broker.SetControl(control.Resolver{Server: srv})
+		rt.SetControl(control.Resolver{Server: srv})
 	}
 	if spec.Attach != nil {
-		spec.Attach(writer)
+		spec.Attach(rt.Events())
 	}
-	return run(ctx), nil
+	rt.Start(ctx)
+	return rt.Wait(), nil
 }
 
-// StartControl starts the one-shot control server of `avenor run
-// --control-socket` (a loop or team run's too) on path, serving run's
-// method table. It takes AVENOR_CONTROL_IDENTITY_TOKEN and
+// StartControl starts the control server of `avenor run --control-socket`
+// (a phased run's too) on path: a supervisor of one serving t's method
+// table, runID naming it. It takes AVENOR_CONTROL_IDENTITY_TOKEN and
 // AVENOR_CONTROL_READY_FD out of the environment (docs/configuration.md#other-environment-variables).
 // onConns, when set, learns the number of connected control clients.
-func StartControl(path string, run *control.Run, onConns func(int), logger hclog.Logger) (*control.Server, error) {
+func StartControl(path string, t control.Target, runID string, onConns func(int), logger hclog.Logger) (*control.Server, error) {
 	token, ready, err := control.TakeEnv()
 	if err != nil {
 		logger.Warn("control socket readiness", "error", err)
@@ -161,7 +128,7 @@ func StartControl(path string, run *control.Run, onConns func(int), logger hclog
 	srv := control.NewServer(control.Config{
 		Path: path, Logger: logger.Named("control"), IdentityToken: token, Ready: ready, OnConnections: onConns,
 	})
-	run.Register(srv)
+	control.RegisterOne(srv, t, runID)
 	if err := srv.Start(); err != nil {
 		srv.Close()
 		return nil, err

@@ -66,12 +66,9 @@ type Options struct {
 	// a plugin event arrives as JSON and is decoded into a map only for an
 	// OnEvent that wants it. Default nil: every event.
 	OnEventTypes map[sdk.EventType]bool
-	// Opened, when set, is called with the session's id once the session
-	// of an attempt is open (or taken over), before its session.start is
-	// written and its first prompt sent, on the run's goroutine with no
-	// lock held; both wait for it (stable makes the session durable there,
-	// so what follows session.start is as quick as before). Default nil.
-	Opened func(sessionID string)
+	// Observer, when set, learns the run's typed facts (a session opened,
+	// started, ended) as they happen. Default nil.
+	Observer Observer
 	// FollowUp, when set, is asked after a turn that ended cleanly and left
 	// the control plane nothing to run: a text and true become the next turn
 	// of the same session (a loop phase's on_incomplete nudge). Default nil.

@@ -288,6 +288,7 @@ func (r *Runner) writeOne(ev event.Event, owned bool) event.Event {
 	if r.wantsOnEvent(stamped.Type()) {
 		r.opts.OnEvent(stamped)
 	}
+	r.noteEnd(stamped.Type(), func() event.Event { return stamped })
 	return stamped
 }
 
@@ -318,6 +319,7 @@ func (r *Runner) writeFields(f *event.Fields) {
 	if r.wantsOnEvent(f.Type()) {
 		r.opts.OnEvent(stamped.Event())
 	}
+	r.noteEnd(f.Type(), stamped.Event)
 }
 
 // setSessionID makes id the session_id of the events that carry none.
@@ -521,11 +523,14 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	if o.Model != "" {
 		start["model"] = o.Model
 	}
-	if o.Opened != nil {
-		o.Opened(sessID)
+	if o.Observer != nil {
+		o.Observer.Opened(sessID)
 	}
 	if reattach == nil {
 		h.emit(start)
+		if o.Observer != nil {
+			o.Observer.Started(sessID)
+		}
 	}
 
 	// Turns of this attempt: the prompt, then (control plane) an

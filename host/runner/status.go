@@ -1,71 +1,35 @@
 package runner
 
 import (
-	"encoding/json"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
-// Turn states of the status snapshot (docs/control-protocol.md#status).
+// The status snapshot is host/control's (control.Status); the runner keeps
+// it. These names stay so that the runner's callers read as before.
+type Status = control.Status
+
+// Turn states and agent phases of the snapshot.
 const (
-	TurnIdle       = "idle"
-	TurnStarting   = "starting"
-	TurnRunning    = "running"
-	TurnEnding     = "ending"
-	TurnCancelling = "cancelling"
-	TurnEnded      = "ended"
+	TurnIdle       = control.TurnIdle
+	TurnStarting   = control.TurnStarting
+	TurnRunning    = control.TurnRunning
+	TurnEnding     = control.TurnEnding
+	TurnCancelling = control.TurnCancelling
+	TurnEnded      = control.TurnEnded
+
+	PhaseIdle     = control.PhaseIdle
+	PhaseThinking = control.PhaseThinking
+	PhaseWorking  = control.PhaseWorking
+	PhaseWaiting  = control.PhaseWaiting
+	PhaseDone     = control.PhaseDone
+	PhaseEnded    = control.PhaseEnded
 )
-
-// Agent phases of agent.status (docs/events.md#agentstatus); the snapshot's phase is one
-// of these, "idle" before the first turn and between turns, or "ended".
-const (
-	PhaseIdle     = "idle"
-	PhaseThinking = "thinking"
-	PhaseWorking  = "working"
-	PhaseWaiting  = "waiting"
-	PhaseDone     = "done"
-	PhaseEnded    = "ended"
-)
-
-// Status is the one-shot status snapshot (docs/control-protocol.md#status).
-type Status struct {
-	SessionID         string
-	RunID             string
-	RunLabel          string
-	Phase             string
-	PhaseLabel        string
-	LastEvent         sdk.EventType
-	RetryAttempt      int
-	MaxRetries        int
-	PendingPermission bool
-	Permission        event.Event // the permission.request fields, nil when none
-	StartedAt         int64       // Unix ms
-	UpdatedAt         int64       // Unix ms
-	TurnState         string
-	LatestSeq         int64
-	PID               int // the runtime process, 0 when unknown
-}
-
-// MarshalJSON writes the snapshot with the contract's keys; permission is
-// null when nothing is pending.
-func (s Status) MarshalJSON() ([]byte, error) {
-	m := map[string]any{
-		"session_id": s.SessionID, "run_id": s.RunID, "run_label": s.RunLabel, "phase": s.Phase,
-		"phase_label": s.PhaseLabel, "last_event": string(s.LastEvent), "retry_attempt": s.RetryAttempt,
-		"max_retries": s.MaxRetries, "pending_permission": s.PendingPermission, "permission": nil,
-		"started_at": s.StartedAt, "updated_at": s.UpdatedAt, "turn_state": s.TurnState,
-		"latest_seq": s.LatestSeq, "pid": s.PID,
-	}
-	if s.Permission != nil {
-		m["permission"] = s.Permission
-	}
-	return json.Marshal(m)
-}
 
 // statusTracker keeps the snapshot and synthesises agent.status events. It
 // runs in every run, with or without a control socket.

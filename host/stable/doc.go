@@ -4,7 +4,11 @@
 // stamped), status, permission broker and sentinel, all controlled through
 // one control socket.
 //
-// It owns the runtime table (ids rt_1, rt_2, …), spawning with idempotency
+// A runtime is a host/run.Runtime (run.New at spawn, run.Restore at
+// recovery): its event log, writer and broker, its runs and phased run,
+// their typed facts, parking its log and bounding its kept final output,
+// taking over a recovered turn. This package keeps what is a supervisor's:
+// the runtime table (ids rt_1, rt_2, …), spawning with idempotency
 // keys, admission (the local --max-runtimes limit and the tree budget file
 // shared with nested supervisors through AVENOR_TREE_BUDGET), parking a
 // finished runtime for follow-up prompts until --parked-timeout, crash
@@ -28,8 +32,8 @@
 // ended. roster_file with roster_entry selects a spawn's backend, agent,
 // model and default thinking (docs/loop.md#rosters direct mode).
 //
-// It also owns the supervisor's durable state (state.go, persist.go): one
-// state.json per control socket under the user's state directory, written
+// It also owns the supervisor's durable state (state.go, persist.go), behind
+// a small store: one state.json per control socket under the user's state directory, written
 // atomically as runtimes change, removed by a clean shutdown; and recovery
 // (recover.go): a supervisor started on the socket of one that died brings
 // its runtimes back under their ids, re-attaches to the plugins that

@@ -37,14 +37,15 @@ func TestFullDiskRefusesWhatCannotBeDurable(t *testing.T) {
 	defer cancel()
 	var full atomic.Bool
 	sup.waitRecovered()
-	sup.store.mu.Lock()
-	sup.store.write = func(path string, data []byte, perm os.FileMode) error {
+	st := sup.store.(*stateStore)
+	st.mu.Lock()
+	st.write = func(path string, data []byte, perm os.FileMode) error {
 		if full.Load() {
 			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
 		}
 		return safefile.WriteFile(path, data, perm)
 	}
-	sup.store.mu.Unlock()
+	st.mu.Unlock()
 	parked := func(id string) client.Runtime {
 		t.Helper()
 		for {
@@ -103,9 +104,9 @@ func TestFullDiskRefusesWhatCannotBeDurable(t *testing.T) {
 	for parked(sp.RuntimeID).FinalOutput != "two" {
 		time.Sleep(10 * time.Millisecond)
 	}
-	st, ok, err := sup.store.load()
-	if err != nil || !ok || len(st.Runtimes) != 1 || st.Runtimes[0].ID != sp.RuntimeID {
-		t.Fatalf("state.json: %v %v %+v", ok, err, st.Runtimes)
+	state, ok, err := sup.store.load()
+	if err != nil || !ok || len(state.Runtimes) != 1 || state.Runtimes[0].ID != sp.RuntimeID {
+		t.Fatalf("state.json: %v %v %+v", ok, err, state.Runtimes)
 	}
 	_ = c.Shutdown(ctx, "")
 	<-served

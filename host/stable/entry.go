@@ -45,7 +45,7 @@ func (s *Supervisor) Events(id string) (*event.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rt.w, nil
+	return rt.run.Events(), nil
 }
 
 // Cancel cancels a runtime's running run (stop reason cancelled); a parked
@@ -69,10 +69,7 @@ func (rt *runtime) entry(children []string) map[string]any {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	sp := rt.spec
-	var st hostrt.Status
-	if rt.runner != nil {
-		st = rt.runner.Status()
-	}
+	st := rt.run.Snapshot()
 	status := StatusRunning
 	switch rt.state {
 	case stateParked:
@@ -84,23 +81,23 @@ func (rt *runtime) entry(children []string) map[string]any {
 		status = StatusEnded
 	}
 	e := map[string]any{
-		"runtime_id": rt.id, "session_id": rt.sessionID, "run_id": sp.runID, "label": sp.label,
-		"agent": sp.agent, "model": sp.model, "backend": sp.backend, "dir": sp.dir,
+		"runtime_id": rt.id, "session_id": rt.sessionID, "run_id": sp.Options.RunID, "label": sp.Options.Label,
+		"agent": sp.Options.Agent, "model": sp.Options.Model, "backend": sp.Options.Backend, "dir": sp.Options.Dir,
 		"status": status, "phase": st.Phase, "phase_label": st.PhaseLabel,
-		"parent_id": sp.parentID, "children": children, "latest_seq": rt.w.LatestSeq(),
+		"parent_id": sp.parentID, "children": children, "latest_seq": rt.run.Events().LatestSeq(),
 		"usage": nil, "exit_code": nil, "stop_reason": "",
-		"on_event": sp.onEvent, "event_path": sp.onEvent, "sentinel_file": sp.sentinel,
+		"on_event": sp.EventLog, "event_path": sp.EventLog, "sentinel_file": sp.Options.SentinelPath,
 		"final_output": "", "final_output_truncated": false,
 		"pending_permission": st.PendingPermission, "permission": nil,
 		"started_at": rt.started,
 		// Additive fields.
-		"agent_profile": sp.agentProfile, "parent_run_id": sp.parentRunID, "thinking": sp.thinking,
+		"agent_profile": sp.agentProfile, "parent_run_id": sp.parentRunID, "thinking": sp.Options.Thinking,
 		"parked": rt.state == stateParked, "parked_at": nil, "turn_state": st.TurnState,
 		"last_event": string(st.LastEvent), "updated_at": st.UpdatedAt, "retry_attempt": st.RetryAttempt,
-		"max_retries": sp.maxRetries, "runs": rt.runs, "pid": st.PID, "plugin": rt.plugin,
+		"max_retries": sp.Options.MaxRetries, "runs": rt.runs, "pid": st.PID, "plugin": rt.plugin,
 		"plugin_pid": 0, "resume_scope": rt.scope, "kept_plugin": rt.held != nil,
 	}
-	if wf := rt.wf; wf != nil {
+	if wf := rt.spec.Phased; wf != nil {
 		e[wf.Kind+"_file"] = wf.File
 	}
 	if st.PendingPermission && st.Permission != nil {
@@ -123,14 +120,14 @@ func (rt *runtime) entry(children []string) map[string]any {
 		e["exit_code"] = rt.result.ExitCode
 		e["stop_reason"] = string(rt.result.StopReason)
 	}
-	if end := rt.lastEnd; end != nil {
+	if end, endCut := rt.run.LastEnd(); end != nil {
 		if u, ok := end["usage"]; ok {
 			e["usage"] = u
 		}
 		if rt.state != stateRunning {
 			if f, ok := end["final_output"].(string); ok {
 				f, cut := event.TruncateRunes(f, event.FinalOutputLimit)
-				e["final_output"], e["final_output_truncated"] = f, cut || rt.lastEndCut
+				e["final_output"], e["final_output_truncated"] = f, cut || endCut
 			}
 		}
 	}

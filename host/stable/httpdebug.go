@@ -3,9 +3,7 @@ package stable
 import (
 	"fmt"
 
-	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 // HTTPDebug is the supervisor as the --http-debug adapter serves it
@@ -22,7 +20,7 @@ func (d debugSupervisor) Runtime(id string) (httpdebug.Target, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return debugTarget{OneShot: rt.debug, rt: rt}, true
+	return debugTarget{TableTarget: rt.debug, rt: rt}, true
 }
 
 // List implements httpdebug.Supervisor: the list method's entries.
@@ -42,7 +40,7 @@ func (d debugSupervisor) SubscribeAll() (httpdebug.Subscription, error) {
 // (replay, de-duplication, an end once the runtime is gone), refusing a
 // runtime that is gone with 404.
 type debugTarget struct {
-	*httpdebug.OneShot
+	*httpdebug.TableTarget
 	rt *runtime
 }
 
@@ -63,7 +61,7 @@ func (t debugTarget) Subscribe(opts httpdebug.SubscribeOptions) (httpdebug.Subsc
 	if err := t.gone(); err != nil {
 		return nil, err
 	}
-	return t.OneShot.Subscribe(opts)
+	return t.TableTarget.Subscribe(opts)
 }
 
 // Cancel implements httpdebug.Target: the running run (or loop) ends
@@ -72,7 +70,7 @@ func (t debugTarget) Cancel() error {
 	if err := t.gone(); err != nil {
 		return err
 	}
-	return t.OneShot.Cancel()
+	return t.TableTarget.Cancel()
 }
 
 // AnswerPermission implements httpdebug.Target.
@@ -80,22 +78,11 @@ func (t debugTarget) AnswerPermission(requestID, optionID, message string) error
 	if err := t.gone(); err != nil {
 		return err
 	}
-	return t.OneShot.AnswerPermission(requestID, optionID, message)
+	return t.TableTarget.AnswerPermission(requestID, optionID, message)
 }
 
 // newDebugTarget is the runtime's adapter target over its method-table
 // runtime; closeStream ends it.
-func newDebugTarget(rt *runtime) *httpdebug.OneShot {
-	return httpdebug.NewTableTarget(tableTarget{rt}, control.BrokerAnswerer{Broker: rt.broker}.Pending)
-}
-
-// runStatus is the current (or last) run's status.
-func (rt *runtime) runStatus() hostrt.Status {
-	rt.mu.Lock()
-	r := rt.runner
-	rt.mu.Unlock()
-	if r == nil {
-		return hostrt.Status{}
-	}
-	return r.Status()
+func newDebugTarget(rt *runtime) *httpdebug.TableTarget {
+	return httpdebug.NewTableTarget(tableTarget{rt}, rt.run.Pending)
 }

@@ -12,10 +12,11 @@ import (
 
 	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/host/event"
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // TestParkedRuntimeKeepsFinalOutputBounded: a parked runtime whose turn
-// answered 1 MiB keeps at most MaxKeptFinalOutput runes of it in memory —
+// answered 1 MiB keeps at most hostrun.MaxKeptFinalOutput runes of it in memory —
 // in its last session.end and in its history — while
 // status shows the first 4096 runes with final_output_truncated and result
 // still answers the whole text, read back from the log. Once reaped, the
@@ -62,14 +63,13 @@ func TestParkedRuntimeKeepsFinalOutputBounded(t *testing.T) {
 	sup.mu.Lock()
 	r := sup.runtimes[sp.RuntimeID]
 	sup.mu.Unlock()
-	r.mu.Lock()
-	kept, _ := r.lastEnd["final_output"].(string)
-	r.mu.Unlock()
-	if n := utf8.RuneCountInString(kept); n > MaxKeptFinalOutput {
-		t.Errorf("the runtime keeps a final_output of %d runes in memory, want at most %d", n, MaxKeptFinalOutput)
+	end, _ := r.run.LastEnd()
+	kept, _ := end["final_output"].(string)
+	if n := utf8.RuneCountInString(kept); n > hostrun.MaxKeptFinalOutput {
+		t.Errorf("the runtime keeps a final_output of %d runes in memory, want at most %d", n, hostrun.MaxKeptFinalOutput)
 	}
-	for _, ev := range r.w.History(0, 0) {
-		if f, _ := ev["final_output"].(string); utf8.RuneCountInString(f) > MaxKeptFinalOutput {
+	for _, ev := range r.run.Events().History(0, 0) {
+		if f, _ := ev["final_output"].(string); utf8.RuneCountInString(f) > hostrun.MaxKeptFinalOutput {
 			t.Errorf("its history keeps a %s with a final_output of %d runes", ev.Type(), utf8.RuneCountInString(f))
 		}
 	}

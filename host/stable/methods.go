@@ -58,7 +58,7 @@ func (m methodTable) SubscribeAll(c *control.Call) {
 type tableTarget struct{ rt *runtime }
 
 func (t tableTarget) ID() string            { return t.rt.id }
-func (t tableTarget) Events() *event.Writer { return t.rt.w }
+func (t tableTarget) Events() *event.Writer { return t.rt.run.Events() }
 func (t tableTarget) Cancel()               { t.rt.cancel() }
 
 // Status is the runtime's entry (docs/control-protocol.md#list).
@@ -76,7 +76,7 @@ func (t tableTarget) Result() any {
 		"status": e["status"], "exit_code": e["exit_code"], "stop_reason": e["stop_reason"]}
 	// Lossless (docs/control-protocol.md#methods): the kept text, or the log's when the kept
 	// one is cut. final_output_truncated only when the log failed us.
-	final, truncated := rt.finalOutput()
+	final, truncated := rt.run.FinalOutput()
 	out["final_output"] = final
 	if truncated {
 		out["final_output_truncated"] = true
@@ -92,12 +92,12 @@ func (t tableTarget) Prompt(ctx context.Context, text string, interrupt, keepQue
 // AnswerPermission answers through the runtime's broker, which tells
 // "nothing pending" (-32001) from "already answered".
 func (t tableTarget) AnswerPermission(requestID, optionID, message string) error {
-	return control.BrokerAnswerer{Broker: t.rt.broker}.Answer(requestID, optionID, message)
+	return t.rt.run.AnswerPermission(requestID, optionID, message)
 }
 
 // AnswerPermissionAs implements control.SourcedTarget.
 func (t tableTarget) AnswerPermissionAs(source, requestID, optionID, message string) error {
-	return control.BrokerAnswerer{Broker: t.rt.broker}.AnswerAs(source, requestID, optionID, message)
+	return t.rt.run.AnswerPermissionAs(source, requestID, optionID, message)
 }
 
 func (s *Supervisor) list(_ context.Context, c *control.Call) (any, error) {
@@ -169,7 +169,7 @@ func defaultRuntime(list []*runtime) *runtime {
 // snapshot is the runtime's current (or last) run's docs/control-protocol.md#status snapshot, with
 // its runtime_id, entry status and parked.
 func (rt *runtime) snapshot() map[string]any {
-	st := rt.runStatus()
+	st := rt.run.Snapshot()
 	out := map[string]any{}
 	// The snapshot's own encoding keeps its keys in one place.
 	b, err := json.Marshal(st)
@@ -265,7 +265,7 @@ func (s *Supervisor) sendToParent(_ context.Context, c *control.Call) (any, erro
 	if sid := parent.session(); sid != "" {
 		ev[event.KeySessionID] = sid
 	}
-	if _, err := parent.w.Write(ev); err != nil {
+	if _, err := parent.run.Events().Write(ev); err != nil {
 		return nil, fmt.Errorf("runtime %s's stream: %w", pid, err)
 	}
 	return map[string]any{"accepted": true, "request_id": reqID}, nil

@@ -130,9 +130,9 @@ func (s *Supervisor) snapshot() supervisorState {
 func (rt *runtime) persisted() runtimeState {
 	sp := rt.spec
 	r := runtimeState{
-		ID: rt.id, N: rt.n, Label: sp.label, Backend: sp.backend, Dir: sp.dir, RunID: sp.runID,
-		OnEvent: sp.onEvent, Sentinel: sp.sentinel, PermBase: sp.permBase, Started: rt.started,
-		Spawn: rt.params, LastSeq: rt.w.LatestSeq(),
+		ID: rt.id, N: rt.n, Label: sp.Options.Label, Backend: sp.Options.Backend, Dir: sp.Options.Dir, RunID: sp.Options.RunID,
+		OnEvent: sp.EventLog, Sentinel: sp.Options.SentinelPath, PermBase: sp.Options.PermBase, Started: rt.started,
+		Spawn: rt.params, LastSeq: rt.run.Events().LatestSeq(),
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -158,16 +158,9 @@ func (rt *runtime) persisted() runtimeState {
 }
 
 // persistEvent records what an event changes of the durable state: a
-// session opened or a turn ended, a permission asked or decided.
+// permission asked or decided (runFacts records a session's start and end).
 func (rt *runtime) persistEvent(ev event.Event) {
 	switch ev.Type() {
-	case event.TypeSessionStart:
-	case event.TypeSessionEnd:
-		// The turn is over: every decision of it reached the runtime (or
-		// is moot), and nothing of it is pending any more.
-		rt.mu.Lock()
-		rt.perms, rt.permOrder = nil, nil
-		rt.mu.Unlock()
 	case event.TypePermissionRequest:
 		id, _ := ev["request_id"].(string)
 		if id == "" {

@@ -70,24 +70,16 @@ func (s *Supervisor) loadPhased(p SpawnParams, dir string, roster *loop.Roster, 
 				return hostrt.Backend{}, err
 			}
 		}
-		env := make(map[string]string, len(nb.Env)+1)
-		for k, v := range nb.Env {
-			env[k] = v
-		}
-		if path := s.tree.Path(); path != "" {
-			env[EnvTreeBudget] = path
-		}
 		lb := nb.Backend
-		lb.Env = env
+		lb.Env = s.runtimeEnv(nb.Env)
 		return lb, nil
 	})
 }
 
 // phaseBackend is the phases' Runtimes.Backend: the phased run's backend,
-// whose plugins the runtime tracks while they run, so that a kill shutdown
-// can SIGKILL them.
+// whose plugin the runtime's entry names.
 func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
-	b, err := rt.wf.Backend(name)
+	b, err := rt.spec.Phased.Backend(name)
 	if err != nil {
 		return b, err
 	}
@@ -98,18 +90,8 @@ func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
 			return nil, err
 		}
 		rt.mu.Lock()
-		if rt.phasePlugins == nil {
-			rt.phasePlugins = map[*plugins.Launched]struct{}{}
-		}
-		rt.phasePlugins[l] = struct{}{}
 		rt.plugin = l.Client.Info().Name
 		rt.mu.Unlock()
-		go func() {
-			<-l.Client.Exited()
-			rt.mu.Lock()
-			delete(rt.phasePlugins, l)
-			rt.mu.Unlock()
-		}()
 		return l, nil
 	}
 	return b, nil
@@ -122,32 +104,19 @@ func (rt *runtime) phaseBackend(name string) (loop.Backend, error) {
 func (rt *runtime) startPhasedLocked(initial string) {
 	s := rt.s
 	sp := rt.spec
-	wf := rt.wf
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	rts := &loop.Runtimes{
+	run := rt.run.BeginPhased(hostrun.PhasedRun{
 		Base: hostrt.Options{
-			Dir: sp.dir, DirExplicit: sp.dirExplicit, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
-			ProgressTimeout: sp.progressTimeout, MaxRetries: sp.maxRetries, AutoApprove: sp.autoApprove,
-			Writer: rt.w, PermBase: sp.permBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
+			Dir: sp.Options.Dir, DirExplicit: sp.Options.DirExplicit, ServerURL: sp.Options.ServerURL, RunID: sp.Options.RunID, Label: sp.Options.Label,
+			ProgressTimeout: sp.Options.ProgressTimeout, MaxRetries: sp.Options.MaxRetries, AutoApprove: sp.Options.AutoApprove,
+			PermBase: sp.Options.PermBase, Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
 		},
-		Backend: rt.phaseBackend, Permissions: hostrt.BrokerPermissions(rt.broker),
-		SerialPermissions: sp.permFile, CancelRun: rt.cancel,
-	}
-	done := make(chan struct{})
-	rt.runner, rt.cancelRun, rt.runDone, rt.state = rts, cancel, done, stateRunning
-	rt.runs++
-	rt.evlog.unpark()
-	s.runs.Add(1)
-	opts := loop.Options{
-		RunID: sp.runID, Dir: sp.dir, Writer: rt.w, SentinelPath: sp.sentinel, Timeout: sp.timeout,
-		Initial: initial, Identity: wf.Identity, Phases: rt.admitted(rts.Run), Stderr: s.cfg.Stderr,
-	}
-	go func() {
-		defer s.runs.Done()
-		res := wf.Run(ctx, opts)
-		cancel(nil)
-		rt.finishRun(hostrt.Result{ExitCode: res.ExitCode, StopReason: res.StopReason}, done)
-	}()
+		Initial: initial, Backend: rt.phaseBackend, Admit: rt.admitted, CancelRun: rt.cancel,
+	})
+	rt.goLocked(cancel, func() hostrt.Result {
+		res := run(ctx)
+		return hostrt.Result{ExitCode: res.ExitCode, StopReason: res.StopReason}
+	})
 	rt.markReady()
 }
 

@@ -19,7 +19,10 @@ import (
 // mid-turn, with no plugin to take over, still ends in error.
 func TestRecoverTurnEnded(t *testing.T) {
 	const sessionEnd = `{"event":"session.end","final_output":"hi\n","run_id":"r","runtime_id":"rt_1","seq":4,"session_id":"s1","stop_reason":"end_turn","ts":1}`
-	turn := strings.Join([]string{logLine(1, "session.start", ""), logLine(2, "avenor.turn.start", ""), logLine(3, "agent.message_chunk", "hi")}, "\n") + "\n"
+	turn := `{"event":"session.start","run_id":"r","runtime_id":"rt_1","seq":1,"ts":1}
+{"event":"avenor.turn.start","run_id":"r","runtime_id":"rt_1","seq":2,"ts":1}
+{"content":{"text":"hi","type":"text"},"event":"agent.message_chunk","run_id":"r","runtime_id":"rt_1","seq":3,"session_id":"s","ts":1}
+`
 	for _, tc := range []struct {
 		name, log, sentinel, state string
 		wantStatus                 string

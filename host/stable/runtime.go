@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/event"
-	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
-	"github.com/avenor-go/avenor/sdk/plugin"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -26,41 +26,33 @@ const (
 	stateGone                   // reaped or the supervisor stopped
 )
 
-// spec is what a runtime was spawned with, resolved.
+// spec is what a runtime was spawned with, resolved: what its host/run
+// runtime runs (every run's options, its broker's, its id and event log;
+// runSpec adds the runtime's own hooks), and what only the supervisor
+// reads.
 type spec struct {
-	backend, model, agent, agentProfile, thinking, label, dir, serverURL string
-	runID, onEvent, sentinel, permBase                                   string
-	parentID, parentRunID                                                string
-	autoApprove                                                          bool
-	dirExplicit                                                          bool // the spawn named its dir
-	permFile                                                             bool // a file permission handler answers
-	timeout, progressTimeout                                             time.Duration
-	maxRetries                                                           int
-	env                                                                  map[string]string
-	pluginOptions                                                        map[string]any
-	stateDir                                                             string
-	launch                                                               func(context.Context) (*plugins.Launched, error)
+	hostrun.Spec
+	agentProfile, parentID, parentRunID string
+	// launch is the backend's; the runs launch through runtime.launch,
+	// which remembers the plugin.
+	launch func(context.Context) (*plugins.Launched, error)
 }
 
 // runtime is one runtime of the supervisor: its stream, broker, the current
 // or last run and, while parked, the plugin it may keep.
 type runtime struct {
-	s       *Supervisor
-	id      string
-	n       int
-	spec    spec
-	params  SpawnParams // as spawned, for the state file
-	w       *event.Writer
-	evlog   *eventLog // the event log file; closed while parked
-	broker  *permission.Broker
+	s      *Supervisor
+	id     string
+	n      int
+	spec   spec
+	params SpawnParams // as spawned, for the state file
+	// run is the runtime itself: its event log and writer, its broker,
+	// its runs and their status and last session.end.
+	run     *hostrun.Runtime
 	started int64
 	// debug is the runtime's --http-debug target; closeStream ends its
 	// streams.
-	debug *httpdebug.OneShot
-	// wf is set for a loop_file / team_file runtime; it never changes.
-	wf *phasedRun
-	// phasePlugins are a phased run's phase plugins still running.
-	phasePlugins map[*plugins.Launched]struct{}
+	debug *httpdebug.TableTarget
 	// ownSlotBusy: a phase of the phased run runs in the runtime's own
 	// executing slot; phaseSlots counts the extra slots its phases took
 	// (their names). Both under s.mu.
@@ -74,7 +66,6 @@ type runtime struct {
 
 	mu        sync.Mutex
 	state     rtState
-	runner    runRef // the current or last run: a *hostrt.Runner, or a phased run's *loop.Runtimes
 	cancelRun context.CancelCauseFunc
 	runDone   chan struct{} // closed when the current run has parked
 	runs      int
@@ -85,19 +76,15 @@ type runtime struct {
 	heldStop  chan struct{}
 	sessionID string
 	result    *hostrt.Result
-	// lastEnd is the last session.end, its final_output cut to
-	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
-	lastEnd    event.Event
-	lastEndCut bool
-	parkedAt   int64
-	parkGen    int
-	parkTimer  *time.Timer
-	handedTo   string // a spawn took over the parked session
-	lost       string // why the session cannot be continued
+	parkedAt  int64
+	parkGen   int
+	parkTimer *time.Timer
+	handedTo  string // a spawn took over the parked session
+	lost      string // why the session cannot be continued
 	// dead: recovered after the supervisor died, and cannot continue
 	// (why); perms are its turn's permission requests (state.json).
 	dead      string
-	plan      *reattachPlan // the next run takes its session over (recover.go)
+	plan      *hostrun.Adopt // the next run takes its turn over (recover.go)
 	perms     map[string]*permissionState
 	permOrder []string
 	// acceptedAt is the log's last seq when a follow-up prompt was
@@ -109,13 +96,6 @@ type runtime struct {
 	// accepting is closed once a follow-up prompt accepted while parked
 	// has been made durable (or refused); nil otherwise.
 	accepting chan struct{}
-}
-
-// runRef is what the runtime's status and follow-ups reach in its run.
-type runRef interface {
-	Status() hostrt.Status
-	Prompt(text string) error
-	InterruptAndPrompt(text string, keepQueue bool) error
 }
 
 // launch is the runtime's Launch: the backend's, remembering the plugin.
@@ -133,10 +113,15 @@ func (rt *runtime) launch(ctx context.Context) (*plugins.Launched, error) {
 	return l, nil
 }
 
-// opened makes the runtime's plugin and session durable before its
-// prompt goes out (Options.Opened): a supervisor killed during the turn
-// leaves its successor what it needs to take the turn over.
-func (rt *runtime) opened(sessionID string) {
+// runFacts is the runtime as its runs' observer (hostrt.Observer): the
+// typed facts of its sessions, never read back out of the event stream.
+type runFacts struct{ rt *runtime }
+
+// Opened makes the runtime's plugin and session durable before its prompt
+// goes out: a supervisor killed during the turn leaves its successor what
+// it needs to take the turn over.
+func (f runFacts) Opened(sessionID string) {
+	rt := f.rt
 	if sessionID != "" {
 		rt.mu.Lock()
 		rt.sessionID = sessionID
@@ -147,35 +132,36 @@ func (rt *runtime) opened(sessionID string) {
 	_ = rt.s.saveSync()
 }
 
-// onEventTypes are the events onEvent and persistEvent act on; the others
-// (the chunks, most of a stream) are not decoded for them.
-var onEventTypes = map[sdk.EventType]bool{
-	event.TypeSessionStart: true, event.TypeSessionEnd: true,
-	event.TypePermissionRequest: true, event.TypePermissionResponse: true,
+// Started: the session's session.start is written; spawn answers now.
+func (f runFacts) Started(sessionID string) {
+	rt := f.rt
+	if sessionID != "" {
+		rt.mu.Lock()
+		rt.sessionID = sessionID
+		rt.mu.Unlock()
+	}
+	rt.markReady()
+	rt.s.dirty()
 }
 
-// onEvent sees the runtime's runs' events of onEventTypes (Options.OnEvent).
-func (rt *runtime) onEvent(ev event.Event) {
-	rt.persistEvent(ev)
-	switch ev.Type() {
-	case event.TypeSessionStart:
-		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
-			rt.mu.Lock()
-			rt.sessionID = sid
-			rt.mu.Unlock()
-		}
-		rt.markReady()
-	case event.TypeSessionEnd:
-		end, cut := boundedEnd(ev)
-		rt.mu.Lock()
-		rt.lastEnd, rt.lastEndCut = end, cut
-		if sid, _ := ev[event.KeySessionID].(string); sid != "" {
-			rt.sessionID = sid
-		}
-		rt.mu.Unlock()
-		rt.markReady()
+// Ended: the turn is over (the runtime keeps its session.end for the
+// control views): every decision of it reached the runtime (or is moot),
+// and nothing of it is pending any more.
+func (f runFacts) Ended(e hostrt.SessionEnd) {
+	rt := f.rt
+	rt.mu.Lock()
+	rt.perms, rt.permOrder = nil, nil
+	if e.SessionID != "" {
+		rt.sessionID = e.SessionID
 	}
+	rt.mu.Unlock()
+	rt.markReady()
+	rt.s.dirty()
 }
+
+// persistTypes are the events persistEvent keeps in state.json; the
+// others (the chunks, most of a stream) are not decoded for it.
+var persistTypes = map[sdk.EventType]bool{event.TypePermissionRequest: true, event.TypePermissionResponse: true}
 
 func (rt *runtime) markReady() { rt.readyOnce.Do(func() { close(rt.ready) }) }
 
@@ -183,49 +169,30 @@ func (rt *runtime) markReady() { rt.readyOnce.Do(func() { close(rt.ready) }) }
 // s.mu and rt.mu are held.
 func (rt *runtime) startRunLocked(text, resume string, held *hostrt.HeldSession) {
 	s := rt.s
-	sp := rt.spec
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	launch, retries := rt.launch, sp.maxRetries
-	var reattach func(context.Context, *plugins.Launched, sdk.Host) (sdk.Session, plugin.Reattached, error)
-	var adoptedEvents []event.Event
+	turn := hostrun.Turn{Prompt: text, Resume: resume, Held: held, Adopt: rt.plan}
 	if p := rt.plan; p != nil {
-		// A recovered runtime's turn goes on in the plugin that kept it; a
-		// retry would have no prompt to send again.
 		rt.plan = nil
-		reattach, retries, adoptedEvents = p.reattach, 0, p.turnEvents
-		first := true
-		launch = func(ctx context.Context) (*plugins.Launched, error) {
-			if first {
-				first = false
-				rt.mu.Lock()
-				rt.launched = p.l
-				rt.mu.Unlock()
-				return p.l, nil
-			}
-			return rt.launch(ctx)
-		}
+		rt.launched = p.Plugin
 	}
-	runner := hostrt.New(hostrt.Options{
-		Backend: sp.backend, Dir: sp.dir, DirExplicit: sp.dirExplicit, Prompt: text, Model: sp.model, Agent: sp.agent, Thinking: sp.thinking,
-		Resume: resume, ServerURL: sp.serverURL, RunID: sp.runID, Label: sp.label,
-		Timeout: sp.timeout, ProgressTimeout: sp.progressTimeout, MaxRetries: retries,
-		AutoApprove: sp.autoApprove, Writer: rt.w, OnEvent: rt.onEvent, OnEventTypes: onEventTypes,
-		SentinelPath: sp.sentinel, PermBase: sp.permBase, Opened: rt.opened,
-		Env: sp.env, PluginOptions: sp.pluginOptions, StateDir: sp.stateDir,
-		Launch: launch, KeepSession: true, Held: held, Reattach: reattach, AdoptTurn: reattach != nil, AdoptedEvents: adoptedEvents,
-		Logger: s.log.Named(rt.id), Stderr: s.cfg.Stderr, Now: s.cfg.Now,
-	}, hostrt.BrokerPermissions(rt.broker))
+	run := rt.run.Begin(turn)
 	if held != nil {
 		rt.launched = held.Plugin()
 	}
+	rt.goLocked(cancel, func() hostrt.Result { return run(ctx) })
+}
+
+// goLocked runs run, the runtime's run begun with its context's cancel,
+// and parks the runtime after it; s.mu and rt.mu are held.
+func (rt *runtime) goLocked(cancel context.CancelCauseFunc, run func() hostrt.Result) {
+	s := rt.s
 	done := make(chan struct{})
-	rt.runner, rt.cancelRun, rt.runDone, rt.state = runner, cancel, done, stateRunning
+	rt.cancelRun, rt.runDone, rt.state = cancel, done, stateRunning
 	rt.runs++
-	rt.evlog.unpark()
 	s.runs.Add(1)
 	go func() {
 		defer s.runs.Done()
-		res := runner.Run(ctx)
+		res := run()
 		cancel(nil)
 		rt.finishRun(res, done)
 	}()
@@ -268,12 +235,11 @@ func (rt *runtime) finishRun(res hostrt.Result, done chan struct{}) {
 		}
 	}
 	s.mu.Unlock()
-	if err := rt.evlog.park(); err != nil {
+	// The run's answers are in the log; its history keeps what the control
+	// views show of them.
+	if err := rt.run.Park(); err != nil {
 		s.log.Warn("closing the event log of a parked runtime", "runtime_id", rt.id, "error", err)
 	}
-	// The run's answers are in the log; its history keeps what the control
-	// views show of them (finaloutput.go).
-	rt.w.BoundFinalOutput(MaxKeptFinalOutput)
 	close(done)
 	rt.markReady()
 	s.dirty()
@@ -402,11 +368,8 @@ func (rt *runtime) closeStream() {
 	if rt.debug != nil {
 		rt.debug.End()
 	}
-	_ = rt.w.Close()
-	if rt.evlog != nil {
-		if err := rt.evlog.Close(); err != nil {
-			rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
-		}
+	if err := rt.run.Close(); err != nil {
+		rt.s.log.Warn("closing an event log", "runtime_id", rt.id, "error", err)
 	}
 }
 
@@ -427,24 +390,10 @@ func (rt *runtime) cancel() {
 // process group is killed.
 func (rt *runtime) killPlugin() {
 	rt.mu.Lock()
-	var list []*plugins.Launched
-	if rt.launched != nil {
-		list = append(list, rt.launched)
-	}
-	for l := range rt.phasePlugins {
-		list = append(list, l)
-	}
 	running := rt.state == stateRunning
 	rt.mu.Unlock()
-	if !running {
-		return
-	}
-	for _, l := range list {
-		if pid := l.Client.PID(); pid > 0 {
-			killProcess(pid)
-		} else {
-			l.Client.Kill()
-		}
+	if running {
+		rt.run.Kill()
 	}
 }
 
@@ -474,19 +423,14 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			s.mu.Unlock()
 			return unknownRuntime(rt.id)
 		case stateRunning:
-			runner, done := rt.runner, rt.runDone
+			started, done := rt.runs > 0, rt.runDone
 			rt.mu.Unlock()
 			s.mu.Unlock()
-			if runner == nil {
+			if !started {
 				// Between its spawn's durable record and its first run.
 				return fmt.Errorf("runtime %s is starting; prompt it once its spawn has answered", rt.id)
 			}
-			var err error
-			if interrupt {
-				err = runner.InterruptAndPrompt(text, keepQueue)
-			} else {
-				err = runner.Prompt(text)
-			}
+			err := rt.run.Prompt(ctx, text, interrupt, keepQueue)
 			// A cancelled run that is still ending its turn (ErrStopping)
 			// is an ending run: once it has ended, the prompt continues the
 			// session as a prompt that just missed the end does, or is
@@ -495,10 +439,10 @@ func (rt *runtime) followUp(ctx context.Context, text string, interrupt, keepQue
 			if !errors.Is(err, hostrt.ErrRunEnded) && !stopping {
 				return stopErr(err)
 			}
-			if rt.wf != nil && stopping {
+			if rt.spec.Phased != nil && stopping {
 				return fmt.Errorf("runtime %s: %w", rt.id, err)
 			}
-			if rt.wf != nil {
+			if rt.spec.Phased != nil {
 				// Between two phases: the loop goes on, nothing takes a prompt.
 				return fmt.Errorf("runtime %s: %w; prompt again once its next phase has started", rt.id, err)
 			}
@@ -552,7 +496,7 @@ func (rt *runtime) acceptLocked() error {
 		rt.parkTimer.Stop()
 	}
 	rt.parkGen++ // a reap already due is void
-	rt.acceptedAt = rt.w.LatestSeq()
+	rt.acceptedAt = rt.run.Events().LatestSeq()
 	rt.accepting = make(chan struct{})
 	return nil
 }
@@ -589,7 +533,7 @@ func (rt *runtime) resume(text string) error {
 	}
 	held := rt.takeHeldLocked()
 	s.unkeepLocked(rt)
-	hostrt.CleanFiles(rt.spec.sentinel, rt.spec.permBase, s.log.Warn)
+	hostrt.CleanFiles(rt.spec.Options.SentinelPath, rt.spec.Options.PermBase, s.log.Warn)
 	rt.startRunLocked(text, rt.sessionID, held)
 	rt.mu.Unlock()
 	s.mu.Unlock()
@@ -616,8 +560,8 @@ func (rt *runtime) refusalLocked() error {
 	if rt.dead != "" {
 		return fmt.Errorf("%w: runtime %s %s; spawn a new runtime", ErrSessionLost, rt.id, rt.dead)
 	}
-	if rt.wf != nil {
-		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.wf.Kind, rt.wf.File)
+	if rt.spec.Phased != nil {
+		return fmt.Errorf("runtime %s ran a %s (%s) that has ended; a follow-up cannot continue it: spawn a new runtime", rt.id, rt.spec.Phased.Kind, rt.spec.Phased.File)
 	}
 	if why := rt.endedLocked(); why != "" {
 		fix := "spawn a new runtime"
@@ -639,7 +583,7 @@ func (rt *runtime) refusalLocked() error {
 			why = "its plugin is no longer running"
 		}
 		return fmt.Errorf("%w: runtime %s cannot continue session %s: %s, and backend %s resumes sessions only inside the plugin process that holds them (resume scope in_process); spawn a new runtime",
-			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.backend)
+			ErrSessionLost, rt.id, rt.sessionID, why, rt.spec.Options.Backend)
 	}
 	return nil
 }
@@ -647,11 +591,34 @@ func (rt *runtime) refusalLocked() error {
 // session returns the runtime's current session id.
 // For a loop or team it is the session of the phase in flight.
 func (rt *runtime) session() string {
-	rt.mu.Lock()
-	sid, r := rt.sessionID, rt.runner
-	rt.mu.Unlock()
-	if rt.wf != nil && r != nil {
-		return r.Status().SessionID
+	if rt.spec.Phased != nil {
+		return rt.run.Snapshot().SessionID
 	}
-	return sid
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.sessionID
+}
+
+// ReapReleaseDelay is how long after reaping parked runtimes the
+// supervisor hands the memory they held back to the system (one forced
+// collection for a burst of reaps). Go would return it only minutes later,
+// so a supervisor that had parked large answers kept its size long after
+// their runtimes were gone.
+const ReapReleaseDelay = 2 * time.Second
+
+// releaseMemoryLocked schedules the one release of the memory of the
+// runtimes reaped in the next ReapReleaseDelay; s.mu is held.
+func (s *Supervisor) releaseMemoryLocked() {
+	if s.releaseTimer != nil || s.closing {
+		return
+	}
+	s.releaseTimer = time.AfterFunc(ReapReleaseDelay, func() {
+		s.mu.Lock()
+		s.releaseTimer = nil
+		closing := s.closing
+		s.mu.Unlock()
+		if !closing {
+			debug.FreeOSMemory()
+		}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
-	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/permission"
 	hostrun "github.com/avenor-go/avenor/host/run"
@@ -141,10 +140,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	n := s.nextN
 	s.mu.Unlock()
 
-	rt, err := s.newRuntime(id, n, p, b, dir)
-	if err == nil {
-		rt.wf = wf
-	}
+	rt, err := s.newRuntime(id, n, p, b, dir, wf)
 	if err != nil {
 		s.mu.Lock()
 		s.releaseLocked(id)
@@ -155,8 +151,9 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		return nil, err
 	}
 
-	s.mu.Lock()
-	if s.closing {
+	// shutDown refuses the spawn the shutdown overtook: its stream is
+	// closed, nothing runs; s.mu is held.
+	shutDown := func() (map[string]any, error) {
 		s.releaseLocked(id)
 		s.mu.Unlock()
 		rt.closeStream()
@@ -164,6 +161,10 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 			warm.Close()
 		}
 		return nil, ErrShuttingDown
+	}
+	s.mu.Lock()
+	if s.closing {
+		return shutDown()
 	}
 	s.runtimes[id] = rt
 	rt.params = p
@@ -187,15 +188,8 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	}
 	s.mu.Lock()
 	if s.closing {
-		// The shutdown retires it (it is in the table): its stream is
-		// closed, nothing runs.
-		s.releaseLocked(id)
-		s.mu.Unlock()
-		rt.closeStream()
-		if warm != nil {
-			warm.Close()
-		}
-		return nil, ErrShuttingDown
+		// The shutdown retires it (it is in the table).
+		return shutDown()
 	}
 	s.attachLocked(rt)
 	held := warm
@@ -231,8 +225,8 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		sid = "" // every phase has a session of its own (docs/control-protocol.md#spawn)
 	}
 	res := map[string]any{
-		"runtime_id": id, "session_id": sid, "on_event": sp.onEvent, "sentinel_file": sp.sentinel,
-		"run_id": sp.runID, "effective_backend": sp.backend,
+		"runtime_id": id, "session_id": sid, "on_event": sp.EventLog, "sentinel_file": sp.Options.SentinelPath,
+		"run_id": sp.Options.RunID, "effective_backend": sp.Options.Backend,
 	}
 	opt := func(key, v string) {
 		if v != "" {
@@ -243,33 +237,27 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	opt("agent", p.Agent)
 	opt("model", p.Model)
 	opt("agent_profile", p.AgentProfile)
-	opt("effective_agent", sp.agent)
-	opt("effective_model", sp.model)
-	opt("label", sp.label)
+	opt("effective_agent", sp.Options.Agent)
+	opt("effective_model", sp.Options.Model)
+	opt("label", sp.Options.Label)
 	opt("roster_file", p.RosterFile)
 	opt("roster_entry", p.RosterEntry)
 	return res, nil
 }
 
 // newRuntime builds a runtime's artifacts, stream and broker.
-func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir string) (*runtime, error) {
+func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir string, wf *phasedRun) (*runtime, error) {
 	set := b.Settings
 	sp := spec{
-		backend: set.Backend, model: set.Model, agent: set.Agent, agentProfile: p.AgentProfile, thinking: set.Thinking,
-		label: set.Label, dir: dir, dirExplicit: p.Dir != "", serverURL: set.ServerURL, runID: NewRunID(),
-		onEvent: p.OnEvent, sentinel: p.SentinelFile, parentID: p.ParentID, parentRunID: p.ParentRunID,
-		autoApprove: set.AutoApprove, timeout: set.Timeout, progressTimeout: set.ProgressTimeout,
-		maxRetries: set.MaxRetries, pluginOptions: b.PluginOptions, stateDir: b.StateDir, launch: b.Launch,
+		Spec: hostrun.Spec{RuntimeID: id, Phased: wf, EventLog: p.OnEvent, Options: hostrt.Options{
+			Backend: set.Backend, Model: set.Model, Agent: set.Agent, Thinking: set.Thinking, Label: set.Label,
+			Dir: dir, DirExplicit: p.Dir != "", ServerURL: set.ServerURL, RunID: NewRunID(), SentinelPath: p.SentinelFile,
+			AutoApprove: set.AutoApprove, Timeout: set.Timeout, ProgressTimeout: set.ProgressTimeout, MaxRetries: set.MaxRetries,
+			PluginOptions: b.PluginOptions, StateDir: b.StateDir, Env: s.runtimeEnv(b.Env),
+		}},
+		agentProfile: p.AgentProfile, parentID: p.ParentID, parentRunID: p.ParentRunID, launch: b.Launch,
 	}
-	sp.env = make(map[string]string, len(b.Env)+1)
-	for k, v := range b.Env {
-		sp.env[k] = v
-	}
-	if path := s.tree.Path(); path != "" {
-		// A supervisor the runtime starts joins this tree.
-		sp.env[EnvTreeBudget] = path
-	}
-	if sp.onEvent == "" || sp.sentinel == "" {
+	if sp.EventLog == "" || sp.Options.SentinelPath == "" {
 		// <TempDir>/avenor-stable is a predictable name in a shared
 		// directory: each level must be ours and 0700, or another user
 		// who made it first would read or redirect the runtime's files.
@@ -279,44 +267,51 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 				return nil, fmt.Errorf("runtime artifacts: %w (or give the spawn on_event and sentinel_file)", err)
 			}
 		}
-		if sp.onEvent == "" {
-			sp.onEvent = filepath.Join(rtDir, EventsFile)
+		if sp.EventLog == "" {
+			sp.EventLog = filepath.Join(rtDir, EventsFile)
 		}
-		if sp.sentinel == "" {
-			sp.sentinel = filepath.Join(rtDir, SentinelFile)
+		if sp.Options.SentinelPath == "" {
+			sp.Options.SentinelPath = filepath.Join(rtDir, SentinelFile)
 		}
 	}
-	fileBase, err := permission.FileBase(p.PermissionHandler, sp.sentinel, sp.autoApprove)
+	fileBase, err := permission.FileBase(p.PermissionHandler, sp.Options.SentinelPath, sp.Options.AutoApprove)
 	if err != nil {
 		return nil, control.InvalidParams(err.Error())
 	}
-	sp.permBase = fileBase
-	sp.permFile = fileBase != ""
-	if sp.permBase == "" {
-		sp.permBase = permission.DerivePermBase(sp.sentinel)
+	sp.Options.PermBase = fileBase
+	if sp.Options.PermBase == "" {
+		sp.Options.PermBase = permission.DerivePermBase(sp.Options.SentinelPath)
 	}
-	hostrt.CleanFiles(sp.sentinel, sp.permBase, s.log.Warn)
+	hostrt.CleanFiles(sp.Options.SentinelPath, sp.Options.PermBase, s.log.Warn)
+	rt := &runtime{
+		s: s, id: id, n: n, spec: sp, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
+		state: stateRunning,
+	}
 	// A named pipe or device is refused, as for `run --on-event`: a pipe
 	// nobody reads would block the open or the log.
-	evlog, err := createEventLog(sp.onEvent)
+	rt.run, err = hostrun.New(s.runSpec(rt, fileBase), hostrun.Deps{Control: control.Resolver{Server: s.srv}})
 	if err != nil {
 		return nil, control.InvalidParams(fmt.Sprintf("on_event: %v", err))
 	}
-	rt := &runtime{
-		s: s, id: id, n: n, spec: sp, evlog: evlog, started: s.cfg.Now().UnixMilli(), ready: make(chan struct{}),
-		state: stateRunning,
-	}
-	// Batched, as every run's: each run flushes it before its
-	// sentinel, and closeStream before the log closes.
-	rt.w = hostrt.NewEventWriter(evlog, event.Stamp{RunID: sp.runID, RunLabel: sp.label, RuntimeID: id, Now: s.cfg.Now})
-	perms := permission.Options{
-		AutoApprove: sp.autoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
-		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
-	}
-	rt.broker = permission.New(perms)
-	rt.broker.SetControl(control.Resolver{Server: s.srv})
 	rt.debug = newDebugTarget(rt)
 	return rt, nil
+}
+
+// runSpec is the runtime's spec with its own hooks — its runs' typed
+// facts and permission records, the launch that remembers the plugin, its
+// logger — and its broker's options (fileBase: the file handler's base, ""
+// for none).
+func (s *Supervisor) runSpec(rt *runtime, fileBase string) hostrun.Spec {
+	sp := rt.spec.Spec
+	o := &sp.Options
+	o.OnEvent, o.OnEventTypes, o.Observer = rt.persistEvent, persistTypes, runFacts{rt}
+	o.Launch, o.KeepSession = rt.launch, true
+	o.Logger, o.Stderr, o.Now = s.log.Named(rt.id), s.cfg.Stderr, s.cfg.Now
+	sp.Permissions = permission.Options{
+		AutoApprove: o.AutoApprove, FileBase: fileBase, ClaimTimeout: s.cfg.PermissionClaimTimeout,
+		File: permission.FileOptions{Timeout: s.cfg.PermissionFileTimeout}, CancelRun: rt.cancel, SessionID: rt.session,
+	}
+	return sp
 }
 
 // removeDefaultArtifacts removes the empty log and the directory a refused
@@ -324,7 +319,7 @@ func (s *Supervisor) newRuntime(id string, n int, p SpawnParams, b Backend, dir 
 // as they are).
 func (s *Supervisor) removeDefaultArtifacts(rt *runtime) {
 	rtDir := filepath.Join(s.artifacts, rt.id)
-	for _, p := range []string{rt.spec.onEvent, rt.spec.sentinel} {
+	for _, p := range []string{rt.spec.EventLog, rt.spec.Options.SentinelPath} {
 		if filepath.Dir(p) == rtDir {
 			_ = os.Remove(p)
 		}
@@ -339,7 +334,7 @@ func (s *Supervisor) checkResume(sessionID, backend string) error {
 	defer s.mu.Unlock()
 	for _, rt := range s.runtimes {
 		rt.mu.Lock()
-		sid, state, rb, handed := rt.sessionID, rt.state, rt.spec.backend, rt.handedTo
+		sid, state, rb, handed := rt.sessionID, rt.state, rt.spec.Options.Backend, rt.handedTo
 		lostScope := rt.scope == sdk.ResumeInProcess && (rt.held == nil || !rt.held.Alive())
 		rt.mu.Unlock()
 		if sid != sessionID || handed != "" {

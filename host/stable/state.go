@@ -120,7 +120,19 @@ func StateDirFor(stateRoot, socket string) string {
 	return filepath.Join(stateRoot, "stable", hex.EncodeToString(sum[:8]))
 }
 
-// stateStore reads and writes state.json in one directory.
+// store is where the supervisor's durable state sits: its runtimes'
+// records (spawn params, session, state) and the reattach configs of their
+// plugins, as Nomad's driver manager keeps plugin state. Recovery loads
+// the records and restores a runtime (host/run.Restore) for each; the
+// saver writes a snapshot when the state changed.
+type store interface {
+	load() (s supervisorState, ok bool, err error)
+	save(snap func() supervisorState) error
+	remove() error
+	path() string
+}
+
+// stateStore is the store of state.json in one directory.
 type stateStore struct {
 	dir string
 	mu  sync.Mutex // one write at a time, the newest snapshot last

@@ -68,7 +68,7 @@ func (s *Supervisor) subscribeAll(ctx context.Context, attach func(*event.Subscr
 	defer s.mu.Unlock()
 	s.pruneSubsLocked()
 	for _, rt := range s.runtimes {
-		a.pending = append(a.pending, rt.w.Subscribe(SubscriberQueue))
+		a.pending = append(a.pending, rt.run.Events().Subscribe(SubscriberQueue))
 	}
 	s.allSubs = append(s.allSubs, a)
 	return a
@@ -79,7 +79,7 @@ func (s *Supervisor) subscribeAll(ctx context.Context, attach func(*event.Subscr
 func (s *Supervisor) attachLocked(rt *runtime) {
 	s.pruneSubsLocked()
 	for _, a := range s.allSubs {
-		a.add(rt.w.Subscribe(SubscriberQueue))
+		a.add(rt.run.Events().Subscribe(SubscriberQueue))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -84,7 +83,7 @@ type Supervisor struct {
 
 	// store holds the durable state (nil without Config.StateDir); the
 	// saver goroutine writes it when dirty (persist.go).
-	store     *stateStore
+	store     store
 	saveCh    chan struct{}
 	saverQuit chan struct{}
 	saverDone chan struct{}
@@ -480,13 +479,6 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
-	}
-}
-
-// killProcess SIGKILLs a plugin process.
-func killProcess(pid int) {
-	if pid > 1 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

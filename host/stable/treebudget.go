@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +16,19 @@ import (
 
 // EnvTreeBudget names the inherited tree budget file (docs/configuration.md#other-environment-variables).
 const EnvTreeBudget = "AVENOR_TREE_BUDGET"
+
+// runtimeEnv is a runtime's plugin environment: env, and the tree budget
+// file that a supervisor the runtime starts joins.
+func (s *Supervisor) runtimeEnv(env map[string]string) map[string]string {
+	out := make(map[string]string, len(env)+1)
+	for k, v := range env {
+		out[k] = v
+	}
+	if path := s.tree.Path(); path != "" {
+		out[EnvTreeBudget] = path
+	}
+	return out
+}
 
 // Tree budget modes (tree_budget's "mode").
 const (
@@ -339,24 +350,4 @@ func processAlive(pid int, start uint64) bool {
 func procStart(pid int) uint64 {
 	_, st, _ := procStat(pid)
 	return st
-}
-
-// procStat reads the state letter and start time of /proc/<pid>/stat.
-func procStat(pid int) (state string, start uint64, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", 0, false
-	}
-	// After the command: state is field 3, starttime field 22 of stat.
-	start, _ = strconv.ParseUint(f[19], 10, 64)
-	return f[0], start, true
 }

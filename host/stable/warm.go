@@ -327,16 +327,8 @@ func (s *Supervisor) startWarmLocked(p *warmPool) {
 	opts := hostrt.Options{
 		Backend: set.Backend, Dir: p.key.dir, DirExplicit: p.spec.Dir != "", Model: set.Model, Agent: set.Agent,
 		Thinking: set.Thinking, ServerURL: set.ServerURL, RunID: NewRunID(),
-		Env: p.b.Env, PluginOptions: p.b.PluginOptions, StateDir: p.b.StateDir, Launch: p.b.Launch,
+		Env: s.runtimeEnv(p.b.Env), PluginOptions: p.b.PluginOptions, StateDir: p.b.StateDir, Launch: p.b.Launch,
 		Logger: s.log.Named("warm"),
-	}
-	if path := s.tree.Path(); path != "" {
-		env := make(map[string]string, len(opts.Env)+1)
-		for k, v := range opts.Env {
-			env[k] = v
-		}
-		env[EnvTreeBudget] = path
-		opts.Env = env
 	}
 	ws.wg.Add(1)
 	go func() {

@@ -121,7 +121,7 @@ var Bounds = []Bound{
 	{"sdk/plugin", "ReceiveWindow", "every plugin", "bytes of events a plugin may send ahead of what its host has read (gRPC flow control, per session and per connection); then the plugin waits"},
 	{"sdk/plugin", "MaxLingerBuffer", "`avenor stable --linger`", "bytes of events one lingering session keeps for the next supervisor; past it the oldest go and an `avenor.warning` says how many"},
 	{"host/stable", "DefaultMaxKeptPlugins", "`avenor stable`", "parked runtimes keeping their plugin running (cross_process ones stop theirs first)"},
-	{"host/stable", "MaxKeptFinalOutput", "`avenor stable`", "runes of a runtime's last `final_output` kept in memory (what `status` and `list` show); `result` reads a longer one back from the event log"},
+	{"host/run", "MaxKeptFinalOutput", "`avenor stable`", "runes of a runtime's last `final_output` kept in memory (what `status` and `list` show); `result` reads a longer one back from the event log"},
 	{"host/stable", "ReapReleaseDelay", "`avenor stable`", "after reaping parked runtimes, the memory they held goes back to the system this much later (one collection per burst)"},
 	{"host/stable", "PhaseSlotRetry", "`avenor stable` loop or team", "how often a phase waiting for an executing slot looks again"},
 	{"host/stable", "MaxCapacityWait", "`wait_for_capacity`", "longest `timeout` of one call, and its wait when none is given"},

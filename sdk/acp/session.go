@@ -177,17 +177,12 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	s.log, s.gate, s.turns = sk.Log, sk.Gate, sk.Runner
 	log := s.log
 
-	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
+	proc, err := procsession.Start(cfg.Backend, agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
 		InstallHint: cfg.InstallHint, CancelGrace: cfg.StopGrace, Logger: log.Named(cfg.Binary),
 	})
 	if err != nil {
-		var nf *agentproc.NotFoundError
-		if errors.As(err, &nf) {
-			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s",
-				cfg.Backend, nf.Path, where(nf.Path), nf.Hint).WithCode(runtime.CodeRuntimeMissing)
-		}
-		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s: %v", cfg.Backend, cfg.Binary, err)
+		return nil, err
 	}
 	s.proc = proc
 	// Tell the host at once: if this plugin dies during a slow initialize,
@@ -203,13 +198,6 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	}
 	log.Debug("acp session open", "session_id", s.id, "agent", s.agentName(), "took", time.Since(start))
 	return s, nil
-}
-
-func where(path string) string {
-	if strings.Contains(path, "/") {
-		return "at that path"
-	}
-	return "in PATH"
 }
 
 // handshake runs initialize, authenticate, the session call, mode and model.

@@ -66,11 +66,16 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	where := "in PATH"
+	return fmt.Sprintf("agentproc: runtime CLI %q not found %s; %s", e.Path, e.Where(), e.Hint)
+}
+
+// Where says where the CLI was looked for: "in PATH" for a bare name, "at
+// that path" for a path.
+func (e *NotFoundError) Where() string {
 	if strings.Contains(e.Path, "/") {
-		where = "at that path"
+		return "at that path"
 	}
-	return fmt.Sprintf("agentproc: runtime CLI %q not found %s; %s", e.Path, where, e.Hint)
+	return "in PATH"
 }
 
 func (e *NotFoundError) Unwrap() error { return exec.ErrNotFound }

@@ -11,5 +11,7 @@
 // once in the plugin (each event's fields) and once in the host (each NDJSON
 // line, whose exact bytes the contract pins, docs/events.md#the-envelope). Imported by sdk/plugin,
 // sdk/runtime (the chunk helpers of EmitJSON), host/event and
-// host/control; it depends on the standard library only.
+// host/control; it depends on the standard library only. The reading
+// rules that the host's event scanner and the plugin's decoder must agree
+// on live here too: Hex4, Unescape and ScanNumber.
 package jsonenc

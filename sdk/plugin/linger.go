@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,21 @@ func lingerFromEnv() time.Duration {
 // environment linger: the host set LingerEnv to a positive window.
 func HostLingers() bool {
 	d, err := time.ParseDuration(os.Getenv(LingerEnv))
+	return err == nil && d > 0
+}
+
+// lingersIn reports whether a plugin started with the environment env
+// lingers: its last LingerEnv (the one exec keeps) is a positive window.
+// The host gives the window in the plugin's own environment
+// (LaunchConfig.Env), not in its process's.
+func lingersIn(env []string) bool {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == LingerEnv {
+			v = val
+		}
+	}
+	d, err := time.ParseDuration(v)
 	return err == nil && d > 0
 }
 

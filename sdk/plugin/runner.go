@@ -49,7 +49,7 @@ func newProcRunner(cmd *exec.Cmd, c *Client, tree *pluginTree) (*procRunner, err
 // its output on fresh pipes.
 func (r *procRunner) setCmd(cmd *exec.Cmd, cg *agentproc.Cgroup) error {
 	cmd.Env = agentproc.WithTreeToken(cmd.Env, r.tree.token)
-	cmd.SysProcAttr = pluginSysProcAttr(cg)
+	cmd.SysProcAttr = pluginSysProcAttr(cg, cmd.Env)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

@@ -10,4 +10,6 @@ import (
 
 // pluginSysProcAttr: outside Linux there is neither Pdeathsig nor cgroups;
 // the plugin notices its host's death by polling (Serve).
-func pluginSysProcAttr(*agentproc.Cgroup) *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+func pluginSysProcAttr(*agentproc.Cgroup, []string) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{}
+}

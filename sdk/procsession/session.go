@@ -1,6 +1,8 @@
 package procsession
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -67,6 +69,37 @@ func New(cfg Config) Skeleton {
 	}
 	sk.Runner = turn.New(tc)
 	return sk
+}
+
+// Start starts the runtime's process with agentproc.Start, without a
+// context: the process lives with the session, not with Open's ctx. Its
+// failure is a *runtime.Error of FaultRuntime naming backend: a CLI that is
+// not found says where it was looked for and what to install (spec's
+// InstallHint) and carries CodeRuntimeMissing; any other failure names
+// spec.Path.
+func Start(backend string, spec agentproc.Spec) (*agentproc.Process, error) {
+	proc, err := agentproc.Start(context.Background(), spec)
+	if err == nil {
+		return proc, nil
+	}
+	var nf *agentproc.NotFoundError
+	if errors.As(err, &nf) {
+		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s",
+			backend, nf.Path, nf.Where(), nf.Hint).WithCode(runtime.CodeRuntimeMissing)
+	}
+	return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s: %v", backend, spec.Path, err)
+}
+
+// Capabilities is the capability table of a backend whose every session is
+// one runtime process of its own: new sessions, prompts, cancel (the
+// runner), event streaming and subprocess discovery (the session knows its
+// one process and tells the host) hold by construction; more adds what the backend's runtime offers besides
+// (resume, permission relay, model selection, prewarm). Chain With for a
+// capability at another level.
+func Capabilities(more ...runtime.Capability) runtime.CapabilityTable {
+	return runtime.Supports(append([]runtime.Capability{
+		runtime.CapNewSessions, runtime.CapPrompt, runtime.CapCancel, runtime.CapEventStreaming, runtime.CapSubprocessDiscovery,
+	}, more...)...)
 }
 
 // Record tells host the runtime's process as soon as it runs, when the

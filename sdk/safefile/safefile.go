@@ -99,9 +99,8 @@ func OpenTrunc(path string, perm fs.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
+	st, err := fstat(f)
+	if err != nil {
 		return nil, err
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
@@ -116,6 +115,17 @@ func OpenTrunc(path string, perm fs.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// fstat is what the file f just opened is (not what its name may point to
+// by now); on failure f is closed, so the caller only returns the error.
+func fstat(f *os.File) (syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return st, err
+	}
+	return st, nil
 }
 
 // othersWrite says whether users other than the owner may write.
@@ -260,9 +270,8 @@ func OpenLock(path string) (*os.File, error) {
 		}
 		return nil, err
 	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
+	st, err := fstat(f)
+	if err != nil {
 		return nil, err
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {

@@ -87,7 +87,7 @@ func TestNonLoopbackStartupErrorText(t *testing.T) {
 func TestStartRefusesNonLoopback(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "evil.test:0"} {
-		s, err := Start(context.Background(), Config{Addr: addr, Run: NewOneShot(newFakeRuntime(""), nil),
+		s, err := Start(context.Background(), Config{Addr: addr, Run: newOneShot(newFakeRuntime(""), nil),
 			Resolver: resolver, TokenFile: tokenFile})
 		if !errors.Is(err, ErrNotLoopback) {
 			if s != nil {
@@ -104,7 +104,7 @@ func TestStartRefusesNonLoopback(t *testing.T) {
 func TestStartBindsLoopback(t *testing.T) {
 	for _, addr := range []string{":0", "localhost:0", "loop.test:0"} {
 		t.Run(addr, func(t *testing.T) {
-			s := start(t, Config{Addr: addr, Run: NewOneShot(newFakeRuntime(""), nil), Resolver: resolver})
+			s := start(t, Config{Addr: addr, Run: newOneShot(newFakeRuntime(""), nil), Resolver: resolver})
 			if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") || strings.HasSuffix(s.URL(), ":0") {
 				t.Fatalf("URL = %q, want http://127.0.0.1:<port>", s.URL())
 			}

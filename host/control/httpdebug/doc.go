@@ -20,7 +20,8 @@
 //
 // The adapter holds interfaces only: a [Target] is one runtime (status,
 // events, cancel, permission answers) and a [Supervisor] many of them by id.
-// [OneShot] is the target of `avenor run`; `avenor stable` serves a
+// [TableTarget] makes a Target of any runtime of the control method table
+// (the run of `avenor run`, a stable runtime); `avenor stable` serves a
 // Supervisor, which turns on the stable routes (/status/<id>,
 // /cancel/<id>, /events?runtime_id=, GET /runtimes).
 //

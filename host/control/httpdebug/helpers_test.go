@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/avenor-go/avenor/host/control"
 	"github.com/avenor-go/avenor/host/event"
-	hostrt "github.com/avenor-go/avenor/host/runner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,8 +37,8 @@ func newFakeRuntime(runtimeID string) *fakeRuntime {
 	return f
 }
 
-func (f *fakeRuntime) Status() hostrt.Status {
-	return hostrt.Status{SessionID: "ses_1", RunID: "run1", Phase: "working", TurnState: hostrt.TurnRunning,
+func (f *fakeRuntime) Status() control.Status {
+	return control.Status{SessionID: "ses_1", RunID: "run1", Phase: "working", TurnState: control.TurnRunning,
 		RetryAttempt: 1, StartedAt: 1700000000000, UpdatedAt: 1700000001000, LatestSeq: f.w.LatestSeq(), PID: 42}
 }
 
@@ -54,6 +54,27 @@ func (f *fakeRuntime) cancelled() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cancels
+}
+
+// newOneShot is the adapter's target of a run over rt; perms answers
+// permissions (nil: every answer gets 409, as -32001 on the socket).
+func newOneShot(rt *fakeRuntime, perms control.PermissionAnswerer) *TableTarget {
+	return NewTableTarget(fakeTarget{rt, perms}, func() bool { return perms != nil && perms.Pending() })
+}
+
+// fakeTarget is rt as a runtime of the method table.
+type fakeTarget struct {
+	*fakeRuntime
+	perms control.PermissionAnswerer
+}
+
+func (f fakeTarget) Status() any { return f.fakeRuntime.Status() }
+
+func (f fakeTarget) AnswerPermission(requestID, optionID, message string) error {
+	if f.perms == nil {
+		return ErrNoPendingPermission
+	}
+	return f.perms.Answer(requestID, optionID, message)
 }
 
 // write publishes ev and returns its NDJSON line without the newline.

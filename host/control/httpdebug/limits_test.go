@@ -80,7 +80,7 @@ func (s *Server) host() string { return strings.TrimPrefix(s.URL(), "http://") }
 func TestIdleKeepAliveIsClosed(t *testing.T) {
 	defer func(d time.Duration) { idleTimeout = d }(idleTimeout)
 	idleTimeout = 200 * time.Millisecond
-	s := start(t, Config{Run: NewOneShot(newFakeRuntime(""), nil)})
+	s := start(t, Config{Run: newOneShot(newFakeRuntime(""), nil)})
 	c := dialHTTP(t, s)
 	for range 2 { // the connection is reused while it is busy
 		if resp, body := c.get(s, "/status", s.host(), s.Token()); resp.StatusCode != 200 || resp.Close {
@@ -96,7 +96,7 @@ func TestIdleKeepAliveIsClosed(t *testing.T) {
 // close, and the connection closes: a peer cannot hold connections open
 // by asking without the token.
 func TestRefusedRequestClosesTheConnection(t *testing.T) {
-	s := start(t, Config{Run: NewOneShot(newFakeRuntime(""), nil)})
+	s := start(t, Config{Run: newOneShot(newFakeRuntime(""), nil)})
 	for _, tok := range []string{"", "wrong"} {
 		c := dialHTTP(t, s)
 		resp, body := c.get(s, "/status", s.host(), tok)
@@ -121,7 +121,7 @@ func TestRefusedRequestClosesTheConnection(t *testing.T) {
 // attacker.example whose name now resolves to 127.0.0.1 sends its own name).
 func TestHostHeaderMustBeLoopback(t *testing.T) {
 	rt := newFakeRuntime("")
-	s := handlerOnly(t, Config{Run: NewOneShot(rt, nil)})
+	s := handlerOnly(t, Config{Run: newOneShot(rt, nil)})
 	for _, host := range []string{"127.0.0.1:40000", "127.0.0.1", "localhost:40000", "LocalHost:1", "localhost",
 		"[::1]:40000", "[::1]", "127.1.2.3:9"} {
 		rec := doHost(s, host, "POST", "/cancel")
@@ -154,7 +154,7 @@ func doHost(s *Server, host, method, target string) *httptest.ResponseRecorder {
 // Connections over MaxConnections are answered 503 and closed at once;
 // the ones open go on, and a slot freed is usable again.
 func TestHTTPConnectionCap(t *testing.T) {
-	s := start(t, Config{Run: NewOneShot(newFakeRuntime(""), nil)})
+	s := start(t, Config{Run: newOneShot(newFakeRuntime(""), nil)})
 	open := make([]*rawHTTP, MaxConnections)
 	for i := range open {
 		open[i] = dialHTTP(t, s)

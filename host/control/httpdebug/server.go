@@ -149,7 +149,7 @@ func (s *Server) URL() string { return s.url }
 func (s *Server) Token() string { return s.token }
 
 // Shutdown stops accepting and lets the open requests finish — an event
-// stream finishes when its target's stream ends (OneShot.End) — until ctx
+// stream finishes when its target's stream ends (TableTarget.End) — until ctx
 // ends; then it closes whatever is left, as Close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.hs.Shutdown(ctx)

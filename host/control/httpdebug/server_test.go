@@ -23,8 +23,8 @@ import (
 const local = "127.0.0.1:40000"
 
 func TestTokenIs16RandomBytesHex(t *testing.T) {
-	a := handlerOnly(t, Config{Run: NewOneShot(newFakeRuntime(""), nil)})
-	b := handlerOnly(t, Config{Run: NewOneShot(newFakeRuntime(""), nil)})
+	a := handlerOnly(t, Config{Run: newOneShot(newFakeRuntime(""), nil)})
+	b := handlerOnly(t, Config{Run: newOneShot(newFakeRuntime(""), nil)})
 	hex32 := regexp.MustCompile(`^[0-9a-f]{32}$`)
 	if !hex32.MatchString(a.Token()) || !hex32.MatchString(b.Token()) || a.Token() == b.Token() {
 		t.Fatalf("tokens %q and %q", a.Token(), b.Token())
@@ -35,7 +35,7 @@ func TestNeedsExactlyOneTarget(t *testing.T) {
 	if _, err := newServer(Config{}); !errors.Is(err, ErrNoTarget) {
 		t.Fatalf("no target: %v", err)
 	}
-	if _, err := newServer(Config{Run: NewOneShot(newFakeRuntime(""), nil), Stable: &fakeSupervisor{}}); !errors.Is(err, ErrNoTarget) {
+	if _, err := newServer(Config{Run: newOneShot(newFakeRuntime(""), nil), Stable: &fakeSupervisor{}}); !errors.Is(err, ErrNoTarget) {
 		t.Fatalf("both targets: %v", err)
 	}
 }
@@ -43,7 +43,7 @@ func TestNeedsExactlyOneTarget(t *testing.T) {
 // Every route needs the token; only /events takes it from the query.
 func TestTokenRequired(t *testing.T) {
 	rt := newFakeRuntime("")
-	run := NewOneShot(rt, nil)
+	run := newOneShot(rt, nil)
 	run.End() // streams end at once
 	s := handlerOnly(t, Config{Run: run})
 	routes := []struct{ method, path string }{
@@ -72,7 +72,7 @@ func TestTokenRequired(t *testing.T) {
 // Each request's TCP peer must be loopback, token or not.
 func TestPeerCheck(t *testing.T) {
 	rt := newFakeRuntime("")
-	s := handlerOnly(t, Config{Run: NewOneShot(rt, nil)})
+	s := handlerOnly(t, Config{Run: newOneShot(rt, nil)})
 	for _, peer := range []string{"10.1.2.3:5555", "[2001:db8::1]:80", "[::ffff:192.168.0.1]:1", "bogus"} {
 		for _, tok := range []string{"", "-"} {
 			rec := do(s, peer, "POST", "/cancel", "", tok)
@@ -93,7 +93,7 @@ func TestPeerCheck(t *testing.T) {
 
 func TestOneShotRoutes(t *testing.T) {
 	rt := newFakeRuntime("")
-	s := handlerOnly(t, Config{Run: NewOneShot(rt, nil), RunID: "run1"})
+	s := handlerOnly(t, Config{Run: newOneShot(rt, nil), RunID: "run1"})
 
 	rec := do(s, local, "GET", "/status", "", "")
 	want, _ := json.Marshal(rt.Status())
@@ -170,9 +170,9 @@ func TestAnswerPermission(t *testing.T) {
 		{"failure", &fakeAnswerer{pending: true, err: errors.New("broker gone")}, `{"request_id":"r1","option_id":"allow"}`, 500, "broker gone\n", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			target := NewOneShot(newFakeRuntime(""), nil)
+			target := newOneShot(newFakeRuntime(""), nil)
 			if tc.ans != nil {
-				target = NewOneShot(newFakeRuntime(""), tc.ans)
+				target = newOneShot(newFakeRuntime(""), tc.ans)
 			}
 			s := handlerOnly(t, Config{Run: target, RunID: "run1"})
 			rec := do(s, local, "POST", "/answer-permission", tc.body, "")
@@ -185,7 +185,7 @@ func TestAnswerPermission(t *testing.T) {
 		})
 	}
 	ans := &fakeAnswerer{pending: true}
-	s := handlerOnly(t, Config{Run: NewOneShot(newFakeRuntime(""), ans)})
+	s := handlerOnly(t, Config{Run: newOneShot(newFakeRuntime(""), ans)})
 	do(s, local, "POST", "/answer-permission", `{"request_id":"r1","option_id":"deny","message":"not that"}`, "")
 	if len(ans.got) != 1 || ans.got[0] != "r1 deny not that" {
 		t.Fatalf("answer passed on as %q", ans.got)
@@ -215,9 +215,9 @@ func newFakeSupervisor(perms map[string]*fakeAnswerer) *fakeSupervisor {
 			a = perms[id]
 		}
 		if a != nil {
-			f.targets[id] = entryTarget{NewOneShot(rt, a), id}
+			f.targets[id] = entryTarget{newOneShot(rt, a), id}
 		} else {
-			f.targets[id] = entryTarget{NewOneShot(rt, nil), id}
+			f.targets[id] = entryTarget{newOneShot(rt, nil), id}
 		}
 	}
 	f.targets["rt_gone"] = goneTarget{}
@@ -235,9 +235,9 @@ func (f *fakeSupervisor) List() any {
 
 func (f *fakeSupervisor) SubscribeAll() (Subscription, error) { return f.all.Subscribe(0), nil }
 
-// entryTarget is a OneShot whose status is a stable runtime entry.
+// entryTarget is a TableTarget whose status is a stable runtime entry.
 type entryTarget struct {
-	*OneShot
+	*TableTarget
 	id string
 }
 
@@ -327,7 +327,7 @@ func TestTokenFileAndStderr(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "token")
 	var stderr bytes.Buffer
-	s := start(t, Config{Run: NewOneShot(newFakeRuntime(""), nil), TokenFile: path, Stderr: &stderr})
+	s := start(t, Config{Run: newOneShot(newFakeRuntime(""), nil), TokenFile: path, Stderr: &stderr})
 	st, err := os.Stat(path)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v", st, err)
@@ -364,7 +364,7 @@ func TestTokenFileAndStderr(t *testing.T) {
 
 	// Shown on a terminal; a file replaced since is not removed.
 	stderr.Reset()
-	s2 := start(t, Config{Run: NewOneShot(newFakeRuntime(""), nil), TokenFile: path, Stderr: &stderr, ShowToken: true})
+	s2 := start(t, Config{Run: newOneShot(newFakeRuntime(""), nil), TokenFile: path, Stderr: &stderr, ShowToken: true})
 	want := "avenor: http debug listening on " + s2.URL() + "\navenor: http debug token: " + s2.Token() + "\n"
 	if stderr.String() != want {
 		t.Fatalf("stderr on a terminal: %q, want %q", stderr.String(), want)
@@ -380,7 +380,7 @@ func TestTokenFileAndStderr(t *testing.T) {
 
 func TestTokenFileUnwritable(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Start(context.Background(), Config{Addr: ":0", Run: NewOneShot(newFakeRuntime(""), nil), TokenFile: dir})
+	_, err := Start(context.Background(), Config{Addr: ":0", Run: newOneShot(newFakeRuntime(""), nil), TokenFile: dir})
 	if err == nil || !strings.Contains(err.Error(), "http debug token file "+dir) {
 		t.Fatalf("token file that is a directory: %v", err)
 	}

@@ -35,7 +35,7 @@ func frame(line []byte) string { return "event: event\ndata: " + string(line) + 
 // stream ends once the run has ended and its last event was sent.
 func TestEventsStreamsNDJSONLinesUntilTheRunEnds(t *testing.T) {
 	rt := newFakeRuntime("")
-	run := NewOneShot(rt, nil)
+	run := newOneShot(rt, nil)
 	s := start(t, Config{Run: run})
 	resp := request(t, client(t), s, "GET", "/events", "")
 	defer resp.Body.Close()
@@ -67,7 +67,7 @@ func TestEventsStreamsNDJSONLinesUntilTheRunEnds(t *testing.T) {
 // limit and after_seq work as the socket's subscribe, without repeats.
 func TestEventsQueryTokenAndReplay(t *testing.T) {
 	rt := newFakeRuntime("")
-	run := NewOneShot(rt, nil)
+	run := newOneShot(rt, nil)
 	s := start(t, Config{Run: run, RunID: "run1"})
 	var lines [][]byte
 	for i := range 5 {
@@ -97,7 +97,7 @@ func TestEventsQueryTokenAndReplay(t *testing.T) {
 // final_output is bounded to 4096 runes on the stream, as on the socket.
 func TestEventsTruncateFinalOutput(t *testing.T) {
 	rt := newFakeRuntime("")
-	run := NewOneShot(rt, nil)
+	run := newOneShot(rt, nil)
 	s := start(t, Config{Run: run})
 	resp := request(t, client(t), s, "GET", "/events", "")
 	defer resp.Body.Close()
@@ -139,7 +139,7 @@ func (c *countingTarget) Subscribe(o SubscribeOptions) (Subscription, error) {
 // A client that goes ends its stream and its subscription; the run goes on.
 func TestEventsEndWhenTheClientGoes(t *testing.T) {
 	rt := newFakeRuntime("")
-	target := &countingTarget{Target: NewOneShot(rt, nil)}
+	target := &countingTarget{Target: newOneShot(rt, nil)}
 	s := start(t, Config{Run: target})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL()+"/events", nil)
@@ -166,7 +166,7 @@ func TestEventsEndWhenTheClientGoes(t *testing.T) {
 // stream opened after the end is empty.
 func TestShutdownDrainsStreams(t *testing.T) {
 	rt := newFakeRuntime("")
-	run := NewOneShot(rt, nil)
+	run := newOneShot(rt, nil)
 	s, err := Start(context.Background(), Config{Addr: ":0", Run: run})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestShutdownDrainsStreams(t *testing.T) {
 // A stream that never ends by itself (stable's all-runtimes stream, or a
 // run that was not ended) ends at Close.
 func TestCloseEndsOpenStreams(t *testing.T) {
-	s, err := Start(context.Background(), Config{Addr: ":0", Run: NewOneShot(newFakeRuntime(""), nil)})
+	s, err := Start(context.Background(), Config{Addr: ":0", Run: newOneShot(newFakeRuntime(""), nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

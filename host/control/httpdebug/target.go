@@ -3,7 +3,7 @@ package httpdebug
 import "github.com/avenor-go/avenor/host/event"
 
 // Target is one runtime as the adapter shows and controls it: the run of
-// `avenor run` ([OneShot]) or one runtime of `avenor stable`.
+// `avenor run` or one runtime of `avenor stable`.
 type Target interface {
 	// Status is the runtime's status, sent as JSON: the one-shot snapshot
 	// of docs/control-protocol.md#status (GET /status) or a stable runtime entry of docs/control-protocol.md#list

@@ -3,14 +3,13 @@ package scripted
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
 // child is a stand-in runtime process: `sleep`, in a process group of its
@@ -50,7 +49,7 @@ func (s *session) startChild(life time.Duration) error {
 		rec.RecordProcess(p)
 	}
 	if s.pidFile != "" {
-		if err := writeAtomic(s.pidFile, []byte(strconv.Itoa(c.pid)+"\n")); err != nil {
+		if err := safefile.WriteFile(s.pidFile, []byte(strconv.Itoa(c.pid)+"\n"), 0o600); err != nil {
 			return runtime.Errorf(runtime.FaultUser, "child: writing %s: %v", PIDFileEnv, err)
 		}
 	}
@@ -81,20 +80,4 @@ func (c *child) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("child %d did not exit: %w", c.pid, ctx.Err())
 	}
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".scripted-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

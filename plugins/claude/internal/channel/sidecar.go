@@ -349,16 +349,9 @@ func (s *sidecar) run(ctx context.Context) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTicker(s.cfg.HeartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.post(ctx, "/heartbeat", s.auth(), nil); err != nil && ctx.Err() == nil {
-					s.log.Warn("heartbeat failed", "run_id", s.cfg.RunID, "error", err)
-				}
+		for sleep(ctx, s.cfg.HeartbeatEvery) {
+			if err := s.post(ctx, "/heartbeat", s.auth(), nil); err != nil && ctx.Err() == nil {
+				s.log.Warn("heartbeat failed", "run_id", s.cfg.RunID, "error", err)
 			}
 		}
 	}()

@@ -83,6 +83,28 @@ func nextEvent(t *testing.T, b *Broker) Event {
 	return Event{}
 }
 
+// waitHeartbeats waits for n heartbeats of runID after its registration.
+func waitHeartbeats(t *testing.T, b *Broker, runID string, n int) {
+	t.Helper()
+	lastBeat := func() time.Time {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.runs[runID].lastBeat
+	}
+	last := lastBeat()
+	deadline := time.Now().Add(10 * time.Second)
+	for seen := 0; seen < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d heartbeats of %s in 10 s, want %d", seen, runID, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if cur := lastBeat(); cur.After(last) {
+			last = cur
+			seen++
+		}
+	}
+}
+
 func TestSidecar(t *testing.T) {
 	b := newTestBroker(t, Config{})
 	tok := b.AddRun("run-1")
@@ -129,6 +151,8 @@ func TestSidecar(t *testing.T) {
 	if ev := nextEvent(t, b); ev.Kind != EventRegistered || ev.RunID != "run-1" {
 		t.Fatalf("event %+v", ev)
 	}
+	// Heartbeats follow, every HeartbeatEvery, for as long as it runs.
+	waitHeartbeats(t, b, "run-1", 3)
 
 	// Tool calls reach the broker, token stripped.
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"avenor_finish","arguments":{"status":"done","summary":"ok","files_changed":["a.go"]}}}`)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/avenor-go/avenor/sdk/agentproc"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -39,10 +40,8 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 		Name: StreamName,
 		Description: "Claude Code headless: `claude -p --input-format stream-json --output-format stream-json " +
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
-		Capabilities: runtime.Supports(
-			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
-			runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+		Capabilities: procsession.Capabilities(
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/avenor-go/avenor/sdk/agentproc"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/avenor-go/avenor/plugins/claude/internal/channel"
 	"github.com/avenor-go/avenor/sdk/mcpconfig"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -158,27 +158,15 @@ func (b *channelBackend) Open(ctx context.Context, req runtime.OpenRequest, host
 	if req.ResumeSessionID != "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s cannot resume session %q: sessions live only while their terminal does; use claude-stream to resume across runs", ChannelName, req.ResumeSessionID)
 	}
-	if req.ServerURL != "" {
-		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends.%s].env", ChannelName, ChannelName)
-	}
-	env := agentproc.Environ(req.Env, map[string]string{"TERM": "xterm-256color"})
-	launch, err := terminalLauncher(env, ChannelName, launcherTmux)
-	if err != nil {
-		return nil, err
-	}
 	delivery, err := deliveryMode(req.Options)
 	if err != nil {
 		return nil, err
 	}
-	bin := binary(req.Options, req.Env)
-	_, version, err := claudeVersion(ctx, bin, env)
+	ts, err := prepareTerminal(ctx, ChannelName, launcherTmux, req, host)
 	if err != nil {
 		return nil, err
 	}
-	log := host.Logger()
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
+	log := ts.log
 
 	// Everything set up from here is undone by cleanup, on every error.
 	runID := newUUID()
@@ -219,18 +207,16 @@ func (b *channelBackend) Open(ctx context.Context, req runtime.OpenRequest, host
 	approve, _ := json.Marshal(map[string]any{"enabledMcpjsonServers": []string{serverName}})
 	args := []string{"--dangerously-load-development-channels", "server:" + serverName, "--settings", string(approve), "--session-id", id}
 	args = append(append(args, optionalFlags(req)...), "--permission-mode", "default")
-	pty, err := startTUI(ChannelName, launch, "avenor-"+runID[:8], id, bin, args, env, req.Dir)
+	pty, err := startTUI(ChannelName, ts.launch, "avenor-"+runID[:8], id, ts.bin, args, ts.env, req.Dir)
 	if err != nil {
 		return nil, err
 	}
-	pty.version, pty.host, pty.log = version, host, log
+	pty.version, pty.host, pty.log = ts.version, host, log
 	c.term = pty.term
 	s := &channelSession{ptySession: pty, delivery: delivery, runID: runID, serverName: serverName, brokerURL: broker.URL(),
 		broker: broker, cleanup: c, finishes: make(chan channel.FinishRequest, 1), stopPump: make(chan struct{}), pumpDone: make(chan struct{})}
 	s.permCtx, s.permCancel = context.WithCancel(context.Background())
-	if r, ok := host.(runtime.ProcessRecorder); ok {
-		r.RecordProcess(s.Process())
-	}
+	procsession.Record(host, s.Process())
 	go s.pump()
 	if err := s.waitReady(ctx); err != nil {
 		s.stop()

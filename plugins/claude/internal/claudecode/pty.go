@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/turn"
 )
@@ -109,38 +110,54 @@ func (b *ptyBackend) Open(ctx context.Context, req runtime.OpenRequest, host run
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: session %q: %v: the interactive backend continues a session only in the plugin process whose terminal holds it (resume scope in_process), and that process is gone or closed it; start a new session, or use claude-stream, which resumes from Claude Code's transcript on disk",
 			PTYName, req.ResumeSessionID, runtime.ErrSessionNotFound)
 	}
-	if req.ServerURL != "" {
-		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends.%s].env", PTYName, PTYName)
-	}
-	env := agentproc.Environ(req.Env, map[string]string{"TERM": "xterm-256color"})
-	launch, err := terminalLauncher(env, PTYName, launcherPTY)
-	if err != nil {
-		return nil, err
-	}
-	bin := binary(req.Options, req.Env)
-	_, version, err := claudeVersion(ctx, bin, env)
+	ts, err := prepareTerminal(ctx, PTYName, launcherPTY, req, host)
 	if err != nil {
 		return nil, err
 	}
 	id := newUUID()
 	args := append([]string{"--session-id", id, "--permission-mode", "default"}, optionalFlags(req)...)
-	log := host.Logger()
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	s, err := startTUI(PTYName, launch, "avenor-"+id[:8], id, bin, args, env, req.Dir)
+	s, err := startTUI(PTYName, ts.launch, "avenor-"+id[:8], id, ts.bin, args, ts.env, req.Dir)
 	if err != nil {
 		return nil, err
 	}
-	s.version, s.host, s.log = version, host, log
-	if r, ok := host.(runtime.ProcessRecorder); ok {
-		r.RecordProcess(s.Process())
-	}
+	s.version, s.host, s.log = ts.version, host, ts.log
+	procsession.Record(host, s.Process())
 	if err := s.waitReady(ctx); err != nil {
 		s.term.kill(ptyKillGrace)
 		return nil, err
 	}
 	return s, nil
+}
+
+// terminalStart is what both terminal backends work out from an Open
+// request before they start Claude Code's TUI.
+type terminalStart struct {
+	env     []string // the CLI's environment, TERM set
+	launch  launcher
+	bin     string
+	version string // what `claude --version` says
+	log     hclog.Logger
+}
+
+// prepareTerminal refuses a server URL, which neither terminal backend
+// takes, picks the terminal (def unless TerminalEnv says otherwise) and
+// makes sure the CLI is Claude Code.
+func prepareTerminal(ctx context.Context, backend string, def launcher, req runtime.OpenRequest, host runtime.Host) (terminalStart, error) {
+	if req.ServerURL != "" {
+		return terminalStart{}, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends.%s].env", backend, backend)
+	}
+	ts := terminalStart{env: agentproc.Environ(req.Env, map[string]string{"TERM": "xterm-256color"}), bin: binary(req.Options, req.Env)}
+	var err error
+	if ts.launch, err = terminalLauncher(ts.env, backend, def); err != nil {
+		return terminalStart{}, err
+	}
+	if _, ts.version, err = claudeVersion(ctx, ts.bin, ts.env); err != nil {
+		return terminalStart{}, err
+	}
+	if ts.log = host.Logger(); ts.log == nil {
+		ts.log = hclog.NewNullLogger()
+	}
+	return ts, nil
 }
 
 // optionalFlags are the flags both terminal backends pass when asked

@@ -167,3 +167,44 @@ func TestPTYCheckTmux(t *testing.T) {
 		t.Errorf("tmux missing: ready %v, %q", r.Ready, r.Message)
 	}
 }
+
+// TestTerminalOpenRefusals: both terminal backends refuse, before anything
+// starts, a server URL (the user's fault, naming ANTHROPIC_BASE_URL) and a
+// terminal launcher they do not know, in the backend's own name, and a CLI
+// that is not Claude Code (in claude-stream's: the check is its).
+func TestTerminalOpenRefusals(t *testing.T) {
+	notClaude := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(notClaude, []byte("#!/bin/sh\necho 'claude 1.0 (not Anthropic)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []struct {
+		name string
+		new  func() runtime.Backend
+	}{{PTYName, NewPTYBackend}, {ChannelName, NewChannelBackend}} {
+		for _, tc := range []struct {
+			name  string
+			req   runtime.OpenRequest
+			fault runtime.Fault
+			want  string
+		}{
+			{"server URL", runtime.OpenRequest{ServerURL: "http://127.0.0.1:1"}, runtime.FaultUser,
+				b.name + " does not use a server URL (--server-url); set ANTHROPIC_BASE_URL in [backends." + b.name + "].env"},
+			{"unknown launcher", runtime.OpenRequest{Env: map[string]string{TerminalEnv: "screen"}}, runtime.FaultUser,
+				b.name + ": " + TerminalEnv + `="screen" is not a terminal launcher`},
+			{"not Claude Code", runtime.OpenRequest{Options: map[string]any{"binary": notClaude}}, runtime.FaultRuntime,
+				StreamName + ": " + notClaude + " is not Claude Code"},
+		} {
+			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+				tc.req.Dir = t.TempDir()
+				s, err := b.new().Open(context.Background(), tc.req, nil)
+				if err == nil {
+					_ = s.Close(context.Background())
+					t.Fatal("Open succeeded")
+				}
+				if runtime.FaultOf(err) != tc.fault || !strings.HasPrefix(err.Error(), tc.want) {
+					t.Errorf("Open = %v (fault %s); want a %s fault starting %q", err, runtime.FaultOf(err), tc.fault, tc.want)
+				}
+			})
+		}
+	}
+}

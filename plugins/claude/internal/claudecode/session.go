@@ -95,16 +95,12 @@ func openStream(ctx context.Context, cfg streamConfig, host runtime.Host) (*stre
 		Grace: cfg.CancelWait, OnOverdue: s.overdue})
 	s.log, s.gate, s.Runner = sk.Log, sk.Gate, sk.Runner
 	log := s.log
-	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
+	proc, err := procsession.Start(cfg.Backend, agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
 		InstallHint: cfg.InstallHint, CancelGrace: cfg.StopGrace, Logger: log.Named("claude"),
 	})
 	if err != nil {
-		var nf *agentproc.NotFoundError
-		if errors.As(err, &nf) {
-			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found; %s", cfg.Backend, nf.Path, nf.Hint)
-		}
-		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s: %v", cfg.Backend, cfg.Binary, err)
+		return nil, err
 	}
 	s.proc = proc
 	procsession.Record(host, s.Process())
@@ -484,16 +480,7 @@ func (s *streamSession) Prompt(ctx context.Context, in runtime.Turn) (runtime.Tu
 	}
 	defer s.Runner.End(rt)
 	t := &streamTurn{rt: rt, result: make(chan resultFrame, 1)}
-	s.mu.Lock()
-	s.turn = t
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.turn == t {
-			s.turn = nil
-		}
-		s.mu.Unlock()
-	}()
+	defer turn.Publish(&s.mu, &s.turn, t)()
 	if rt.IsCancelled() { // cancelled while starting: claude was asked nothing
 		return s.result(t, runtime.StopCancelled), nil
 	}

@@ -3,9 +3,10 @@ package appserver
 import (
 	"context"
 	"fmt"
-	"github.com/avenor-go/avenor/sdk/agentproc"
 	"strings"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -70,10 +71,8 @@ func (backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "Codex CLI over its app-server protocol: `codex app-server`, one process per session",
-		Capabilities: runtime.Supports(
-			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
-			runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+		Capabilities: procsession.Capabilities(
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/avenor-go/avenor/sdk/jsonrpc"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/jsonrpc"
 	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/turn"
@@ -103,20 +103,12 @@ func open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 		Grace: cfg.CancelWait, Interrupt: s.interruptTurn, OnOverdue: s.overdue})
 	s.log, s.gate, s.Runner = sk.Log, sk.Gate, sk.Runner
 	log := s.log
-	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
+	proc, err := procsession.Start(Name, agentproc.Spec{
 		Path: cfg.Binary, Args: []string{"app-server"}, Dir: cfg.Dir, Env: cfg.Env,
 		MaxLineBytes: MaxLineBytes, InstallHint: installHint, CancelGrace: cfg.StopGrace, Logger: log.Named("codex"),
 	})
 	if err != nil {
-		var nf *agentproc.NotFoundError
-		if errors.As(err, &nf) {
-			where := "in PATH"
-			if strings.Contains(nf.Path, "/") {
-				where = "at that path"
-			}
-			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: the runtime CLI %q was not found %s; %s", Name, nf.Path, where, nf.Hint)
-		}
-		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s app-server: %v", Name, cfg.Binary, err)
+		return nil, err
 	}
 	s.proc = proc
 	procsession.Record(host, s.Process())
@@ -346,20 +338,10 @@ func (s *Session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 		return fail, err
 	}
 	defer s.Runner.End(rt)
-	t := &turnState{rt: rt, done: make(chan struct{})}
-	s.mu.Lock()
-	s.turn = t
-	// A cancel between Begin and here found no turnState: it waits for
-	// the turn id like any other.
-	t.wantInterrupt = rt.IsCancelled()
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.turn == t {
-			s.turn = nil
-		}
-		s.mu.Unlock()
-	}()
+	// A cancel since Begin found no turnState: it waits for the turn id
+	// like any other. One from here on finds t and sets wantInterrupt.
+	t := &turnState{rt: rt, done: make(chan struct{}), wantInterrupt: rt.IsCancelled()}
+	defer turn.Publish(&s.mu, &s.turn, t)()
 	if rt.IsCancelled() { // cancelled while starting: Codex was asked nothing
 		return runtime.TurnResult{StopReason: runtime.StopCancelled, Extra: s.extra()}, nil
 	}

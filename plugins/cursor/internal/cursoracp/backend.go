@@ -2,6 +2,7 @@ package cursoracp
 
 import (
 	"github.com/avenor-go/avenor/sdk/acp"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -26,10 +27,7 @@ func New() runtime.Backend {
 		Info: runtime.BackendInfo{
 			Name:        Name,
 			Description: "Cursor's agent CLI over ACP: `agent acp`, one process per session",
-			Capabilities: runtime.Supports(
-				runtime.CapNewSessions, runtime.CapPrompt, runtime.CapCancel, runtime.CapEventStreaming,
-				runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			).
+			Capabilities: procsession.Capabilities(runtime.CapPermissionRelay).
 				With(runtime.CapResume, runtime.Unverified).
 				With(runtime.CapModelSelection, runtime.Experimental),
 			ResumeScope: runtime.ResumeCrossProcess,

@@ -2,6 +2,7 @@ package geminiacp
 
 import (
 	"github.com/avenor-go/avenor/sdk/acp"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -24,10 +25,7 @@ func New() runtime.Backend {
 		Info: runtime.BackendInfo{
 			Name:        Name,
 			Description: "Gemini CLI over ACP: `gemini --acp --approval-mode default`, one process per session",
-			Capabilities: runtime.Supports(
-				runtime.CapNewSessions, runtime.CapPrompt, runtime.CapCancel, runtime.CapEventStreaming,
-				runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
-			).
+			Capabilities: procsession.Capabilities(runtime.CapPermissionRelay, runtime.CapPrewarm).
 				With(runtime.CapResume, runtime.Experimental).
 				With(runtime.CapModelSelection, runtime.Experimental),
 			ResumeScope: runtime.ResumeCrossProcess,

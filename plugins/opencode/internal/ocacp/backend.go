@@ -11,6 +11,7 @@ import (
 	"github.com/avenor-go/avenor/plugins/opencode/internal/ocwarm"
 	"github.com/avenor-go/avenor/sdk/acp"
 	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -34,10 +35,8 @@ func New() runtime.Backend {
 		Info: runtime.BackendInfo{
 			Name:        Name,
 			Description: "OpenCode over ACP: `opencode acp`, one process per session",
-			Capabilities: runtime.Supports(
-				runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-				runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
-				runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+			Capabilities: procsession.Capabilities(
+				runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 			),
 			ResumeScope: runtime.ResumeCrossProcess,
 			EventTypes:  acp.EventTypes,

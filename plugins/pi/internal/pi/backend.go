@@ -7,13 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/avenor-go/avenor/sdk/agentproc"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	"github.com/avenor-go/avenor/sdk/procsession"
 	"github.com/avenor-go/avenor/sdk/runtime"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
@@ -69,10 +70,8 @@ func (backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "pi coding agent over RPC: `pi --mode rpc`, one process per session, permissions through avenor's gate extension",
-		Capabilities: runtime.Supports(
-			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapModelSelection,
-			runtime.CapSubprocessDiscovery, runtime.CapPrewarm,
+		Capabilities: procsession.Capabilities(
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

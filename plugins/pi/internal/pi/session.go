@@ -3,7 +3,6 @@ package pi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,16 +57,12 @@ func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 	}
 	sk := procsession.New(procsession.Config{Backend: Name, Host: host})
 	log := sk.Log.Named(Name)
-	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
+	proc, err := procsession.Start(Name, agentproc.Spec{
 		Path: l.binary, Args: l.args, Dir: l.dir, Env: l.env,
 		InstallHint: installHint, Logger: log.Named("stderr"),
 	})
 	if err != nil {
-		var nf *agentproc.NotFoundError
-		if errors.As(err, &nf) {
-			return nil, runtime.Errorf(runtime.FaultRuntime, "%s: %v", Name, err)
-		}
-		return nil, runtime.Errorf(runtime.FaultRuntime, "%s: starting %s: %v", Name, l.binary, err)
+		return nil, err
 	}
 	s := &session{
 		host: host, log: log, proc: proc, binary: l.binary, version: version, gate: l.gate,
@@ -311,14 +306,7 @@ func (s *session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 	}
 	defer s.Runner.End(rt)
 	t := &turnState{rt: rt, done: make(chan struct{}), tools: map[string]toolCall{}}
-	s.mu.Lock()
-	s.turn = t
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.turn = nil
-		s.mu.Unlock()
-	}()
+	defer turn.Publish(&s.mu, &s.turn, t)()
 	if rt.IsCancelled() { // cancelled while starting: pi was asked nothing
 		return s.result(t, runtime.StopCancelled), nil
 	}

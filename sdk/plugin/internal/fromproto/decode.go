@@ -207,42 +207,11 @@ func (d *ObjectDecoder) literal(lit string) bool {
 // number checks the JSON number grammar, then parses as json.Unmarshal
 // does; a number out of float64's range is left to it (its error).
 func (d *ObjectDecoder) number() (any, bool) {
-	b, i := d.data, d.pos
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
+	i, _, ok := jsonenc.ScanNumber(d.data, d.pos)
+	if !ok {
 		return nil, false
 	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return nil, false
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return nil, false
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	f, err := strconv.ParseFloat(string(b[d.pos:i]), 64)
+	f, err := strconv.ParseFloat(string(d.data[d.pos:i]), 64)
 	if err != nil {
 		return nil, false
 	}

@@ -1,0 +1,59 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SpawnFlags are spawn's params as `avenor control spawn` takes them on
+// its command line (docs/cli.md#avenor-control): Params turns them into
+// SpawnParams.
+type SpawnFlags struct {
+	// P holds the params given as text; empty ones are not sent.
+	P SpawnParams
+	// Timeout is a number of seconds or a Go duration; "": none sent.
+	Timeout string
+	// AutoApprove true sends auto_approve:true; false sends nothing.
+	AutoApprove bool
+	// MaxRetries is sent when MaxRetriesGiven, even as 0: it overrides the
+	// supervisor's config.
+	MaxRetries      int
+	MaxRetriesGiven bool
+}
+
+// Params checks the flags and returns the params to send, only the values
+// given, with their paths made absolute (WithAbsPaths): the supervisor's
+// working directory is not the caller's. The errors name the flags.
+func (f SpawnFlags) Params() (SpawnParams, error) {
+	var none SpawnParams
+	p := f.P
+	if p.Prompt == "" && p.PromptFile == "" && p.LoopFile == "" && p.TeamFile == "" {
+		return none, errors.New("--prompt, --prompt-file, --loop-file, or --team-file is required")
+	}
+	if p.Prompt != "" && p.PromptFile != "" {
+		return none, errors.New("--prompt and --prompt-file are mutually exclusive")
+	}
+	if h := p.PermissionHandler; h != "" && (!strings.HasPrefix(h, "file:") || h == "file:") {
+		return none, errors.New("--permission-handler supports file:<path> only")
+	}
+	if f.AutoApprove {
+		p.AutoApprove = Bool(true)
+	}
+	if f.Timeout != "" {
+		// docs/control-protocol.md#spawn: a number of seconds or a Go duration string.
+		if n, err := strconv.Atoi(f.Timeout); err == nil && n >= 0 {
+			p.Timeout = n
+		} else if _, err := time.ParseDuration(f.Timeout); err == nil {
+			p.Timeout = f.Timeout
+		} else {
+			return none, fmt.Errorf("--timeout %q: want seconds (600) or a Go duration (10m)", f.Timeout)
+		}
+	}
+	if f.MaxRetriesGiven {
+		p.MaxRetries = Int(f.MaxRetries)
+	}
+	return p.WithAbsPaths()
+}
