@@ -18,7 +18,7 @@ import (
 func TestIdleForwardersHoldNoBatch(t *testing.T) {
 	const subs, events = 40, event.DefaultQueue
 	rt := newFakeRuntime()
-	s := startRun(t, rt, RunOptions{}, Config{})
+	s := startRun(t, rt, runOptions{}, Config{})
 	c := dialRaw(t, s.Path())
 	for i := range subs {
 		if got := c.call(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"subscribe"}`); !strings.Contains(got, `"subscribed":true`) {
