@@ -71,6 +71,11 @@ const (
 	clockTicks = 100
 )
 
+// supervisorEnvVar names extra KEY=VALUE words (space separated) for the
+// supervisor's environment, which is otherwise a fixed minimal one: to
+// measure it under a given GOGC, GOMEMLIMIT or GODEBUG=gctrace=1.
+const supervisorEnvVar = "AVENOR_BENCH_SUPERVISOR_ENV"
+
 // BenchmarkStableEcho: n echo runtimes spawned at once in one
 // `avenor stable`, n = 50, 100, 200, each streaming a 300-word reply (~6 s
 // of chunks 20 ms apart, like an agent). It reports:
@@ -139,6 +144,7 @@ func stableIteration(b *testing.B, bin string, n int, reply string, concurrent b
 	cmd.Dir = root
 	cmd.Env = []string{"HOME=" + root, "TMPDIR=" + root, "XDG_CONFIG_HOME=" + root + "/c", "XDG_STATE_HOME=" + root + "/s",
 		"XDG_DATA_HOME=" + root + "/d", "AVENOR_PLUGIN_PATH=" + binDir, "PATH=/usr/bin:/bin"}
+	cmd.Env = append(cmd.Env, strings.Fields(os.Getenv(supervisorEnvVar))...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
