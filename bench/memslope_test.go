@@ -67,12 +67,14 @@ func BenchmarkStableMemorySlope(b *testing.B) {
 			if b.Failed() {
 				return
 			}
-			b.Logf("runtimes=%d: supervisor RSS %.1f MB while all stream, peak %.1f MB; spawn → first event p50 %.0f ms, p99 %.0f ms; %d lagged notices",
-				n, res.hostRSS, res.hostPeak, res.p50, res.p99, res.lagged)
+			b.Logf("runtimes=%d: supervisor RSS %.1f MB while all stream, peak %.1f MB; spawn → first event p50 %.0f ms, p99 %.0f ms (p99 spawn → plugin process start %.0f ms, that start → first event %.0f ms); CPU of the supervisor %.0f %%, of the plugins %.0f %% of one core; %d lagged notices",
+				n, res.hostRSS, res.hostPeak, res.p50, res.p99, res.p99ToFork, res.p99FromFork, 100*res.hostCPU/res.window, 100*res.pluginCPU/res.window, res.lagged)
 			prefix := "n" + strconv.Itoa(n) + "-"
 			b.ReportMetric(res.hostRSS, prefix+"host-RSS-MB")
 			b.ReportMetric(res.hostPeak, prefix+"host-peak-MB")
 			b.ReportMetric(res.p99, prefix+"spawn-first-event-p99-ms")
+			b.ReportMetric(100*res.hostCPU/res.window, prefix+"host-CPU-%core")
+			b.ReportMetric(100*res.pluginCPU/res.window, prefix+"plugins-CPU-%core")
 			ns = append(ns, float64(n))
 			rss = append(rss, res.hostRSS)
 			peak = append(peak, res.hostPeak)
