@@ -19,8 +19,8 @@ func TestSoftMemoryLimit(t *testing.T) {
 		want        int64
 		wantOK      bool
 	}{
-		{"default runtimes", "", 0, SoftMemoryBase + DefaultMaxRuntimes*SoftMemoryPerRuntime, true},
-		{"negative is the default", "", -3, SoftMemoryBase + DefaultMaxRuntimes*SoftMemoryPerRuntime, true},
+		{"default runtimes", "", 0, SoftMemoryBaseBytes + DefaultMaxRuntimes*SoftMemoryBytesPerRuntime, true},
+		{"negative is the default", "", -3, SoftMemoryBaseBytes + DefaultMaxRuntimes*SoftMemoryBytesPerRuntime, true},
 		{"one runtime", "", 1, 48<<20 + 256<<10, true},
 		{"200 runtimes: 98 MiB", "", 200, 98 << 20, true},
 		{"the user's limit stands", "1GiB", 200, 0, false},
@@ -44,7 +44,7 @@ func TestServeSetsTheSoftMemoryLimitWhileItServes(t *testing.T) {
 		gomemlimit string
 		want       int64
 	}{
-		{"", SoftMemoryBase + 40*SoftMemoryPerRuntime},
+		{"", SoftMemoryBaseBytes + 40*SoftMemoryBytesPerRuntime},
 		{"1GiB", before},
 	} {
 		dir := t.TempDir()

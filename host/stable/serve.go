@@ -49,12 +49,12 @@ type ServeConfig struct {
 // supervisor that needs more than the limit still gets it, and the
 // collector then takes at most half of the CPU.
 const (
-	// SoftMemoryBase is the limit's share for the supervisor itself.
-	SoftMemoryBase = 48 << 20
-	// SoftMemoryPerRuntime is its share for each runtime --max-runtimes
+	// SoftMemoryBaseBytes is the limit's share for the supervisor itself.
+	SoftMemoryBaseBytes = 48 << 20
+	// SoftMemoryBytesPerRuntime is its share for each runtime --max-runtimes
 	// admits (the event stream's history window, the plugin's client and
 	// connection, the goroutines of both).
-	SoftMemoryPerRuntime = 256 << 10
+	SoftMemoryBytesPerRuntime = 256 << 10
 )
 
 // SoftMemoryLimit is the soft memory limit of a supervisor admitting
@@ -68,7 +68,7 @@ func SoftMemoryLimit(gomemlimit string, maxRuntimes int) (limit int64, ok bool) 
 	if maxRuntimes <= 0 {
 		maxRuntimes = DefaultMaxRuntimes
 	}
-	return SoftMemoryBase + int64(maxRuntimes)*SoftMemoryPerRuntime, true
+	return SoftMemoryBaseBytes + int64(maxRuntimes)*SoftMemoryBytesPerRuntime, true
 }
 
 // FleetNode is `avenor stable --fleet URL --node NAME`.
