@@ -5,7 +5,9 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // memWriters is how many writers the memory tests build: enough that a
@@ -137,5 +139,69 @@ func TestIdleSubscriptionMemory(t *testing.T) {
 	}
 	for _, sub := range subs {
 		sub.Close()
+	}
+}
+
+// heldLogsBytes bounds the heap of memWriters writers streaming ordinary
+// chunks while their logs do not take a line (a supervisor starved of CPU
+// whose log goroutines do not run, a stalled disk): each one's
+// history, the lines queued for all the logs (MaxQueuedLogBytesTotal)
+// and each writer's floor (MinQueuedLogBytes), its batch being written
+// and the pending one. 200 writers held 58 MB with a 16 MiB total and a
+// 64 KiB floor (measured 2026-12-03), 27 MB with 8 MiB and 16 KiB.
+const heldLogsBytes = 40 << 20
+
+// TestHeldLogsMemory: writers whose logs are held keep within
+// heldLogsBytes together, and every one still queues its floor.
+func TestHeldLogsMemory(t *testing.T) {
+	hold := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(hold)
+		wg.Wait()
+	}()
+	per, writers := heapPer(t, func(i int) *Writer {
+		w := NewWriter(&slowLineWriter{hold: hold}, memStamp(i), Options{Batched: true, MaxWriteStall: time.Minute})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Close()
+			streamOne(t, w, 1000)
+		}()
+		if i == memWriters-1 {
+			waitQueuedStill(t)
+		}
+		return w
+	})
+	total := per * memWriters
+	t.Logf("%d writers with held logs: %.1f MB of heap, %.1f MB queued", memWriters, total/1e6, float64(queuedLogBytes.Load())/1e6)
+	if total > heldLogsBytes {
+		t.Errorf("%d writers with held logs hold %.1f MB of heap, want ≤ %.1f MB", memWriters, total/1e6, float64(heldLogsBytes)/1e6)
+	}
+	for i, w := range writers {
+		w.batch.mu.Lock()
+		n := w.batch.queued
+		w.batch.mu.Unlock()
+		if n < MinQueuedLogBytes {
+			t.Errorf("writer %d queued %d bytes, under its floor %d", i, n, MinQueuedLogBytes)
+		}
+	}
+}
+
+// waitQueuedStill returns once the bytes queued for the logs stop
+// changing: every writer waits for room.
+func waitQueuedStill(t *testing.T) {
+	t.Helper()
+	last := int64(-1)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		time.Sleep(200 * time.Millisecond)
+		now := queuedLogBytes.Load()
+		if now == last {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued bytes still change after 20s: %d", now)
+		}
+		last = now
 	}
 }
