@@ -43,7 +43,10 @@ const ReceiveWindow = 1 << 20
 // held per runtime: 12.5 MB of heap at 200 runtimes.
 const StderrLineBuffer = 16 << 10
 
-// dialOptions are the host's options for its connection to a plugin.
+// dialOptions are the host's options for its connection to a plugin. The
+// connection's write buffer is taken from a pool for each flush instead of
+// kept for its life: the host writes little to a plugin (requests, window
+// updates), and a supervisor holds a connection per runtime.
 func dialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithInitialWindowSize(ReceiveWindow), grpc.WithInitialConnWindowSize(ReceiveWindow), grpc.WithSharedWriteBuffer(true)}
 }
