@@ -43,12 +43,12 @@ const ReceiveWindow = 1 << 20
 // held per runtime: 12.5 MB of heap at 200 runtimes.
 const StderrLineBuffer = 16 << 10
 
-// dialOptions are the host's options for its connection to a plugin. The
-// connection's write buffer is taken from a pool for each flush instead of
-// kept for its life: the host writes little to a plugin (requests, window
-// updates), and a supervisor holds a connection per runtime.
+// dialOptions are the host's options for its connection to a plugin.
+// gRPC's shared write buffer (taken from a pool for each flush) would save
+// 5 KB per plugin, but raised the p99 of an event's way to a subscriber
+// (0.94 → 2.39 ms, medians of 6 interleaved rounds, 2026-12-04): not used.
 func dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithInitialWindowSize(ReceiveWindow), grpc.WithInitialConnWindowSize(ReceiveWindow), grpc.WithSharedWriteBuffer(true)}
+	return []grpc.DialOption{grpc.WithInitialWindowSize(ReceiveWindow), grpc.WithInitialConnWindowSize(ReceiveWindow)}
 }
 
 // LaunchConfig says how to start a plugin binary. The zero value of every
