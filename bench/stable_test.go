@@ -59,8 +59,13 @@ const (
 	// well under a minute.
 	stableReplyWords = 300
 	// stableDeadline bounds one benchmark iteration, spawn to shutdown
-	// (the 200 case must finish within 2 min).
-	stableDeadline = 2 * time.Minute
+	// (the 200 case must finish within 2 min); stablePerRuntime raises it
+	// for larger sizes (stableDeadlineFor).
+	stableDeadline   = 2 * time.Minute
+	stablePerRuntime = 600 * time.Millisecond
+	// parkedSettle is how long after the last runtime ended the
+	// supervisor's RSS is read again, with every runtime parked.
+	parkedSettle = 3 * time.Second
 	// stableShutdownWait bounds the supervisor's graceful shutdown
 	// (its own --shutdown-timeout is 10 s) and the plugins' exit after it.
 	stableShutdownWait = 30 * time.Second
@@ -68,6 +73,11 @@ const (
 	// on every Linux ABI Go supports (the kernel fixes it for userspace).
 	clockTicks = 100
 )
+
+// supervisorEnvVar names extra KEY=VALUE words (space separated) for the
+// supervisor's environment, which is otherwise a fixed minimal one: to
+// measure it under a given GOGC, GOMEMLIMIT or GODEBUG=gctrace=1.
+const supervisorEnvVar = "AVENOR_BENCH_SUPERVISOR_ENV"
 
 // BenchmarkStableEcho: n echo runtimes spawned at once in one
 // `avenor stable`, n = 50, 100, 200, each streaming a 300-word reply (~6 s
@@ -106,6 +116,9 @@ func benchStableN(b *testing.B, n int, concurrent bool) {
 		if b.Failed() {
 			return
 		}
+		if res.running < n*9/10 {
+			b.Fatalf("only %d of %d runtimes were running when sampled: the reply is too short to overlap the spawns", res.running, n)
+		}
 		b.ReportMetric(res.hostRSS, "host-RSS-MB")
 		b.ReportMetric(res.hostPeak, "host-peak-RSS-MB")
 		b.ReportMetric(res.pluginRSS, "plugin-RSS-MB")
@@ -137,6 +150,7 @@ func stableIteration(b *testing.B, bin string, n int, reply string, concurrent b
 	cmd.Dir = root
 	cmd.Env = []string{"HOME=" + root, "TMPDIR=" + root, "XDG_CONFIG_HOME=" + root + "/c", "XDG_STATE_HOME=" + root + "/s",
 		"XDG_DATA_HOME=" + root + "/d", "AVENOR_PLUGIN_PATH=" + binDir, "PATH=/usr/bin:/bin"}
+	cmd.Env = append(cmd.Env, strings.Fields(os.Getenv(supervisorEnvVar))...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -147,8 +161,16 @@ func stableIteration(b *testing.B, bin string, n int, reply string, concurrent b
 	// benchStable shuts the supervisor down; the kill is for when it
 	// stopped early (b.Fatal unwinds through here too).
 	defer func() {
+		// Its plugins outlive a killed supervisor (they linger for a
+		// successor to recover them): they are killed with it.
+		children := childrenOf(cmd.Process.Pid)
 		_ = cmd.Process.Kill()
 		<-sup.exited
+		for _, id := range children {
+			if cur, ok := procIdentity(id.pid); ok && cur == id {
+				_ = syscall.Kill(id.pid, syscall.SIGKILL)
+			}
+		}
 		if b.Failed() {
 			b.Logf("avenor stable stderr:\n%s", stableTail(stderr.String(), 4000))
 		}
@@ -165,15 +187,61 @@ type supervisorProc struct {
 
 type stableResult struct {
 	hostRSS, hostPeak, pluginRSS, pluginMaxRSS, pluginPSS float64
+	hostParked                                            float64 // RSS parkedSettle after all ended
+	running                                               int     // runtimes running when hostRSS was read
 	hostCPU, pluginCPU, window                            float64 // CPU-seconds, and the window's wall seconds
 	p50, p99, spawnAll                                    float64
-	lagged                                                int
+	// p99ToFork is spawn call → the plugin process's start (the
+	// supervisor's part), p99FromFork that start → the first event (the
+	// plugin's own start, its handshake and session, and the stream):
+	// their sum bounds p99 (p99 of a sum is at most the sum of p99s).
+	p99ToFork, p99FromFork float64
+	lagged                 int
+}
+
+// pluginStarts maps each listed runtime's run_label to the wall time its
+// plugin process started (/proc start time, 10 ms resolution).
+func pluginStarts(list []client.Runtime) map[string]time.Time {
+	boot, ok := bootTime()
+	out := map[string]time.Time{}
+	if !ok {
+		return out
+	}
+	for _, rt := range list {
+		if rt.PluginPID == 0 {
+			continue
+		}
+		if st, err := readProcStat(rt.PluginPID); err == nil {
+			out[rt.Label] = boot.Add(time.Duration(st.start) * time.Second / clockTicks)
+		}
+	}
+	return out
+}
+
+// bootTime is the wall time of the machine's boot, from /proc/uptime (to
+// 10 ms: /proc/stat's btime is whole seconds).
+func bootTime() (time.Time, bool) {
+	now := time.Now()
+	data, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return time.Time{}, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return time.Time{}, false
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return now.Add(-time.Duration(up * float64(time.Second))), true
 }
 
 // benchStable drives one supervisor: spawn n, measure, check every
 // runtime's end, shut it down gracefully and check no plugin outlives it.
 func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concurrent bool, sup *supervisorProc) stableResult {
-	ctx, cancel := context.WithTimeout(context.Background(), stableDeadline)
+	deadline := stableDeadlineFor(n)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	var watcher *client.Client
 	for watcher == nil {
@@ -279,7 +347,7 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		mu.Lock()
 		got := len(first)
 		mu.Unlock()
-		b.Fatalf("only %d of %d runtimes sent an event within %v", got, n, stableDeadline)
+		b.Fatalf("only %d of %d runtimes sent an event within %v", got, n, deadline)
 	}
 
 	// All n stream now: sample the processes.
@@ -287,6 +355,7 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 	if err != nil {
 		b.Fatal(err)
 	}
+	forked := pluginStarts(list) // run_label → its plugin process's start
 	plugins := map[procID]bool{} // every plugin process seen, for the leftover check
 	var rss, pss, maxRSS float64
 	running := 0
@@ -305,9 +374,6 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		pss += p
 		maxRSS = max(maxRSS, r)
 		running++
-	}
-	if running < n*9/10 {
-		b.Fatalf("only %d of %d runtimes were running when sampled: the reply is too short to overlap the spawns", running, n)
 	}
 	hostRSS, _ := memOf(hostPID)
 
@@ -335,7 +401,7 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		}
 		select {
 		case <-ctx.Done():
-			b.Fatalf("%d of %d runtimes ended within %v", done, n, stableDeadline)
+			b.Fatalf("%d of %d runtimes ended within %v", done, n, deadline)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -345,7 +411,14 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 		b.Fatal(err)
 	}
 	hostPeak := peakRSS(hostPID)
+	// Said before the checks, so that a failed iteration still shows them.
+	b.Logf("%d runtimes: supervisor RSS %.1f MB while all streamed, peak %.1f MB", n, hostRSS, hostPeak)
 	checkStableEnds(b, ended, ids)
+	// Every runtime is parked now (its turn ended, its session kept for a
+	// follow-up): what the supervisor holds for them once the stream's
+	// backlog is gone and the collector has had its time.
+	time.Sleep(parkedSettle)
+	hostParked, _ := memOf(hostPID)
 
 	// A graceful shutdown, then no plugin may be left.
 	if err := owner.Shutdown(ctx, "graceful"); err != nil {
@@ -361,20 +434,37 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 	}
 	checkNoPlugins(b, plugins)
 
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	lat := make([]float64, 0, n)
+	var toFork, fromFork []float64
 	mu.Lock()
 	for i := 0; i < n; i++ {
-		lat = append(lat, float64(first["b"+strconv.Itoa(i)].Sub(starts[i]).Microseconds())/1000)
+		label := "b" + strconv.Itoa(i)
+		lat = append(lat, ms(first[label].Sub(starts[i])))
+		if f, ok := forked[label]; ok {
+			toFork = append(toFork, ms(f.Sub(starts[i])))
+			fromFork = append(fromFork, ms(first[label].Sub(f)))
+		}
 	}
 	nLagged := lagged
 	mu.Unlock()
 	sort.Float64s(lat)
+	sort.Float64s(toFork)
+	sort.Float64s(fromFork)
 	return stableResult{
-		hostRSS: hostRSS, hostPeak: hostPeak,
-		pluginRSS: rss / float64(running), pluginMaxRSS: maxRSS, pluginPSS: pss / float64(running),
+		hostRSS: hostRSS, hostPeak: hostPeak, hostParked: hostParked,
+		running:   running,
+		pluginRSS: rss / float64(max(running, 1)), pluginMaxRSS: maxRSS, pluginPSS: pss / float64(max(running, 1)),
 		hostCPU: cpu1.host - cpu0.host, pluginCPU: cpu1.children - cpu0.children, window: window.Seconds(),
 		p50: stablePercentile(lat, 0.50), p99: stablePercentile(lat, 0.99), spawnAll: spawnAll.Seconds(), lagged: nLagged,
+		p99ToFork: stablePercentile(toFork, 0.99), p99FromFork: stablePercentile(fromFork, 0.99),
 	}
+}
+
+// stableDeadlineFor bounds one iteration with n runtimes: stableDeadline,
+// or stablePerRuntime each when that is longer (400 runtimes: 4 min).
+func stableDeadlineFor(n int) time.Duration {
+	return max(stableDeadline, time.Duration(n)*stablePerRuntime)
 }
 
 // checkStableEnds checks that every spawned runtime ended its turn and
@@ -458,6 +548,25 @@ func checkNoPlugins(b *testing.B, plugins map[procID]bool) {
 		b.Errorf("plugin process %d outlived the supervisor's graceful shutdown", id.pid)
 		_ = syscall.Kill(id.pid, syscall.SIGKILL)
 	}
+}
+
+// childrenOf lists the living children of a process.
+func childrenOf(pid int) []procID {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []procID
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readProcStat(child); err == nil && st.ppid == pid && st.state != "Z" && st.state != "X" {
+			out = append(out, procID{child, st.start})
+		}
+	}
+	return out
 }
 
 // procID is a pid with its start time, so that a reused pid is not taken

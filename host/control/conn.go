@@ -23,6 +23,11 @@ type Conn struct {
 	cancel context.CancelFunc
 
 	wmu sync.Mutex // one line at a time
+	// notifyBuf is where a forwarder encodes its batch, under wmu: one
+	// buffer per connection, not one per runtime it follows (with a
+	// subscriber to every runtime falling behind, each of 200 forwarders
+	// held an encoded batch while it waited for the socket).
+	notifyBuf []byte
 
 	observer bool // called observe; guarded by s.mu
 
@@ -136,6 +141,11 @@ func (c *Conn) reply(id json.RawMessage, res any, err error, after []func()) {
 func (c *Conn) write(line []byte) bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(line)
+}
+
+// writeLocked is write with c.wmu held.
+func (c *Conn) writeLocked(line []byte) bool {
 	if _, err := c.nc.Write(line); err != nil {
 		c.nc.Close() // the reader sees it and tears the connection down
 		return false
@@ -168,9 +178,13 @@ func (c *Conn) appendNotification(dst []byte, ev event.Event) []byte {
 // finalOutputKey marks a line whose event Truncate may change.
 var finalOutputKey = []byte(`"final_output":`)
 
-// maxKeptNotifyBuffer bounds the batch buffer a forwarder keeps between
-// batches: a huge event should not pin its buffer for the connection's life.
+// maxKeptNotifyBuffer bounds the batch buffer a connection keeps between
+// batches: a huge event's should not be kept for the connection's life.
 const maxKeptNotifyBuffer = 1 << 20
+
+// maxIdleNotifyBatch bounds the item slice a forwarder keeps while it
+// waits for events: a trickle's batches reuse it, a burst's is dropped.
+const maxIdleNotifyBatch = 16
 
 // Forward sends replay at once, then the subscription's live events from a
 // goroutine, skipping every event whose seq is not above the last one sent
@@ -215,11 +229,14 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 		// log has it, so no event is encoded again; only one
 		// that may carry a final_output to bound (docs/events.md#the-envelope) is.
 		var batch []event.Item
-		var buf []byte
 		for {
 			var more bool
 			batch, more = sub.ReceiveItems(batch[:0])
-			buf = buf[:0]
+			// Encoded into the connection's one buffer, under its write
+			// lock: a forwarder waiting for the socket holds no lines of
+			// its own, and one waiting for events holds none at all.
+			c.wmu.Lock()
+			buf := c.notifyBuf[:0]
 			for _, it := range batch {
 				line := it.Line()
 				if line == nil || bytes.Contains(line, finalOutputKey) {
@@ -233,14 +250,17 @@ func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq i
 				buf = appendEventLine(buf, line)
 			}
 			clear(batch) // the events belong to the writer's history
-			if len(buf) > 0 && !c.write(buf) {
-				return
+			if cap(batch) > maxIdleNotifyBatch {
+				batch = nil
 			}
-			if !more {
-				return
-			}
+			ok := len(buf) == 0 || c.writeLocked(buf)
 			if cap(buf) > maxKeptNotifyBuffer {
 				buf = nil
+			}
+			c.notifyBuf = buf[:0]
+			c.wmu.Unlock()
+			if !ok || !more {
+				return
 			}
 		}
 	}()

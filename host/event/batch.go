@@ -20,6 +20,22 @@ const (
 	// ~5 000 typical event lines: far more than one write needs to amortise
 	// its system call, small next to the host's other buffers.
 	MaxQueuedLogBytes = 1 << 20
+	// MaxQueuedLogBytesTotal bounds the lines waiting for the logs of all
+	// the writers of the process together, above each writer's
+	// MinQueuedLogBytes: with hundreds of runtimes on a supervisor that
+	// falls behind, each writer's own bound alone let the queues grow to
+	// hundreds of MB. A Write that finds its writer's queue past
+	// MinQueuedLogBytes while the total is past this waits like one that
+	// finds MaxQueuedLogBytes queued. A writer also holds the batch being
+	// written beside its queue: with a 16 MiB total and a 64 KiB floor,
+	// 200 writers whose logs were held kept 35 MB queued and 58 MB of
+	// heap; with these, 14 MB and 28 MB.
+	MaxQueuedLogBytesTotal = 8 << 20
+	// MinQueuedLogBytes is what each writer may always queue, whatever the
+	// others hold (~60 typical lines: still many per system call). It is
+	// a per-runtime cost while a log falls behind, twice over (the queue
+	// and the batch being written).
+	MinQueuedLogBytes = 16 << 10
 	// MaxWriteStall is how long one write to the log may take before the
 	// log is given up as stalled (a hung NFS server, a frozen disk): the
 	// Writer then fails with ErrStalled, drops its later lines, and the run
@@ -27,6 +43,24 @@ const (
 	// the log. A healthy disk writes a 1 MiB batch in milliseconds.
 	MaxWriteStall = 10 * time.Second
 )
+
+// maxBatchBuffer bounds a batch buffer kept for the next batch: one grown
+// by a huge event is dropped after its batch. A writer that goes idle for
+// long (parked, closed) gives its buffers back (trim): a flood's two
+// buffers of up to this size each were kept for the runtime's life.
+const maxBatchBuffer = 1 << 20
+
+// queuedLogBytes is the bytes all the batchers of the process hold queued
+// or being written (MaxQueuedLogBytesTotal).
+var queuedLogBytes atomic.Int64
+
+// overLocked reports whether a Write must wait for room: the writer's own
+// bound, or past its floor while the process's total is past its bound.
+// b.mu is held.
+func (b *batcher) overLocked() bool {
+	n := len(b.pending)
+	return n >= MaxQueuedLogBytes || n >= MinQueuedLogBytes && queuedLogBytes.Load() >= MaxQueuedLogBytesTotal
+}
 
 // batcher is the log side of a Writer: Write appends whole lines to pending
 // and returns; one goroutine writes pending to the log, all of it in one
@@ -51,7 +85,7 @@ type batcher struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // written advanced, pending was taken, run returned, or the log failed
 	pending []byte     // whole lines not yet handed to out
-	spare   []byte     // the other buffer, reused for the next batch
+	spare   []byte     // the other buffer, reused for the next batch while run runs
 	queued  int64      // bytes ever appended to pending
 	written int64      // bytes ever written to out
 	offset  int64      // the log's size: where the next write lands (run's)
@@ -65,7 +99,7 @@ type batcher struct {
 	failed     chan struct{} // closed when err is set
 	told       bool          // err was returned by a Write (Writer.write)
 
-	// full mirrors len(pending) >= MaxQueuedLogBytes or a failure, so a
+	// full mirrors overLocked or a failure, so a
 	// Write's wait for room costs one atomic load when there is room.
 	full atomic.Bool
 	// failedFlag mirrors err != nil, so news costs one atomic load on
@@ -141,7 +175,7 @@ func (b *batcher) waitRoom() {
 		return
 	}
 	b.mu.Lock()
-	for b.err == nil && len(b.pending) >= MaxQueuedLogBytes {
+	for b.err == nil && b.overLocked() {
 		b.cond.Wait()
 	}
 	b.mu.Unlock()
@@ -158,7 +192,8 @@ func (b *batcher) add(line []byte) int64 {
 	}
 	b.pending = append(b.pending, line...)
 	b.queued += int64(len(line))
-	if len(b.pending) >= MaxQueuedLogBytes {
+	queuedLogBytes.Add(int64(len(line)))
+	if b.overLocked() {
 		b.full.Store(true)
 	}
 	if !b.running {
@@ -186,6 +221,7 @@ func (b *batcher) run() {
 		b.mu.Unlock()
 
 		err := b.writeLines(buf)
+		queuedLogBytes.Add(-int64(len(buf)))
 
 		b.mu.Lock()
 		b.writing = false
@@ -199,17 +235,28 @@ func (b *batcher) run() {
 		default:
 			b.written += int64(len(buf))
 		}
-		if cap(buf) <= maxKeptBuffer {
+		if cap(buf) <= maxBatchBuffer {
 			b.spare = buf
 		}
 		b.cond.Broadcast()
 	}
 	if b.err != nil {
+		queuedLogBytes.Add(-int64(len(b.pending)))
 		b.pending, b.spare = nil, nil
 	}
 	b.running = false
 	b.cond.Broadcast()
 	b.mu.Unlock()
+}
+
+// trim gives back the queue's buffers when nothing is queued or being
+// written, for a writer that will be idle for long.
+func (b *batcher) trim() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.running && len(b.pending) == 0 {
+		b.pending, b.spare = nil, nil
+	}
 }
 
 // checkStall is the watchdog of the write in progress: one that has not

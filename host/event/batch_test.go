@@ -278,3 +278,72 @@ func BenchmarkWriteBatched(b *testing.B) {
 type discardLines struct{}
 
 func (discardLines) Write(p []byte) (int, error) { return len(p), nil }
+
+// With many logs held at once (a supervisor that falls behind), the lines
+// queued by all the writers together stop near MaxQueuedLogBytesTotal,
+// while each writer could still queue its MinQueuedLogBytes; released,
+// every line reaches its log and nothing stays counted.
+func TestQueuedLogBytesTotal(t *testing.T) {
+	const writers = 40 // × MaxQueuedLogBytes each would be 40 MiB
+	line := strings.Repeat("y", 4<<10)
+	const perWriter = MaxQueuedLogBytes/(4<<10) + 16
+	hold := make(chan struct{})
+	var outs []*slowLineWriter
+	var ws []*Writer
+	var wg sync.WaitGroup
+	written := make([]atomic.Int64, writers)
+	for i := range writers {
+		out := &slowLineWriter{hold: hold}
+		w := NewWriter(out, Stamp{}, Options{Batched: true, MaxWriteStall: time.Minute})
+		outs, ws = append(outs, out), append(ws, w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWriter {
+				if _, err := w.Write(Event{"event": "x", "big": line}); err != nil {
+					t.Error(err)
+					return
+				}
+				written[i].Add(1)
+			}
+		}()
+	}
+	// Wait until the queues stop growing: every writer waits for room.
+	last := int64(-1)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		time.Sleep(100 * time.Millisecond)
+		now := queuedLogBytes.Load()
+		if now == last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued bytes still change after 10s: %d", now)
+		}
+		last = now
+	}
+	lineBytes := int64(len(line) + 40)
+	if limit := int64(MaxQueuedLogBytesTotal) + writers*(MinQueuedLogBytes+3*lineBytes); last > limit {
+		t.Errorf("%d writers with held logs queued %d bytes together, over %d", writers, last, limit)
+	}
+	for i := range writers {
+		if got := written[i].Load() * lineBytes; got < MinQueuedLogBytes {
+			t.Errorf("writer %d queued %d bytes, under its floor %d", i, got, MinQueuedLogBytes)
+		}
+	}
+	close(hold)
+	wg.Wait()
+	for i, w := range ws {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, calls := outs[i].snapshot(); calls == 0 {
+			t.Fatalf("writer %d wrote nothing", i)
+		}
+		if got, _ := outs[i].snapshot(); strings.Count(got, "\n") != perWriter {
+			t.Fatalf("writer %d's log has %d lines, want %d", i, strings.Count(got, "\n"), perWriter)
+		}
+	}
+	if n := queuedLogBytes.Load(); n != 0 {
+		t.Errorf("%d bytes still counted as queued after every log was flushed", n)
+	}
+}

@@ -33,6 +33,14 @@
 // subscriber that writes events out takes them in batches with
 // Subscription.Receive.
 //
+// A supervisor keeps a Writer per runtime, so what one holds is kept
+// small and flat: the history's lines are stored compact in one arena
+// (the envelope members that repeat kept once), a subscription's queue
+// grows with the traffic and is given back once drained, the log's
+// queues of all writers share one bound (MaxQueuedLogBytesTotal), and a
+// parked or closed writer gives back whatever was sized for a burst
+// (IdleWriterBytes, IdleSubscriptionBytes).
+//
 // Imported by host/runner, host/loop, host/control and host/stable. It
 // depends on the standard library and sdk/jsonenc only.
 package event

@@ -35,8 +35,9 @@ type Subscription struct {
 	mode   int // modeNone, modeChannel (C started the pump), modeBatch or modeClosed
 
 	mu       sync.Mutex
-	after    int64 // live events with seq <= after are not wanted
-	queue    []queued
+	after    int64    // live events with seq <= after are not wanted
+	queue    []queued // a circle of up to max entries, grown on demand
+	max      int
 	head, n  int
 	items    []Item // Receive's scratch: taken under mu, decoded after
 	dropped  int64
@@ -74,7 +75,7 @@ func (w *Writer) subscribeLocked(after int64, queue int) *Subscription {
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 		after:  after,
-		queue:  make([]queued, queue),
+		max:    queue,
 	}
 	if w.closed {
 		s.finished = true
@@ -131,6 +132,9 @@ func (s *Subscription) Receive(buf []Event) ([]Event, bool) {
 		buf = append(buf, it.Event())
 	}
 	clear(s.items)
+	if cap(s.items) > queueKeep {
+		s.items = nil // a burst's scratch
+	}
 	return buf, more
 }
 
@@ -207,6 +211,7 @@ func (s *Subscription) ReceiveItems(buf []Item) ([]Item, bool) {
 			s.queue[s.head] = queued{}
 			s.head = (s.head + 1) % len(s.queue)
 		}
+		s.shrinkLocked()
 		finished := s.finished
 		s.mu.Unlock()
 		if len(buf) > n {
@@ -261,6 +266,9 @@ func (s *Subscription) pushItem(seq int64, q queued) {
 		s.mu.Unlock()
 		return
 	}
+	if s.n == len(s.queue) && s.n < s.max {
+		s.growLocked()
+	}
 	size := len(s.queue)
 	if s.n == size {
 		s.queue[s.head] = queued{}
@@ -272,6 +280,41 @@ func (s *Subscription) pushItem(seq int64, q queued) {
 	s.n++
 	s.mu.Unlock()
 	s.signal()
+}
+
+// Growth of a subscription's queue.
+const (
+	// minQueue is the first queue a subscription allocates.
+	minQueue = 4
+	// queueKeep is the largest queue a drained subscription keeps: a
+	// trickle of events reuses it, and a burst's queue (up to the
+	// subscription's whole bound) is given back once read.
+	queueKeep = 16
+)
+
+// growLocked doubles the full queue, up to s.max, oldest first from 0.
+func (s *Subscription) growLocked() {
+	grown := make([]queued, min(s.max, max(minQueue, 2*len(s.queue))))
+	k := copy(grown, s.queue[s.head:])
+	copy(grown[k:], s.queue[:s.head])
+	s.queue, s.head = grown, 0
+}
+
+// trim gives back the queue when nothing is queued; called with
+// Writer.mu held, for a writer that will be idle for long.
+func (s *Subscription) trim() {
+	s.mu.Lock()
+	if s.n == 0 {
+		s.queue, s.head = nil, 0
+	}
+	s.mu.Unlock()
+}
+
+// shrinkLocked gives back an empty queue grown past queueKeep.
+func (s *Subscription) shrinkLocked() {
+	if s.n == 0 && len(s.queue) > queueKeep {
+		s.queue, s.head = nil, 0
+	}
 }
 
 // finish marks the end of the stream; called with Writer.mu held.
@@ -303,6 +346,7 @@ func (s *Subscription) next() (ev Event, dropped int64, ok, finished bool) {
 		s.queue[s.head] = queued{}
 		s.head = (s.head + 1) % len(s.queue)
 		s.n--
+		s.shrinkLocked()
 		s.mu.Unlock()
 		return q.event(), 0, true, false
 	}

@@ -395,3 +395,68 @@ func TestSubscriptionReceiveClose(t *testing.T) {
 	}()
 	mixed.Receive(nil)
 }
+
+// A subscription's queue grows on demand up to its bound, keeps the
+// bound's drop-oldest behaviour at every size, and gives a burst's queue
+// back once drained.
+func TestSubscriptionQueueGrows(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		bound       int
+		writes      int
+		wantDropped int64
+	}{
+		{"a trickle", 256, 1, 0},
+		{"below the first queue", 256, minQueue - 1, 0},
+		{"past a few doublings", 256, 100, 0},
+		{"exactly the bound", 256, 256, 0},
+		{"past the bound", 256, 300, 44},
+		{"a bound that is not a doubling", 10, 25, 15},
+		{"a bound of one", 1, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWriter(nil, testStamp(), Options{})
+			defer w.Close()
+			sub := w.Subscribe(tc.bound)
+			defer sub.Close()
+			for i := range tc.writes {
+				if _, err := w.Write(Event{"event": "x", "i": i}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sub.mu.Lock()
+			held := len(sub.queue)
+			sub.mu.Unlock()
+			if held > tc.bound || held < min(tc.writes, tc.bound) {
+				t.Errorf("queue of %d entries for %d events under a bound of %d", held, tc.writes, tc.bound)
+			}
+			items, more := sub.ReceiveItems(nil)
+			if !more {
+				t.Fatal("subscription ended")
+			}
+			var dropped int64
+			if tc.wantDropped > 0 {
+				dropped, _ = items[0].Event()["dropped_count"].(int64)
+				items = items[1:]
+			}
+			if dropped != tc.wantDropped {
+				t.Errorf("dropped %d, want %d", dropped, tc.wantDropped)
+			}
+			if want := min(tc.writes, tc.bound); len(items) != want {
+				t.Fatalf("received %d events, want %d", len(items), want)
+			}
+			for i, it := range items {
+				seq, _ := it.Seq()
+				if want := int64(tc.writes - len(items) + 1 + i); seq != want {
+					t.Fatalf("event %d has seq %d, want %d (the latest, in order)", i, seq, want)
+				}
+			}
+			sub.mu.Lock()
+			held = cap(sub.queue)
+			sub.mu.Unlock()
+			if held > queueKeep {
+				t.Errorf("a drained subscription keeps %d entries, want at most %d", held, queueKeep)
+			}
+		})
+	}
+}

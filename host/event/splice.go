@@ -71,10 +71,11 @@ func (w *Writer) WriteFields(f *Fields, sessionID string) (Stamped, error) {
 		}
 	}
 	seq := w.seq + 1
+	var spans cutSpans
 	line := w.splice(w.line[:0], f, spliceStamp{
 		typ: typ, seq: seq, hasTS: hasTS, ownSID: own, sessionID: stampSID,
-	})
-	kept, offset := w.commitLocked(seq, line)
+	}, &spans)
+	kept, offset := w.commitLocked(seq, line, &spans)
 	out := Stamped{Seq: seq, SessionID: stampSID, Line: kept,
 		raw: rawDesc{line: kept, seq: seq, typ: typ, stamp: &w.stamp, sessionID: stampSID, stampedTS: !hasTS}}
 	if w.stamp.RunID != "" && f.value(KeyRunID) == nil {
@@ -116,23 +117,38 @@ var stampKeyBytes = func() (b [len(stampKeys)][]byte) {
 }()
 
 // splice appends the stamped line, newline included: f's members and the
-// stamped ones merged in key order (f's are sorted, being canonical). It
-// runs under w.mu (seq, ts and the scratch are the Writer's).
-func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp) []byte {
+// stamped ones merged in key order (f's are sorted, being canonical), and
+// notes in spans where the stamped string members of cutKeys went, for
+// the history. It runs under w.mu (seq, ts and the scratch are the
+// Writer's).
+func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp, spans *cutSpans) []byte {
 	dst = append(dst, '{')
 	first := true
+	// open is the member whose span ends at the next comma: its index in
+	// cutKeys, or -1.
+	open := -1
 	key := func(k []byte) {
 		if !first {
 			dst = append(dst, ',')
+			if open >= 0 {
+				spans[open].end = len(dst)
+				open = -1
+			}
 		}
 		first = false
 		dst = append(dst, '"')
 		dst = append(dst, k...)
 		dst = append(dst, '"', ':')
 	}
-	str := func(k []byte, v string) {
+	// str writes a stamped string member; cut is its index in cutKeys
+	// (its span is noted), or -1.
+	str := func(k []byte, v string, cut int) {
 		if v != "" {
 			key(k)
+			if cut >= 0 {
+				spans[cut].start = len(dst) - len(k) - 3 // the key's quotes and colon
+				open = cut
+			}
 			dst = jsonenc.AppendString(dst, v)
 		}
 	}
@@ -144,7 +160,7 @@ func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp) []byte {
 		k, kb := stampKeys[i], stampKeyBytes[i]
 		switch {
 		case k == KeyEvent:
-			str(kb, string(st.typ))
+			str(kb, string(st.typ), 0)
 		case k == KeySeq:
 			key(kb)
 			dst = strconv.AppendInt(dst, st.seq, 10)
@@ -153,7 +169,7 @@ func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp) []byte {
 				key(kb)
 				dst = append(dst, st.ownSID...)
 			} else {
-				str(kb, st.sessionID)
+				str(kb, st.sessionID, 4)
 			}
 		case m != nil:
 			key(f.key(*m))
@@ -162,11 +178,11 @@ func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp) []byte {
 			key(kb)
 			dst = strconv.AppendInt(dst, w.now().UnixMilli(), 10)
 		case k == KeyRunID:
-			str(kb, w.stamp.RunID)
+			str(kb, w.stamp.RunID, 1)
 		case k == KeyRunLabel:
-			str(kb, w.stamp.RunLabel)
+			str(kb, w.stamp.RunLabel, 2)
 		case k == KeyRuntimeID:
-			str(kb, w.stamp.RuntimeID)
+			str(kb, w.stamp.RuntimeID, 3)
 		}
 	}
 	si := 0

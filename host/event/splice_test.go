@@ -267,3 +267,46 @@ func TestFieldsReads(t *testing.T) {
 		t.Error("a missing member read")
 	}
 }
+
+// The history keeps WriteFields' lines compact by the spans splice notes,
+// and restores them byte for byte: whatever the plugin's own members
+// around and instead of the stamped ones.
+func TestWriteFieldsHistoryRestoresLines(t *testing.T) {
+	var log bytes.Buffer
+	w := NewWriter(&log, Stamp{RunID: "a1b2c3d4e5f60718", RunLabel: "b1", RuntimeID: "rt_1", Now: newFakeClock(5000).Now}, Options{})
+	w.SetSessionID("ses_1")
+	for _, fields := range []string{
+		`{"content":{"text":"word ","type":"text"}}`,
+		`{"event_extra":1,"run_mode":"x","runz":2}`,
+		`{"content":{"text":"b","type":"text"},"run_mode":"x"}`,
+		`{"run_id":"own","session_id":"own_ses","ts":7}`,
+		`{"runtime_id":7,"session_id":null}`,
+		`{"a":{"event":"nested","run_id":"a1b2c3d4e5f60718"},"z":1}`,
+		``,
+		`{"session_id":"ses_2"}`,
+	} {
+		f, ok := ScanFields(TypeMessageChunk, []byte(fields))
+		if !ok {
+			t.Fatalf("%s: not canonical", fields)
+		}
+		_, err := w.WriteFields(f, "")
+		f.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	whole := 0
+	for i := range w.history.n {
+		e := w.history.at(i)
+		if got := w.history.restore(nil, e); string(got) != lines[i] {
+			t.Errorf("history line %d restores to\n%s\nthe log has\n%s", i, got, lines[i])
+		}
+		whole += len(lines[i])
+	}
+	// event, run_id, run_label and runtime_id are cut from most lines.
+	if w.history.live > whole-len(lines)*40 {
+		t.Errorf("the history keeps %d bytes of %d: the stamped members were not cut", w.history.live, whole)
+	}
+	w.Close()
+}

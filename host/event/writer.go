@@ -18,6 +18,24 @@ const (
 	DefaultQueue   = 256
 )
 
+// The memory of an idle runtime's event stream, the part of a runtime's
+// cost in the supervisor that host/event owns (docs/configuration.md).
+// Nothing is preallocated for the history window or a subscriber's queue;
+// each grows with the traffic; a drained queue is given back at once, and
+// what else was sized for a burst (batch buffers, encode scratch, the
+// history's slack) when the runtime is parked (BoundFinalOutput) or ends
+// (Close). TestIdleWriterMemory and TestIdleSubscriptionMemory hold them.
+const (
+	// IdleWriterBytes bounds the heap one Writer holds once parked after
+	// a turn of ordinary events (a full 256-event history of ~285-byte
+	// lines, 73 KB of them whole, ~45 KB compact), with one drained
+	// subscriber.
+	IdleWriterBytes = 64 << 10
+	// IdleSubscriptionBytes bounds the heap of a subscription with
+	// nothing queued.
+	IdleSubscriptionBytes = 1 << 10
+)
+
 // Errors returned by Writer.Write.
 var (
 	// ErrNoType: the event has no string "event" key, so no consumer could
@@ -83,8 +101,8 @@ type Writer struct {
 	mu        sync.Mutex
 	seq       int64
 	sessionID string
-	line      []byte // the line being encoded
-	arena     []byte // where kept lines are copied to (keep)
+	line      []byte // the line being encoded (kept up to maxIdleLine)
+	shared    []byte // where the lines handed out are copied to (share)
 	enc       lineEncoder
 	history   ring
 	subs      map[*Subscription]struct{}
@@ -202,7 +220,7 @@ func (w *Writer) write(out Event) (Event, error) {
 		w.mu.Unlock()
 		return nil, fmt.Errorf("encode %s event: %w", typ, err)
 	}
-	kept, offset := w.commitLocked(seq, line)
+	kept, offset := w.commitLocked(seq, line, nil)
 
 	for s := range w.subs {
 		s.push(seq, out, kept)
@@ -227,34 +245,35 @@ func (w *Writer) settle(typ sdk.EventType, seq int64, offset int64) error {
 	return nil
 }
 
-// maxKeptBuffer bounds the encode buffer kept between writes.
-const maxKeptBuffer = 1 << 20
+// maxIdleLine bounds the encode scratch a Writer keeps between writes:
+// an ordinary line fits, and the rare bigger event (a long final_output)
+// allocates its own rather than pinning its size for the runtime's life.
+const maxIdleLine = 64 << 10
 
-// Kept lines (the history ring's and the subscribers' copy) are carved out
-// of arenas of arenaSize bytes instead of one allocation each: under a flood
-// that was one of the last few allocations per event. An arena
-// lives while any line in it is referenced — the ring holds the latest 256,
-// so a writer keeps about its ring's bytes plus one arena. A line longer
-// than maxArenaLine gets its own allocation.
+// The lines handed to subscribers and callers (Item.Line, Stamped.Line)
+// are carved out of small arenas instead of one allocation each: under a
+// flood that was one of the last few allocations per event. An arena
+// lives while a line in it is referenced (a subscriber's queue), so an
+// idle writer keeps only its current one (none once parked or closed). A
+// line longer than maxSharedLine gets its own allocation.
 const (
-	arenaSize    = 16 << 10
-	maxArenaLine = 2 << 10
+	sharedArena   = 16 << 10
+	maxSharedLine = 2 << 10
 )
 
-// keep returns a copy of line that nothing else writes to; the Writer's
-// lock is held.
-func (w *Writer) keep(line []byte) []byte {
+// share returns a copy of line that nothing writes to; w.mu is held.
+func (w *Writer) share(line []byte) []byte {
 	n := len(line)
-	if n > maxArenaLine {
+	if n > maxSharedLine {
 		return bytes.Clone(line)
 	}
-	if cap(w.arena)-len(w.arena) < n {
-		w.arena = make([]byte, 0, arenaSize)
+	if cap(w.shared)-len(w.shared) < n {
+		w.shared = make([]byte, 0, sharedArena)
 	}
-	start := len(w.arena)
-	w.arena = append(w.arena, line...)
-	// Capped, so that appending to a kept line cannot reach its neighbour.
-	return w.arena[start:len(w.arena):len(w.arena)]
+	start := len(w.shared)
+	w.shared = append(w.shared, line...)
+	// Capped, so that appending to a shared line cannot reach its neighbour.
+	return w.shared[start:len(w.shared):len(w.shared)]
 }
 
 func stampIfAbsent(ev Event, key, value string) {
@@ -310,7 +329,7 @@ func (w *Writer) History(afterSeq int64, limit int) []Event {
 
 // Close ends the stream: later Writes fail with ErrClosed, and every
 // subscription delivers what it has queued and then closes its channel.
-// History stays readable. It flushes the queued lines first and
+// History stays readable (its storage fitted to it). It flushes the queued lines first and
 // returns the log's failure (bounded like Flush). Close does not close the
 // log writer. It is idempotent.
 func (w *Writer) Close() error {
@@ -323,22 +342,26 @@ func (w *Writer) Close() error {
 		}
 	}
 	w.mu.Unlock()
-	return w.Flush()
+	err := w.Flush()
+	w.mu.Lock()
+	w.trimLocked()
+	w.mu.Unlock()
+	return err
 }
 
 // commitLocked makes line (one encoded event and its newline, in the
-// writer's scratch) event seq: one copy kept for the history ring and the
-// subscribers, the line queued to the log's batch (its offset returned),
-// and the scratch kept for the next event unless one huge final_output
-// grew it past maxKeptBuffer. w.mu is held.
-func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64) {
+// writer's scratch) event seq: one copy shared with the subscribers, one
+// kept compact in the history ring, the line queued to the log's batch (its
+// offset returned), and the scratch kept for the next event unless a big
+// event grew it past maxIdleLine. w.mu is held.
+func (w *Writer) commitLocked(seq int64, line []byte, spans *cutSpans) (kept []byte, offset int64) {
 	w.seq = seq
-	kept = w.keep(line[:len(line)-1])
-	w.history.pushOwned(seq, kept)
+	kept = w.share(line[:len(line)-1])
+	w.history.push(seq, kept, spans)
 	if w.batch != nil {
 		offset = w.batch.add(line)
 	}
-	if cap(line) > maxKeptBuffer {
+	if cap(line) > maxIdleLine {
 		line = nil
 	}
 	w.line = line
@@ -347,8 +370,9 @@ func (w *Writer) commitLocked(seq int64, line []byte) (kept []byte, offset int64
 
 // BoundFinalOutput rewrites the history's events whose final_output is
 // longer than runes runes (<= 0: FinalOutputLimit) as Truncate makes them,
-// so a writer kept for long — a parked stable runtime's — holds no whole
-// answer in memory; the log keeps it. Every control view (status, history,
+// and fits the writer's storage to what it then holds (trimLocked), so a
+// writer kept for long — a parked stable runtime's — holds no whole
+// answer and no room for traffic in memory; the log keeps it. Every control view (status, history,
 // subscriptions) bounds final_output the same way, so what they show does
 // not change. Events written later are kept whole until the next call.
 func (w *Writer) BoundFinalOutput(runes int) {
@@ -359,4 +383,20 @@ func (w *Writer) BoundFinalOutput(runes int) {
 	defer w.mu.Unlock()
 	var enc lineEncoder
 	w.history.boundFinalOutput(runes, &enc)
+	w.trimLocked()
+}
+
+// trimLocked fits the writer's storage to what it holds, for a writer
+// that will be idle for long: the history's arena exactly, no shared
+// arena, no encode scratch, no batch buffers, and no queue in a
+// subscription that has nothing queued. w.mu is held.
+func (w *Writer) trimLocked() {
+	w.history.trim()
+	w.line, w.shared = nil, nil
+	if w.batch != nil {
+		w.batch.trim()
+	}
+	for s := range w.subs {
+		s.trim()
+	}
 }

@@ -35,7 +35,19 @@ import (
 // for long; a host that cannot keep up holds a plugin back at this bound.
 const ReceiveWindow = 1 << 20
 
+// StderrLineBuffer is the buffer go-plugin reads a plugin's stderr with,
+// one per running plugin for its whole life: a line up to this long is
+// parsed as one of the plugin's log lines (with its level); a longer one is
+// still kept whole in the stderr tail and logged, in pieces, at debug
+// level. go-plugin's default (64 KiB) was the largest buffer a supervisor
+// held per runtime: 12.5 MB of heap at 200 runtimes.
+const StderrLineBuffer = 16 << 10
+
 // dialOptions are the host's options for its connection to a plugin.
+// gRPC's shared write buffer (taken from a pool for each flush) saved no
+// measurable heap per plugin and raised the p99 of an event's way to a
+// subscriber (0.94 → 1.81 ms, medians of 6 interleaved rounds,
+// 2026-12-04): not used.
 func dialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithInitialWindowSize(ReceiveWindow), grpc.WithInitialConnWindowSize(ReceiveWindow)}
 }
@@ -123,6 +135,8 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*Client, error) {
 		Logger:           pluginLogger{Logger: c.logger, name: name},
 		StartTimeout:     cfg.StartTimeout,
 		Stderr:           c.stderr,
+		// One buffer per plugin for its life: see StderrLineBuffer.
+		PluginLogBufferSize: StderrLineBuffer,
 		RunnerFunc: func(l hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
 			markSocketDir(socketDir, l)
 			cmd := exec.Command(exe)
