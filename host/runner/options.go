@@ -143,6 +143,11 @@ type Result struct {
 	// or none was asked for. A harness waiting for the sentinel never sees
 	// this run end, so `avenor run` must not exit 0 over it.
 	SentinelErr error
+	// Restarted: the run was stopped by Restart, wrote no sentinel and no
+	// session.end for its stopped turn, and goes on for the harness in a
+	// fresh process on SessionID (its owner's to begin). ExitCode and
+	// StopReason are then not the run's end.
+	Restarted bool
 }
 
 func (o *Options) defaults() {
