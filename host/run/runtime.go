@@ -56,6 +56,8 @@ type Runtime struct {
 	// MaxKeptFinalOutput runes when lastEndCut (finaloutput.go).
 	lastEnd    event.Event
 	lastEndCut bool
+	// restart is the restarts of the run in flight (restart.go).
+	restart restartState
 }
 
 // runRef is what the control plane reaches in a run: a *hostrt.Runner, or
@@ -158,10 +160,12 @@ func (rt *Runtime) assemble(deps Deps) {
 		}
 		return
 	}
+	opts.Launch = rt.tracked(opts.Launch)
 	runner := hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
 	rt.w, rt.cur = runner.Events(), runner
+	run := rt.restartable(runner.Run)
 	rt.runFn = func(ctx context.Context) Result {
-		res := runner.Run(ctx)
+		res := run(ctx)
 		return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
 	}
 }
@@ -253,7 +257,7 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	if t.Held != nil {
 		rt.track(t.Held.Plugin())
 	}
-	return runner.Run
+	return rt.restartable(runner.Run)
 }
 
 // PhasedRun is a phased run of a runtime: its phases' common options and
@@ -444,6 +448,7 @@ func (rt *Runtime) Cancel() {
 	if r != nil {
 		r.Cancel()
 	}
+	rt.stopRestartable()
 }
 
 // errNoRun: the runtime has not started a run.

@@ -204,6 +204,15 @@ func (r *Runner) Restart() error {
 	return nil
 }
 
+// Turns is how many turns the run has numbered (begun), Options.TurnsBefore
+// included.
+func (r *Runner) Turns() int {
+	c := &r.turns
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // Status is the run's status snapshot.
 func (r *Runner) Status() Status {
 	return r.status.snapshot()

@@ -112,6 +112,10 @@ type Options struct {
 	// AdoptedEvents are the adopted turn's events already in the log
 	// (AdoptTurn), so that its final output is the whole turn's.
 	AdoptedEvents []event.Event
+	// TurnsBefore is how many turns a runner before this one numbered in
+	// the same run (a restart's, Runner.Restart): this run's turns go on
+	// from TurnsBefore+1. Default 0.
+	TurnsBefore int
 
 	// Logger for diagnostics; default none.
 	Logger hclog.Logger

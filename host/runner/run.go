@@ -97,6 +97,7 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 		status:     newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now),
 		turnPrefix: newTurnPrefix()}
 	r.turns.init()
+	r.turns.n = opts.TurnsBefore
 	return r
 }
 
