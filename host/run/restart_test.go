@@ -456,3 +456,72 @@ func TestRestartRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelReachesARestartingRun: a cancel that comes while a restart
+// stops the old process — the old runner is stopping, the fresh one not
+// begun — ends the run cancelled all the same, with its sentinel.
+func TestCancelReachesARestartingRun(t *testing.T) {
+	// The turn ignores the cancel: the restart takes the cancel budget.
+	spec := scriptedSpec(t, "ignore-cancel\nsleep 60s")
+	spec.Options.SentinelPath = filepath.Join(spec.Options.Dir, "run.done")
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rt.Start(context.Background())
+	waitTurn(t, rt)
+	restarted := make(chan error, 1)
+	go func() {
+		restarted <- rt.Restart(context.Background(), RestartRequest{Note: "sleep 60s", Reason: "watchdog"})
+	}()
+	for rt.Snapshot().TurnState != control.TurnCancelling {
+		time.Sleep(5 * time.Millisecond)
+	}
+	rt.Cancel()
+	ended := make(chan Result, 1)
+	go func() { ended <- rt.Wait() }()
+	select {
+	case res := <-ended:
+		if res.ExitCode != 130 {
+			t.Fatalf("result %+v, want cancelled (130)", res)
+		}
+	case <-time.After(20 * time.Second):
+		rt.Kill()
+		<-ended
+		t.Fatal("a cancel during the restart was lost: the run went on")
+	}
+	if err := <-restarted; err != nil {
+		t.Errorf("Restart = %v", err)
+	}
+	data, err := os.ReadFile(spec.Options.SentinelPath)
+	if err != nil || !strings.Contains(string(data), "STOP_REASON=cancelled") {
+		t.Errorf("sentinel %q (%v)", data, err)
+	}
+}
+
+// TestRestartKeepsTheRunClock: the fresh turn gets what is left of the
+// run's --timeout, not a clock of its own.
+func TestRestartKeepsTheRunClock(t *testing.T) {
+	const timeout = 2 * time.Second
+	spec := scriptedSpec(t, "sleep 60s")
+	spec.Options.Timeout = timeout
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	start := time.Now()
+	rt.Start(context.Background())
+	waitTurn(t, rt)
+	time.Sleep(time.Second - time.Since(start))
+	if err := rt.Restart(context.Background(), RestartRequest{Note: "sleep 60s", Reason: "watchdog"}); err != nil {
+		t.Fatalf("Restart = %v", err)
+	}
+	res := rt.Wait()
+	// A clock started afresh would end the run a whole timeout after the
+	// restart, at 3 s or later.
+	if took := time.Since(start); res.ExitCode != 124 || took > timeout+900*time.Millisecond {
+		t.Fatalf("result %+v after %v, want a timeout (124) at about %v", res, took, timeout)
+	}
+}
