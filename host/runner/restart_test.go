@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/plugins"
 )
 
@@ -135,5 +136,34 @@ func TestRestartRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(f.opts.SentinelPath); err != nil {
 		t.Errorf("a cancelled run wrote no sentinel: %v", err)
+	}
+}
+
+// TestRestartAfterTheTurnEnded: a restart asked once the turn has ended on
+// its own — its session.end written, the run not over yet — keeps that
+// session.end and still restarts the run: no sentinel.
+func TestRestartAfterTheTurnEnded(t *testing.T) {
+	f := newFixture(t, "say hi")
+	var r *Runner
+	restarted := make(chan error, 1)
+	f.opts.OnEvent = func(ev event.Event) {
+		if ev.Type() == event.TypeSessionEnd {
+			restarted <- r.Restart()
+		}
+	}
+	r = New(f.opts, nil)
+	res := r.Run(context.Background())
+	if err := <-restarted; err != nil {
+		t.Fatalf("Restart = %v", err)
+	}
+	if !res.Restarted || res.StopReason != "end_turn" || res.SessionID == "" {
+		t.Fatalf("result %+v, want Restarted after an end_turn", res)
+	}
+	types := f.types(t)
+	if types[len(types)-1] != "session.end" {
+		t.Errorf("the ended turn lost its session.end: %v", types)
+	}
+	if _, err := os.Stat(f.opts.SentinelPath); !os.IsNotExist(err) {
+		t.Errorf("a restarted run wrote its sentinel (stat: %v)", err)
 	}
 }

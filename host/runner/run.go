@@ -593,7 +593,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		r.status.update(func(s *Status) { s.Phase, s.PhaseLabel, s.TurnState = PhaseIdle, "", TurnIdle })
 	}
 	r.status.update(func(s *Status) { s.TurnState = TurnEnding })
-	if !restarting(ctx) { // the session goes on in a fresh process
+	if !out.restarted { // else its session goes on in a fresh process
 		r.endSession(h, out)
 	}
 	// The text is in the log now: a session kept between runs must not
@@ -677,6 +677,9 @@ type turnOutcome struct {
 	final       bool
 	// interrupted: ended by interrupt_and_prompt, the session goes on.
 	interrupted bool
+	// restarted: stopped by Restart (ErrRestart), the session goes on in
+	// a fresh process; a turn that ended on its own is not.
+	restarted bool
 }
 
 type promptReturn struct {
@@ -713,7 +716,9 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 			}
 		case <-ctx.Done():
 			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
-			return r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
+			out := r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
+			out.restarted = restarting(ctx)
+			return out
 		case <-progress:
 			return r.stopTurn(l, sess, h, done, sdk.StopProgressTimeout, "")
 		case err := <-h.fatal:
