@@ -16,6 +16,9 @@
 //     control.Target, which the control method table and the HTTP debug
 //     adapter serve as it is. `avenor run` and every runtime of `avenor
 //     stable` are one; the supervisor keeps only what is its own.
+//     [Runtime.Restart] restarts its process on the same session (a
+//     watchdog's restart, a sandbox widened after an approval): one stream,
+//     one sentinel for the harness.
 //   - [ReattachSession], [LogTail], [StopLingering]: a recovered runtime's
 //     log tail and the plugin that may still hold its session.
 //   - [Start]: `avenor run`'s runtime served as a supervisor of one on the
