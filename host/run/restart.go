@@ -357,3 +357,17 @@ func (rt *Runtime) stopRestartable() {
 		stop(hostrt.ErrInterrupted)
 	}
 }
+
+// stopRestarting cancels a run whose restart is under way, so that no
+// fresh process follows a Kill; a run not restarting is left to the kill.
+func (rt *Runtime) stopRestarting() {
+	rt.mu.Lock()
+	stop := rt.restart.stop
+	if rt.restart.pending == nil {
+		stop = nil
+	}
+	rt.mu.Unlock()
+	if stop != nil {
+		stop(hostrt.ErrInterrupted)
+	}
+}

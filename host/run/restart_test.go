@@ -457,46 +457,58 @@ func TestRestartRefused(t *testing.T) {
 	})
 }
 
-// TestCancelReachesARestartingRun: a cancel that comes while a restart
-// stops the old process — the old runner is stopping, the fresh one not
-// begun — ends the run cancelled all the same, with its sentinel.
-func TestCancelReachesARestartingRun(t *testing.T) {
-	// The turn ignores the cancel: the restart takes the cancel budget.
-	spec := scriptedSpec(t, "ignore-cancel\nsleep 60s")
-	spec.Options.SentinelPath = filepath.Join(spec.Options.Dir, "run.done")
-	rt, err := New(spec, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	rt.Start(context.Background())
-	waitTurn(t, rt)
-	restarted := make(chan error, 1)
-	go func() {
-		restarted <- rt.Restart(context.Background(), RestartRequest{Note: "sleep 60s", Reason: "watchdog"})
-	}()
-	for rt.Snapshot().TurnState != control.TurnCancelling {
-		time.Sleep(5 * time.Millisecond)
-	}
-	rt.Cancel()
-	ended := make(chan Result, 1)
-	go func() { ended <- rt.Wait() }()
-	select {
-	case res := <-ended:
-		if res.ExitCode != 130 {
-			t.Fatalf("result %+v, want cancelled (130)", res)
-		}
-	case <-time.After(20 * time.Second):
-		rt.Kill()
-		<-ended
-		t.Fatal("a cancel during the restart was lost: the run went on")
-	}
-	if err := <-restarted; err != nil {
-		t.Errorf("Restart = %v", err)
-	}
-	data, err := os.ReadFile(spec.Options.SentinelPath)
-	if err != nil || !strings.Contains(string(data), "STOP_REASON=cancelled") {
-		t.Errorf("sentinel %q (%v)", data, err)
+// TestStopReachesARestartingRun: a cancel or a kill that comes while a
+// restart stops the old process — the old runner stopping, the fresh one
+// not begun — ends the run all the same, with its sentinel: no fresh turn
+// goes on after it.
+func TestStopReachesARestartingRun(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		stop func(*Runtime)
+	}{
+		{"cancel", (*Runtime).Cancel},
+		{"kill", (*Runtime).Kill},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The turn ignores the cancel: the restart takes the cancel
+			// budget.
+			spec := scriptedSpec(t, "ignore-cancel\nsleep 60s")
+			spec.Options.SentinelPath = filepath.Join(spec.Options.Dir, "run.done")
+			rt, err := New(spec, Deps{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			rt.Start(context.Background())
+			waitTurn(t, rt)
+			restarted := make(chan error, 1)
+			go func() {
+				restarted <- rt.Restart(context.Background(), RestartRequest{Note: "sleep 60s", Reason: "watchdog"})
+			}()
+			for rt.Snapshot().TurnState != control.TurnCancelling {
+				time.Sleep(5 * time.Millisecond)
+			}
+			c.stop(rt)
+			ended := make(chan Result, 1)
+			go func() { ended <- rt.Wait() }()
+			select {
+			case res := <-ended:
+				if res.ExitCode != 130 {
+					t.Fatalf("result %+v, want cancelled (130)", res)
+				}
+			case <-time.After(20 * time.Second):
+				rt.Cancel()
+				<-ended
+				t.Fatal("the stop during the restart was lost: the fresh turn went on")
+			}
+			if err := <-restarted; err != nil {
+				t.Errorf("Restart = %v", err)
+			}
+			data, err := os.ReadFile(spec.Options.SentinelPath)
+			if err != nil || !strings.Contains(string(data), "STOP_REASON=cancelled") {
+				t.Errorf("sentinel %q (%v)", data, err)
+			}
+		})
 	}
 }
 

@@ -354,6 +354,7 @@ func exited(l *plugins.Launched) bool {
 // run's: every phase's); the run then ends at once and its runtime's
 // process group is killed.
 func (rt *Runtime) Kill() {
+	rt.stopRestarting()
 	rt.mu.Lock()
 	list := append([]*plugins.Launched(nil), rt.plugins...)
 	rt.mu.Unlock()
