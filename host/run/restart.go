@@ -293,7 +293,7 @@ func (rt *Runtime) restartable(run func(context.Context) hostrt.Result) func(con
 			if o.Timeout > 0 { // the run's clock goes on
 				o.Timeout = max(o.Timeout-time.Since(started), time.Nanosecond)
 			}
-			run = rt.freshRunner(o).Run
+			run = rt.freshRunner(o, res.Queued).Run
 			if p != nil {
 				p.begun <- nil
 			}
@@ -324,13 +324,19 @@ func restartedOptions(cur, next hostrt.Options) hostrt.Options {
 }
 
 // freshRunner makes a runner of o (prompt and resume set) the runtime's
-// current run, on its writer and broker, in a plugin process of its own.
-func (rt *Runtime) freshRunner(o hostrt.Options) *hostrt.Runner {
+// current run, on its writer and broker, in a plugin process of its own,
+// with queued (the prompts the stopped runner had accepted) queued first.
+func (rt *Runtime) freshRunner(o hostrt.Options, queued []string) *hostrt.Runner {
 	o.Writer, o.Events, o.Held = rt.w, nil, nil
 	o.Reattach, o.AdoptTurn, o.AdoptedEvents = nil, false, nil
 	o.Observer = observers{rt, o.Observer}
 	o.Launch = rt.tracked(o.Launch)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
+	for _, q := range queued { // accepted before the restart: they still run
+		if err := runner.Prompt(q); err != nil {
+			rt.log.Error("a queued prompt was lost in a restart", "error", err)
+		}
+	}
 	rt.begin(runner)
 	return runner
 }

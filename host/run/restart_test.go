@@ -537,3 +537,40 @@ func TestRestartKeepsTheRunClock(t *testing.T) {
 		t.Fatalf("result %+v after %v, want a timeout (124) at about %v", res, took, timeout)
 	}
 }
+
+// TestRestartKeepsQueuedPrompts: prompts queued behind the stopped turn
+// run after the fresh turn, in order, in the fresh process.
+func TestRestartKeepsQueuedPrompts(t *testing.T) {
+	spec := scriptedSpec(t, "sleep 60s")
+	log := &syncBuffer{}
+	spec.Options.Events = log
+	rt, err := New(spec, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rt.Start(context.Background())
+	waitTurn(t, rt)
+	for _, p := range []string{"say one", "say two"} {
+		if err := rt.Prompt(context.Background(), p, false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.Restart(context.Background(), RestartRequest{Note: "say after", Reason: "watchdog"}); err != nil {
+		t.Fatalf("Restart = %v", err)
+	}
+	if res := rt.Wait(); res.ExitCode != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	var said []string
+	for _, ev := range decodeLog(t, log.Bytes()) {
+		if ev["event"] == "agent.message_chunk" {
+			c, _ := ev["content"].(map[string]any)
+			s, _ := c["text"].(string)
+			said = append(said, s)
+		}
+	}
+	if got := strings.Join(said, ","); got != "after,one,two" {
+		t.Errorf("the fresh process said %q, want after,one,two", got)
+	}
+}

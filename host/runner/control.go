@@ -109,13 +109,17 @@ func (c *turnControl) following(interrupted, clean bool, followUp func() (string
 }
 
 // finish refuses further prompts (and restarts): the run is over. It
-// reports whether Restart stopped the run before.
-func (c *turnControl) finish() (restart bool) {
+// reports whether Restart stopped the run before, and the prompts still
+// queued then.
+func (c *turnControl) finish() (restart bool, queued []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ended, c.done = true, true
+	if c.restart {
+		queued = c.queue
+	}
 	c.queue = nil
-	return c.restart
+	return c.restart, queued
 }
 
 // Prompt queues text to run after the current turn ends cleanly; it never

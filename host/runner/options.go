@@ -152,6 +152,10 @@ type Result struct {
 	// fresh process on SessionID (its owner's to begin). ExitCode and
 	// StopReason are then not the run's end.
 	Restarted bool
+	// Queued are the prompts queued (Prompt) and not run when the run
+	// restarted, in order, for the fresh process to run after its first
+	// turn; nil otherwise.
+	Queued []string
 }
 
 func (o *Options) defaults() {

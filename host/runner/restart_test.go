@@ -78,6 +78,9 @@ func TestRestartStopsTheAttemptNotTheRun(t *testing.T) {
 	r := New(f.opts, nil)
 	done := runAsync(r)
 	st := waitRunning(t, r)
+	if err := r.Prompt("say queued"); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.Restart(); err != nil {
 		t.Fatalf("Restart = %v", err)
 	}
@@ -85,8 +88,8 @@ func TestRestartStopsTheAttemptNotTheRun(t *testing.T) {
 		t.Errorf("a second Restart = %v, want ErrStopping", err)
 	}
 	res := waitResult(t, done)
-	if !res.Restarted || res.SessionID != st.SessionID || res.Held != nil {
-		t.Fatalf("result %+v, want Restarted on session %s", res, st.SessionID)
+	if !res.Restarted || res.SessionID != st.SessionID || res.Held != nil || len(res.Queued) != 1 || res.Queued[0] != "say queued" {
+		t.Fatalf("result %+v, want Restarted on session %s with the queued prompt", res, st.SessionID)
 	}
 	for _, typ := range f.types(t) {
 		if typ == "session.end" || typ == "avenor.retry" {

@@ -156,7 +156,8 @@ func (r *Runner) Run(ctx context.Context) Result {
 	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID, Held: res.held}
 	// Restarted only when ErrRestart stopped the run: a timeout or cancel
 	// that came first ends it as usual.
-	restart := r.turns.finish() && restarting(ctx)
+	restart, queued := r.turns.finish()
+	restart = restart && restarting(ctx)
 	r.status.update(func(s *Status) { s.Phase, s.TurnState = PhaseEnded, TurnEnded })
 	// The sentinel tells a harness the log is complete: every line must be
 	// in it first, on a shared writer too (a stable runtime's is batched).
@@ -173,7 +174,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 	if restart && logErr == nil {
 		// The run goes on in a fresh process (ErrRestart): the harness
 		// sees no end yet. A log that failed ends it after all, as above.
-		result.Restarted = true
+		result.Restarted, result.Queued = true, queued
 		return result
 	}
 	rec := sentinel.Record{ExitCode: result.ExitCode, SessionID: result.SessionID, StopReason: result.StopReason, RunID: o.RunID}
