@@ -280,8 +280,10 @@ func (rt *Runtime) restartable(run func(context.Context) hostrt.Result) func(con
 			o := rt.spec.Options
 			prev, _ := rt.cur.(*hostrt.Runner)
 			rt.mu.Unlock()
-			note, reason := "", "unknown"
-			if p != nil { // always: a runner restarts only for a pending restart
+			// A runner restarts only for a pending restart; one restarted
+			// behind Restart's back still resumes, with a neutral note.
+			note, reason := "Your previous process was stopped; continue where you left off.", "unknown"
+			if p != nil {
 				note, reason = p.req.Note, p.req.Reason
 			}
 			rt.writeRestarted(res.SessionID, reason, n)
