@@ -29,6 +29,10 @@ const (
 // from a plugin that outlived the supervisor before it (docs/stable.md#surviving-a-restart).
 const TypeSupervisorReattached = sdk.EventSupervisorReattached
 
+// TypeRestarted: a runtime's run went on in a fresh plugin process on the
+// same session (host/run's Runtime.Restart).
+const TypeRestarted sdk.EventType = "avenor.restarted"
+
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
@@ -96,6 +100,11 @@ var HostEventTypes = []EventType{
 		Name:   TypeSupervisorReattached,
 		Doc:    "avenor stable, started after its predecessor on the same socket died, took this runtime's session over from the plugin that kept it (docs/stable.md#surviving-a-restart): buffered events the plugin kept follow, gap_ms is how long the runtime had no supervisor. A turn in flight goes on.",
 		Fields: []string{"buffered", "gap_ms"},
+	},
+	{
+		Name:   TypeRestarted,
+		Doc:    "The run's plugin process was stopped and the run goes on in a fresh one, resuming the same session (a watchdog's restart, a sandbox widened after an approval): the stopped turn has no session.end; the fresh turn's session.start follows. reason says why; attempt counts the run's restarts (first: 1).",
+		Fields: []string{"reason", "attempt"},
 	},
 	{
 		Name:     TypePermissionRequest,

@@ -29,6 +29,9 @@
 //     Spec from its spawn's params, or from its record after a restart;
 //     [Recover] restores it from that record (its turn re-attached,
 //     continued or ended in error).
+//     [Runtime.Restart] restarts its process on the same session (a
+//     watchdog's restart, a sandbox widened after an approval): one stream,
+//     one sentinel for the harness.
 //   - [ReattachSession], [LogTail], [StopLingering]: a recovered runtime's
 //     log tail and the plugin that may still hold its session.
 //   - [Start]: `avenor run`'s runtime served as a supervisor of one on the

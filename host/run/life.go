@@ -149,9 +149,6 @@ func (g *Group) WaitRuns(d time.Duration) bool {
 // WaitOthers waits for the other goroutines to end.
 func (g *Group) WaitOthers() { g.others.Wait() }
 
-// Spec is what the runtime runs.
-func (rt *Runtime) Spec() Spec { return rt.spec }
-
 // SpawnAnswer waits, up to wait or until ctx ends, for the runtime's
 // first session.start (or the end of its first run) and answers its spawn
 // with what the runtime knows (docs/control-protocol.md#spawn): its ids,

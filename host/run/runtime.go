@@ -64,6 +64,8 @@ type Runtime struct {
 	// debug is a supervised runtime's --http-debug target (DebugTarget);
 	// Close ends its streams.
 	debug *httpdebug.TableTarget
+	// restart is the restarts of the run in flight (restart.go).
+	restart restartState
 }
 
 // runRef is what the control plane reaches in a run: a *hostrt.Runner, or
@@ -179,10 +181,12 @@ func (rt *Runtime) assemble(deps Deps) {
 		}
 		return
 	}
+	opts.Launch = rt.tracked(opts.Launch)
 	runner := hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
 	rt.w, rt.cur = runner.Events(), runner
+	run := rt.restartable(runner.Run)
 	rt.runFn = func(ctx context.Context) Result {
-		res := runner.Run(ctx)
+		res := run(ctx)
 		return Result{ExitCode: res.ExitCode, StopReason: res.StopReason, SessionID: res.SessionID, SentinelErr: res.SentinelErr}
 	}
 }
@@ -279,7 +283,7 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	if t.Held != nil {
 		rt.track(t.Held.Plugin())
 	}
-	return runner.Run
+	return rt.restartable(runner.Run)
 }
 
 // PhasedRun is a phased run of a runtime: its phases' common options and
@@ -377,6 +381,7 @@ func exited(l *plugins.Launched) bool {
 // run's: every phase's); the run then ends at once and its runtime's
 // process group is killed.
 func (rt *Runtime) Kill() {
+	rt.stopRestarting()
 	rt.mu.Lock()
 	list := append([]*plugins.Launched(nil), rt.plugins...)
 	rt.mu.Unlock()
@@ -484,6 +489,7 @@ func (rt *Runtime) Cancel() {
 	if r != nil {
 		r.Cancel()
 	}
+	rt.stopRestartable()
 }
 
 // errNoRun: the runtime has not started a run.

@@ -37,6 +37,9 @@ type turnControl struct {
 	// run is stopping and refuses prompts.
 	runCtx context.Context
 	ended  bool
+	// done: the run is over (finish); restart: Restart stopped it before
+	// that, for a fresh process.
+	done, restart bool
 }
 
 func (c *turnControl) init() { c.interrupt = make(chan struct{}, 1) }
@@ -105,12 +108,18 @@ func (c *turnControl) following(interrupted, clean bool, followUp func() (string
 	return "", false
 }
 
-// finish refuses further prompts: the run is over.
-func (c *turnControl) finish() {
+// finish refuses further prompts (and restarts): the run is over. It
+// reports whether Restart stopped the run before, and the prompts still
+// queued then.
+func (c *turnControl) finish() (restart bool, queued []string) {
 	c.mu.Lock()
-	c.ended = true
+	defer c.mu.Unlock()
+	c.ended, c.done = true, true
+	if c.restart {
+		queued = c.queue
+	}
 	c.queue = nil
-	c.mu.Unlock()
+	return c.restart, queued
 }
 
 // Prompt queues text to run after the current turn ends cleanly; it never
@@ -166,6 +175,46 @@ func (r *Runner) Cancel() {
 	if f != nil {
 		f(ErrInterrupted)
 	}
+}
+
+// ErrNotRunning: Restart before the run began (Run not called yet).
+var ErrNotRunning = errors.New("the run has not begun")
+
+// Restart stops the run for its owner to go on in a fresh plugin process
+// on the same session: the run's context is cancelled with ErrRestart, the
+// turn in flight is cancelled as on Cancel (the plugin gets CancelBudget
+// to end it), the plugin and its runtime are stopped, and Run returns
+// Result.Restarted — with no session.end for the stopped turn, no retry
+// and no sentinel. Once Restart returns nil, Run returns Restarted even if
+// its turn ended on its own meanwhile, unless a timeout or cancel stopped
+// the run first (it then ends as usual). It refuses (ErrNotRunning,
+// ErrRunEnded, ErrStopping) a run that has not begun, is over, or is
+// already stopping (cancelled, timed out, restarting): it then changes
+// nothing.
+func (r *Runner) Restart() error {
+	c := &r.turns
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.done:
+		return ErrRunEnded
+	case c.runCancel == nil:
+		return ErrNotRunning
+	case c.runCtx != nil && c.runCtx.Err() != nil:
+		return fmt.Errorf("%w: %v", ErrStopping, context.Cause(c.runCtx))
+	}
+	c.restart = true
+	c.runCancel(ErrRestart)
+	return nil
+}
+
+// Turns is how many turns the run has numbered (begun), Options.TurnsBefore
+// included.
+func (r *Runner) Turns() int {
+	c := &r.turns
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 // Status is the run's status snapshot.

@@ -112,6 +112,10 @@ type Options struct {
 	// AdoptedEvents are the adopted turn's events already in the log
 	// (AdoptTurn), so that its final output is the whole turn's.
 	AdoptedEvents []event.Event
+	// TurnsBefore is how many turns a runner before this one numbered in
+	// the same run (a restart's, Runner.Restart): this run's turns go on
+	// from TurnsBefore+1. Default 0.
+	TurnsBefore int
 
 	// Logger for diagnostics; default none.
 	Logger hclog.Logger
@@ -143,6 +147,15 @@ type Result struct {
 	// or none was asked for. A harness waiting for the sentinel never sees
 	// this run end, so `avenor run` must not exit 0 over it.
 	SentinelErr error
+	// Restarted: the run was stopped by Restart, wrote no sentinel and no
+	// session.end for its stopped turn, and goes on for the harness in a
+	// fresh process on SessionID (its owner's to begin). ExitCode and
+	// StopReason are then not the run's end.
+	Restarted bool
+	// Queued are the prompts queued (Prompt) and not run when the run
+	// restarted, in order, for the fresh process to run after its first
+	// turn; nil otherwise.
+	Queued []string
 }
 
 func (o *Options) defaults() {

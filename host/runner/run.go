@@ -31,6 +31,11 @@ var (
 	// past event.MaxWriteStall) → "error", 1, not retried: a log missing
 	// lines cannot be made whole by another attempt.
 	ErrEventLog = errors.New("event log failed")
+	// ErrRestart: the run's owner restarts it (Runner.Restart) → the
+	// attempt's plugin is stopped and Run returns Result.Restarted, with no
+	// session.end for the stopped turn, no retry and no sentinel: the run
+	// goes on in a fresh process, on the same session, for the harness.
+	ErrRestart = errors.New("restarting in a fresh plugin process")
 )
 
 // attemptResult is how one attempt ended.
@@ -92,6 +97,7 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 		status:     newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now),
 		turnPrefix: newTurnPrefix()}
 	r.turns.init()
+	r.turns.n = opts.TurnsBefore
 	return r
 }
 
@@ -125,7 +131,7 @@ func (r *Runner) Run(ctx context.Context) Result {
 			resume = res.sessionID
 		}
 		exit := sentinel.ExitCode(res.stopReason)
-		if res.final || attempt > o.MaxRetries || !sentinel.Retryable(exit, res.stopReason) {
+		if restarting(ctx) || res.final || attempt > o.MaxRetries || !sentinel.Retryable(exit, res.stopReason) {
 			break
 		}
 		if res.held != nil { // a retry starts from a fresh plugin
@@ -140,13 +146,18 @@ func (r *Runner) Run(ctx context.Context) Result {
 			// must say so, as the sentinel will.
 			res.stopReason = stopReasonOf(ctx)
 			r.status.update(func(s *Status) { s.Phase = PhaseIdle })
-			r.emit(event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(res.stopReason), "session_id": res.sessionID})
+			if !restarting(ctx) {
+				r.emit(event.Event{"event": string(event.TypeSessionEnd), "stop_reason": string(res.stopReason), "session_id": res.sessionID})
+			}
 			break
 		}
 	}
 	stopWatch()
 	result := Result{ExitCode: sentinel.ExitCode(res.stopReason), StopReason: res.stopReason, SessionID: res.sessionID, Held: res.held}
-	r.turns.finish()
+	// Restarted only when ErrRestart stopped the run: a timeout or cancel
+	// that came first ends it as usual.
+	restart, queued := r.turns.finish()
+	restart = restart && restarting(ctx)
 	r.status.update(func(s *Status) { s.Phase, s.TurnState = PhaseEnded, TurnEnded })
 	// The sentinel tells a harness the log is complete: every line must be
 	// in it first, on a shared writer too (a stable runtime's is batched).
@@ -159,6 +170,12 @@ func (r *Runner) Run(ctx context.Context) Result {
 		// not say DONE over it.
 		r.reportLog(logErr)
 		result.ExitCode, result.StopReason = sentinel.ExitFailure, sdk.StopError
+	}
+	if restart && logErr == nil {
+		// The run goes on in a fresh process (ErrRestart): the harness
+		// sees no end yet. A log that failed ends it after all, as above.
+		result.Restarted, result.Queued = true, queued
+		return result
 	}
 	rec := sentinel.Record{ExitCode: result.ExitCode, SessionID: result.SessionID, StopReason: result.StopReason, RunID: o.RunID}
 	if res.refused {
@@ -383,6 +400,13 @@ func stopReasonOf(ctx context.Context) sdk.StopReason {
 	return sdk.StopCancelled
 }
 
+// restarting reports whether the run's context was cancelled to restart
+// it (ErrRestart): the stopped turn's session goes on in a fresh process,
+// so no session.end is written for it.
+func restarting(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrRestart)
+}
+
 // attempt runs one plugin process through one session; held, when set and
 // alive, is that process and session, kept open by an earlier run.
 func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) attemptResult {
@@ -410,7 +434,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		l, err = o.Launch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return r.endEarly(nil, stopReasonOf(ctx), resume, true)
+				return r.endStopped(ctx, nil, resume)
 			}
 			var nf *plugins.NotFoundError
 			r.fail(nil, "backend", err.Error())
@@ -459,7 +483,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		sess, ra, err = reattach(ctx, l, h)
 		if err != nil {
 			if ctx.Err() != nil {
-				return r.endEarly(h, stopReasonOf(ctx), resume, true)
+				return r.endStopped(ctx, h, resume)
 			}
 			r.fail(h, "backend", fmt.Sprintf("backend %s: taking session %s over from its plugin: %v", o.Backend, resume, err))
 			return r.endEarly(h, sdk.StopError, resume, true)
@@ -495,7 +519,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {
-				return r.endEarly(h, stopReasonOf(ctx), resume, true)
+				return r.endStopped(ctx, h, resume)
 			}
 			r.fail(h, "backend", fmt.Sprintf("backend %s: open session: %v", o.Backend, err))
 			final := sdk.FaultOf(err) == sdk.FaultUser || (r.retriesLeft && r.notReady(ctx, l, err))
@@ -570,7 +594,9 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		r.status.update(func(s *Status) { s.Phase, s.PhaseLabel, s.TurnState = PhaseIdle, "", TurnIdle })
 	}
 	r.status.update(func(s *Status) { s.TurnState = TurnEnding })
-	r.endSession(h, out)
+	if !out.restarted { // else its session goes on in a fresh process
+		r.endSession(h, out)
+	}
 	// The text is in the log now: a session kept between runs must not
 	// hold a whole answer until its next turn.
 	h.final.Reset()
@@ -630,6 +656,16 @@ func (r *Runner) endEarly(h *sessionHost, stop sdk.StopReason, sessionID string,
 	return attemptResult{stopReason: stop, sessionID: sessionID, final: final}
 }
 
+// endStopped ends an attempt stopped (ctx done) before it reached a turn:
+// as endEarly, with the stop reason of ctx, but with no session.end when
+// the run is restarting, whose session goes on.
+func (r *Runner) endStopped(ctx context.Context, h *sessionHost, sessionID string) attemptResult {
+	if restarting(ctx) {
+		return attemptResult{stopReason: stopReasonOf(ctx), sessionID: sessionID, final: true}
+	}
+	return r.endEarly(h, stopReasonOf(ctx), sessionID, true)
+}
+
 // turnOutcome is how one turn ended, as the host decided it.
 type turnOutcome struct {
 	stopReason  sdk.StopReason
@@ -642,6 +678,9 @@ type turnOutcome struct {
 	final       bool
 	// interrupted: ended by interrupt_and_prompt, the session goes on.
 	interrupted bool
+	// restarted: stopped by Restart (ErrRestart), the session goes on in
+	// a fresh process; a turn that ended on its own is not.
+	restarted bool
 }
 
 type promptReturn struct {
@@ -678,7 +717,9 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 			}
 		case <-ctx.Done():
 			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
-			return r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
+			out := r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
+			out.restarted = restarting(ctx)
+			return out
 		case <-progress:
 			return r.stopTurn(l, sess, h, done, sdk.StopProgressTimeout, "")
 		case err := <-h.fatal:
