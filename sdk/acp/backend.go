@@ -78,6 +78,7 @@ func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtim
 		Backend: b.spec.Info.Name, Binary: b.binary(req.Options, req.Env), Dir: req.Dir,
 		Env: agentproc.Environ(req.Env, b.spec.EnvDefaults), InstallHint: b.spec.InstallHint,
 		ResumeSessionID: req.ResumeSessionID, Model: req.Model, Mode: req.Agent,
+		MCPServers: req.Launch.MCPServers,
 	}
 	var cleanup func()
 	if b.spec.Configure != nil {
