@@ -94,6 +94,9 @@ func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	if strings.TrimSpace(req.Dir) == "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", StreamName)
 	}
+	if err := runtime.CheckLaunch(b.Info(), req.PermissionMode, req.Launch); err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
 	if req.ServerURL != "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); point Claude Code at an API with ANTHROPIC_BASE_URL in [backends.%s].env", StreamName, StreamName)
 	}
