@@ -10,13 +10,17 @@ import (
 )
 
 // claudeModes maps the permission modes onto Claude Code's
-// --permission-mode. full-access is acceptEdits: commands still come to
-// the host as can_use_tool requests, which the host's broker allows under
-// full-access (bypassPermissions would skip the host altogether, and
-// Claude Code refuses it as root).
+// --permission-mode. accept-edits is default, not acceptEdits: Claude
+// Code's acceptEdits also runs filesystem shell commands (`echo x > f`)
+// without asking, broader than "ask before commands"; under default every
+// edit comes to the host as a can_use_tool request, which the broker
+// allows under accept-edits. full-access is acceptEdits: the commands it
+// does not run unasked come to the host too, which the broker allows
+// (bypassPermissions would skip the host altogether, and Claude Code
+// refuses it as root).
 var claudeModes = map[runtime.PermissionMode]string{
 	runtime.ModeDefault:     "default",
-	runtime.ModeAcceptEdits: "acceptEdits",
+	runtime.ModeAcceptEdits: "default",
 	runtime.ModePlan:        "plan",
 	runtime.ModeFullAccess:  "acceptEdits",
 }

@@ -51,7 +51,7 @@ func TestLaunchArgsModes(t *testing.T) {
 	for mode, want := range map[runtime.PermissionMode][]string{
 		"":                      nil,
 		runtime.ModeDefault:     {"--permission-mode", "default"},
-		runtime.ModeAcceptEdits: {"--permission-mode", "acceptEdits"},
+		runtime.ModeAcceptEdits: {"--permission-mode", "default"},
 		runtime.ModeFullAccess:  {"--permission-mode", "acceptEdits"},
 	} {
 		args, files, err := launchArgs(runtime.OpenRequest{PermissionMode: mode})
