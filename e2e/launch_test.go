@@ -221,12 +221,22 @@ func TestLaunchContext(t *testing.T) {
 							return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_probe", Name: tool.Name, Args: map[string]any{"text": "reached"}}}}
 						}
 					}
+					var names []string
+					for _, tool := range r.Tools {
+						names = append(names, tool.Name)
+					}
+					t.Logf("no probe tool among %v; system prompt mentions mcp: %v", names, strings.Contains(r.System, "mcp"))
 					return fakellm.Text("NO PROBE TOOL")
 				})
 				out := filepath.Join(w.root, "probe.out")
 				cfg := filepath.Join(w.root, "mcp.json")
 				w.writeFile(cfg, `{"mcpServers":{"probe":{"command":"`+probe+`","env":{"PROBE_OUT":"${AVENOR_E2E_PROBE_OUT}"}}}}`)
 				w.env = append(w.env, "AVENOR_E2E_PROBE_OUT="+out)
+				if rt == claudeStream {
+					// Claude Code defers MCP tools behind its ToolSearch
+					// tool by default; off, they are in the tool list.
+					w.env = append(w.env, "ENABLE_TOOL_SEARCH=false")
+				}
 				run := w.startAvenor("run", "--prompt", "Call the probe tool.", "--mcp-config", cfg, "--auto-approve")
 				res, evs, s := run.finish()
 				if res.code != 0 || s.status != "DONE" {
