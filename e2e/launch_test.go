@@ -18,33 +18,48 @@ import (
 // whose real CLI is installed here: each goes through the mode scenarios.
 func launchRuntimes(t *testing.T) []*runtimeSpec {
 	installClaude(t)
-	return []*runtimeSpec{claudeStream, gemini}
+	return []*runtimeSpec{claudeStream, gemini, opencode}
 }
 
 // writeToolNames are the names runtimes give the tool that writes a file.
 var writeToolNames = []string{"Write", "write_file", "write"}
 
+// nativeTools are each runtime's own write and shell tool names: the
+// model asks for them even when a mode hides them from the request, so
+// that "the model asks for a write and a command" is never vacuous.
+var nativeTools = map[string][2]string{
+	"claude": {"Write", "Bash"}, "gemini": {"write_file", "run_shell_command"}, "opencode": {"write", "bash"},
+}
+
 // editThenCommand is a model that asks for a file write (edit.txt), then a
-// shell command (cmd.txt), then says DONE; a tool the request does not
-// offer is skipped, so a runtime that hides a tool in a mode still ends.
-func editThenCommand(work string) fakellm.Script {
+// shell command (cmd.txt), then says DONE. A tool the request does not
+// offer is asked for by the runtime's own name all the same.
+func editThenCommand(rt *runtimeSpec, work string) fakellm.Script {
+	names := nativeTools[rt.name]
 	return func(r *fakellm.Request) fakellm.Reply {
 		done := 0
 		for _, m := range r.Messages {
 			done += len(m.ToolResults)
 		}
-		if done == 0 {
+		switch done {
+		case 0:
 			for _, name := range writeToolNames {
 				if tool, ok := r.Tool(name); ok {
 					return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_write", Name: name, Args: writeArgs(tool, filepath.Join(work, "edit.txt"))}}}
 				}
 			}
-			done++
-		}
-		if done == 1 {
+			path := "file_path"
+			if rt.name == "opencode" {
+				path = "filePath"
+			}
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_write", Name: names[0],
+				Args: map[string]any{path: filepath.Join(work, "edit.txt"), "content": "edited\n"}}}}
+		case 1:
 			if _, ok := r.ShellTool(); ok {
 				return fakellm.Shell("echo ran > cmd.txt")
 			}
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_shell", Name: names[1],
+				Args: map[string]any{"command": "echo ran > cmd.txt", "description": "write cmd.txt"}}}}
 		}
 		return fakellm.Text("DONE")
 	}
@@ -97,7 +112,7 @@ func TestPermissionModes(t *testing.T) {
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					w := newWorld(t, rt, fakellm.Config{})
-					w.llm.SetScript(editThenCommand(w.work))
+					w.llm.SetScript(editThenCommand(rt, w.work))
 					before := workspace(t, w.work)
 					run := w.startAvenor("run", append([]string{"--prompt", "Write edit.txt, then run a command."}, tc.args...)...)
 					res, evs, s := run.finish()
@@ -119,7 +134,7 @@ func TestPermissionModes(t *testing.T) {
 			}
 			t.Run("accept-edits", func(t *testing.T) {
 				w := newWorld(t, rt, fakellm.Config{})
-				w.llm.SetScript(editThenCommand(w.work))
+				w.llm.SetScript(editThenCommand(rt, w.work))
 				run := w.startAvenor("run", "--prompt", "Write edit.txt, then run a command.",
 					"--permission-mode", "accept-edits", "--on-permission", "deny")
 				res, evs, s := run.finish()
