@@ -21,6 +21,13 @@ func launchRuntimes(t *testing.T) []*runtimeSpec {
 	return []*runtimeSpec{claudeStream, gemini, opencode}
 }
 
+// planOnly are the backends that declare plan alone (codex-app-server: its
+// read-only sandbox).
+func planOnly(t *testing.T) []*runtimeSpec {
+	codex.bin = func() string { return codexBin(t) }
+	return []*runtimeSpec{codex}
+}
+
 // writeToolNames are the names runtimes give the tool that writes a file.
 var writeToolNames = []string{"Write", "write_file", "write"}
 
@@ -29,6 +36,7 @@ var writeToolNames = []string{"Write", "write_file", "write"}
 // that "the model asks for a write and a command" is never vacuous.
 var nativeTools = map[string][2]string{
 	"claude": {"Write", "Bash"}, "gemini": {"write_file", "run_shell_command"}, "opencode": {"write", "bash"},
+	"codex": {"", "shell"}, // Codex writes files through the shell or a patch tool
 }
 
 // editThenCommand is a model that asks for a file write (edit.txt), then a
@@ -47,6 +55,9 @@ func editThenCommand(rt *runtimeSpec, work string) fakellm.Script {
 				if tool, ok := r.Tool(name); ok {
 					return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_write", Name: name, Args: writeArgs(tool, filepath.Join(work, "edit.txt"))}}}
 				}
+			}
+			if names[0] == "" {
+				return fakellm.Shell("echo edited > edit.txt")
 			}
 			path := "file_path"
 			if rt.name == "opencode" {
@@ -101,7 +112,8 @@ func workspace(t *testing.T, dir string) []string {
 // write through and asks for the command (answered here by --on-permission
 // deny, so the command is refused by avenor, not by the mode).
 func TestPermissionModes(t *testing.T) {
-	for _, rt := range launchRuntimes(t) {
+	plan := planOnly(t)
+	for _, rt := range append(launchRuntimes(t), plan...) {
 		t.Run(rt.backend, func(t *testing.T) {
 			for _, tc := range []struct {
 				name string
@@ -131,6 +143,9 @@ func TestPermissionModes(t *testing.T) {
 						t.Errorf("session.start %v does not record permission_mode plan", start)
 					}
 				})
+			}
+			if slices.Contains(plan, rt) {
+				return // it declares plan alone: accept-edits is refused before anything starts
 			}
 			t.Run("accept-edits", func(t *testing.T) {
 				w := newWorld(t, rt, fakellm.Config{})
