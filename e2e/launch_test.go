@@ -18,7 +18,8 @@ import (
 // whose real CLI is installed here: each goes through the mode scenarios.
 func launchRuntimes(t *testing.T) []*runtimeSpec {
 	installClaude(t)
-	return []*runtimeSpec{claudeStream, gemini, opencode}
+	needPi(t)
+	return []*runtimeSpec{claudeStream, gemini, opencode, piSpec}
 }
 
 // planOnly are the backends that declare plan alone (codex-app-server: its
@@ -37,6 +38,7 @@ var writeToolNames = []string{"Write", "write_file", "write"}
 var nativeTools = map[string][2]string{
 	"claude": {"Write", "Bash"}, "gemini": {"write_file", "run_shell_command"}, "opencode": {"write", "bash"},
 	"codex": {"", "shell"}, // Codex writes files through the shell or a patch tool
+	"pi":    {"write", "bash"},
 }
 
 // editThenCommand is a model that asks for a file write (edit.txt), then a
@@ -59,9 +61,9 @@ func editThenCommand(rt *runtimeSpec, work string) fakellm.Script {
 			if names[0] == "" {
 				return fakellm.Shell("echo edited > edit.txt")
 			}
-			path := "file_path"
-			if rt.name == "opencode" {
-				path = "filePath"
+			path := map[string]string{"opencode": "filePath", "pi": "path"}[rt.name]
+			if path == "" {
+				path = "file_path"
 			}
 			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_write", Name: names[0],
 				Args: map[string]any{path: filepath.Join(work, "edit.txt"), "content": "edited\n"}}}}
@@ -202,13 +204,18 @@ func TestLaunchContext(t *testing.T) {
 	}
 	for _, rt := range launchRuntimes(t) {
 		t.Run(rt.backend, func(t *testing.T) {
-			if rt == claudeStream {
+			// The tool list in each runtime's own names, and what the
+			// request then offers.
+			tools, offered := map[*runtimeSpec][2]string{
+				claudeStream: {"Read,Bash", "Bash,Read"}, piSpec: {"read,bash", "bash,read"},
+			}[rt]
+			if offered {
 				t.Run("system-prompt-and-tools", func(t *testing.T) {
 					const marker = "AVENOR-STANDING-INSTRUCTIONS-7f3a"
 					w := newWorld(t, rt, fakellm.Config{Script: func(*fakellm.Request) fakellm.Reply { return fakellm.Text("DONE") }})
 					sys := filepath.Join(w.root, "system.md")
 					w.writeFile(sys, "Always answer tersely. "+marker+"\n")
-					run := w.startAvenor("run", "--prompt", "Say done.", "--append-system-prompt", "@"+sys, "--allowed-tools", "Read,Bash")
+					run := w.startAvenor("run", "--prompt", "Say done.", "--append-system-prompt", "@"+sys, "--allowed-tools", tools[0])
 					res, evs, s := run.finish()
 					if res.code != 0 || s.status != "DONE" {
 						t.Fatalf("run: %v, sentinel %+v", res, s)
@@ -220,18 +227,21 @@ func TestLaunchContext(t *testing.T) {
 					if !strings.Contains(main[0].System, marker) {
 						t.Errorf("the appended system prompt is not in the request's system prompt (%d bytes)", len(main[0].System))
 					}
-					var tools []string
+					var got []string
 					for _, tool := range main[0].Tools {
-						tools = append(tools, tool.Name)
+						got = append(got, tool.Name)
 					}
-					slices.Sort(tools)
-					if !slices.Equal(tools, []string{"Bash", "Read"}) {
-						t.Errorf("the request offers tools %v; want exactly Bash, Read", tools)
+					slices.Sort(got)
+					if strings.Join(got, ",") != tools[1] {
+						t.Errorf("the request offers tools %v; want exactly %s", got, tools[1])
 					}
 					if start := only(evs, "session.start"); len(start) != 1 || start[0]["append_system_prompt_length"] == nil {
 						t.Errorf("session.start %v does not record the launch context", start)
 					}
 				})
+			}
+			if rt == piSpec {
+				return // pi has no MCP client: --mcp-config is refused before anything starts
 			}
 			t.Run("mcp-server", func(t *testing.T) {
 				w := newWorld(t, rt, fakellm.Config{})
