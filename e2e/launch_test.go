@@ -312,3 +312,53 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// TestLaunchRefusedPerBackend: each mode or field a real backend does not
+// declare is refused before its runtime starts: exit 1, a FAILED
+// sentinel, a message naming the backend and what it supports, nothing
+// left running.
+func TestLaunchRefusedPerBackend(t *testing.T) {
+	codex.bin = func() string { return codexBin(t) }
+	needPi(t)
+	mcp := func(w *world) string {
+		path := filepath.Join(w.root, "mcp.json")
+		w.writeFile(path, `{"mcpServers":{"s":{"command":"/bin/true"}}}`)
+		return path
+	}
+	for _, tc := range []struct {
+		rt   *runtimeSpec
+		args func(w *world) []string
+		msg  string
+	}{
+		{codex, func(*world) []string { return []string{"--permission-mode", "accept-edits"} },
+			`backend "codex-app-server" does not support permission mode "accept-edits"; supported modes: plan`},
+		{codex, func(w *world) []string { return []string{"--mcp-config", mcp(w)} },
+			`backend "codex-app-server" does not support --mcp-config`},
+		{gemini, func(*world) []string { return []string{"--append-system-prompt", "be brief"} },
+			`backend "gemini-acp" does not support --append-system-prompt`},
+		{gemini, func(*world) []string { return []string{"--allowed-tools", "read_file"} },
+			`backend "gemini-acp" does not support --allowed-tools`},
+		{opencode, func(*world) []string { return []string{"--allowed-tools", ""} },
+			`backend "opencode-acp" does not support --allowed-tools`},
+		{opencodeHTTP, func(*world) []string { return []string{"--permission-mode", "plan"} },
+			`backend "opencode-http" does not support --permission-mode (no mode is supported)`},
+		{piSpec, func(w *world) []string { return []string{"--mcp-config", mcp(w)} },
+			`backend "pi" does not support --mcp-config`},
+	} {
+		flag := tc.msg[strings.Index(tc.msg, "support ")+len("support "):]
+		t.Run(tc.rt.backend+"/"+strings.Fields(flag)[0], func(t *testing.T) {
+			w := newWorld(t, tc.rt, fakellm.Config{})
+			run := w.startAvenor("run", append([]string{"--prompt", "hi"}, tc.args(w)...)...)
+			res := run.p.wait()
+			if res.code != 1 || !strings.Contains(res.stderr, tc.msg) {
+				t.Errorf("want exit 1 and %q on stderr; got %v", tc.msg, res)
+			}
+			if s := readSentinel(t, run.sentinel); s.status != "FAILED" {
+				t.Errorf("sentinel %+v, want FAILED", s)
+			}
+			if n := len(w.llm.Requests()); n != 0 {
+				t.Errorf("the runtime reached the fake LLM %d times", n)
+			}
+		})
+	}
+}
