@@ -139,6 +139,33 @@ type NameValue struct {
 	Value string
 }
 
+// String prints s without its env and header values (they may be
+// credentials), so that a server logged or printed with %v never shows
+// them.
+func (s MCPServer) String() string {
+	var names []string
+	for _, nv := range s.Env {
+		names = append(names, "env "+nv.Name)
+	}
+	for _, nv := range s.Headers {
+		names = append(names, "header "+nv.Name)
+	}
+	where := s.Command
+	if s.URL != "" {
+		where = s.URL
+	}
+	return fmt.Sprintf("mcp server %q (%s %s; %s)", s.Name, s.Type, where, strings.Join(names, ", "))
+}
+
+// GoString is String, for %#v.
+func (s MCPServer) GoString() string { return s.String() }
+
+// String prints the name only: the value may be a credential.
+func (nv NameValue) String() string { return nv.Name + "=[redacted]" }
+
+// GoString is String, for %#v.
+func (nv NameValue) GoString() string { return nv.String() }
+
 // Redacted is s with every env and header value replaced, to print or log.
 func (s MCPServer) Redacted() MCPServer {
 	r := s

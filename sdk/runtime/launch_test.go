@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,11 @@ func TestModeAllows(t *testing.T) {
 
 func TestMCPServerRedacted(t *testing.T) {
 	s := MCPServer{Name: "s", Env: []NameValue{{Name: "TOKEN", Value: "secret"}}, Headers: []NameValue{{Name: "Authorization", Value: "Bearer secret"}}}
+	for _, printed := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v", []MCPServer{s}, s.Env), fmt.Sprintf("%v", LaunchContext{MCPServers: []MCPServer{s}}), fmt.Sprintf("%#v", s)} {
+		if strings.Contains(printed, "secret") {
+			t.Errorf("printed with its credentials: %s", printed)
+		}
+	}
 	r := s.Redacted()
 	if strings.Contains(r.Env[0].Value+r.Headers[0].Value, "secret") || s.Env[0].Value != "secret" {
 		t.Fatalf("redacted %+v from %+v", r, s)
