@@ -19,7 +19,7 @@ import (
 func launchRuntimes(t *testing.T) []*runtimeSpec {
 	installClaude(t)
 	needPi(t)
-	return []*runtimeSpec{claudeStream, gemini, opencode, piSpec}
+	return []*runtimeSpec{claudeStream, gemini, opencode, opencodeHTTP, piSpec}
 }
 
 // planOnly are the backends that declare plan alone (codex-app-server: its
@@ -340,8 +340,8 @@ func TestLaunchRefusedPerBackend(t *testing.T) {
 			`backend "gemini-acp" does not support --allowed-tools`},
 		{opencode, func(*world) []string { return []string{"--allowed-tools", ""} },
 			`backend "opencode-acp" does not support --allowed-tools`},
-		{opencodeHTTP, func(*world) []string { return []string{"--permission-mode", "plan"} },
-			`backend "opencode-http" does not support --permission-mode (no mode is supported)`},
+		{opencodeHTTP, func(*world) []string { return []string{"--append-system-prompt", "be brief"} },
+			`backend "opencode-http" does not support --append-system-prompt`},
 		{piSpec, func(w *world) []string { return []string{"--mcp-config", mcp(w)} },
 			`backend "pi" does not support --mcp-config`},
 	} {

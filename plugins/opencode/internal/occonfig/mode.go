@@ -46,3 +46,31 @@ func WithPermissionMode(content string, mode runtime.PermissionMode, agent strin
 	out, err := json.Marshal(cfg)
 	return string(out), err
 }
+
+// WithMCPServers is the inline config with servers as OpenCode's mcp
+// entries: a stdio server is {"type":"local","command":[cmd, args...],
+// "environment":{...}}, an http or sse one {"type":"remote","url",
+// "headers"}. The values go to the server's environment only, never argv.
+func WithMCPServers(content string, servers []runtime.MCPServer) (string, error) {
+	cfg := map[string]any{}
+	if strings.TrimSpace(content) != "" {
+		parsed, err := parse([]byte(content))
+		if err != nil {
+			return "", fmt.Errorf("OPENCODE_CONFIG_CONTENT: %w", err)
+		}
+		cfg = parsed
+	}
+	mcp := map[string]any{}
+	for _, s := range servers {
+		switch s.Type {
+		case runtime.MCPHTTP, runtime.MCPSSE:
+			mcp[s.Name] = map[string]any{"type": "remote", "url": s.URL, "headers": s.HeaderMap(), "enabled": true}
+		default:
+			mcp[s.Name] = map[string]any{"type": "local", "command": append([]string{s.Command}, s.Args...),
+				"environment": s.EnvMap(), "enabled": true}
+		}
+	}
+	Merge(cfg, map[string]any{"mcp": mcp})
+	out, err := json.Marshal(cfg)
+	return string(out), err
+}
