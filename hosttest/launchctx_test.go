@@ -156,3 +156,30 @@ func equalJSON(got any, want map[string]any) bool {
 	}
 	return true
 }
+
+// TestPermissionModeInEveryPhase: a team run's members run under the run's
+// permission mode: plan rejects a member's edit even with --auto-approve.
+func TestPermissionModeInEveryPhase(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	cfg := w.writeConfig("team.json", map[string]any{"team": []phase{
+		{"name": "a", "prompt": "permission tool=Write"}, {"name": "b", "prompt": "permission tool=Bash"}}})
+	run := w.workflow("deadbeefcafe10aa", "--team-file", cfg, "--permission-mode", "plan", "--auto-approve")
+	if run.res.code != 0 {
+		t.Fatalf("run: %v", run.res)
+	}
+	resps := only(run.evs, "permission.response")
+	if len(resps) != 2 {
+		t.Fatalf("%d permission.response events, want 2: %v", len(resps), names(run.evs))
+	}
+	for _, r := range resps {
+		if r.str("source") != "mode" || r.str("kind") != "reject" {
+			t.Errorf("a member's request was decided %v; want rejected by the mode", r)
+		}
+	}
+	for _, s := range only(run.evs, "session.start") {
+		if s.str("permission_mode") != "plan" {
+			t.Errorf("a member's session.start %v lacks permission_mode plan", s)
+		}
+	}
+}
