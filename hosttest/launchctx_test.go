@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -181,5 +182,37 @@ func TestPermissionModeInEveryPhase(t *testing.T) {
 		if s.str("permission_mode") != "plan" {
 			t.Errorf("a member's session.start %v lacks permission_mode plan", s)
 		}
+	}
+}
+
+// TestBackendsJSONListsLaunchCapabilities: `avenor backends --json` says
+// per backend which permission modes and launch-context fields it honours.
+func TestBackendsJSONListsLaunchCapabilities(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	res := w.run("backends", "--json")
+	if res.code != 0 {
+		t.Fatalf("%v", res)
+	}
+	var rows []struct {
+		Backend      string            `json:"backend"`
+		Capabilities map[string]string `json:"capabilities"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
+		t.Fatalf("backends --json: %v\n%s", err, res.stdout)
+	}
+	want := map[string]string{"echo": "unsupported", "scripted": "supported"}
+	for _, r := range rows {
+		if w, ok := want[r.Backend]; ok {
+			for _, c := range []string{"permission_mode_plan", "append_system_prompt", "allowed_tools", "mcp_servers"} {
+				if r.Capabilities[c] != w {
+					t.Errorf("%s: capability %s = %q, want %q", r.Backend, c, r.Capabilities[c], w)
+				}
+			}
+			delete(want, r.Backend)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("backends --json lists none of %v", want)
 	}
 }
