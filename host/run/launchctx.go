@@ -246,3 +246,19 @@ func resolveValues(what string, m map[string]string, getenv func(string) string)
 	}
 	return out, nil
 }
+
+// launchKeys are the config keys of the permission mode and launch context.
+var launchKeys = []string{"permission_mode", "append_system_prompt", "allowed_tools", "mcp_config"}
+
+// RefuseLaunchSettings refuses, for a front door that does not pass them
+// on yet (what names it, e.g. "avenor stable"), a permission mode or
+// launch-context key set at any layer: ignored, the session would run
+// broader than the config asks.
+func (r *Resolved) RefuseLaunchSettings(what string) error {
+	for _, k := range launchKeys {
+		if layer, ok := r.Provenance[k]; ok && layer != config.LayerDefault {
+			return fmt.Errorf("%s does not apply %s yet (set by the %s layer); it applies to avenor run: unset it here", what, k, layer)
+		}
+	}
+	return nil
+}

@@ -204,6 +204,9 @@ func resolver(env hostrun.Env) Resolver {
 		if err != nil {
 			return Backend{}, err
 		}
+		if err := res.RefuseLaunchSettings("avenor stable"); err != nil {
+			return Backend{}, err
+		}
 		b, err := res.Backend(res.Settings.Backend)
 		if err != nil {
 			return Backend{}, err
