@@ -34,6 +34,16 @@ type Settings struct {
 	PermissionClaimTimeout time.Duration `koanf:"permission_claim_timeout"`
 	// AutoApprove approves ordinary permission requests; default false.
 	AutoApprove bool `koanf:"auto_approve"`
+	// PermissionMode is what turns may do without asking; "" (the default)
+	// keeps the runtime's own behaviour. The caller validates it.
+	PermissionMode string `koanf:"permission_mode"`
+	// AppendSystemPrompt is TEXT or @FILE; "" for none.
+	AppendSystemPrompt string `koanf:"append_system_prompt"`
+	// AllowedTools is a comma-separated tool list; whether it was set at
+	// all (an empty list allows no tool) is the Provenance's to say.
+	AllowedTools string `koanf:"allowed_tools"`
+	// MCPConfig is the path of an MCP server definitions file; "" for none.
+	MCPConfig string `koanf:"mcp_config"`
 	// ServerURL is an external runtime server; "" for none. AVENOR_OPENCODE_URL
 	// is not read here: it applies to opencode-http only, which the caller knows.
 	ServerURL string `koanf:"server_url"`

@@ -58,9 +58,9 @@ type EventType struct {
 var HostEventTypes = []EventType{
 	{
 		Name:     TypeSessionStart,
-		Doc:      "A session opened: the first event of every attempt. Plugins may add backend-specific fields (claude: dangerously_load; claude-channel: broker_url).",
+		Doc:      "A session opened: the first event of every attempt. Plugins may add backend-specific fields (claude: dangerously_load; claude-channel: broker_url). With --permission-mode, permission_mode and permission_allows {edits, commands: allow|ask|deny}; with the launch context, append_system_prompt_length (bytes), allowed_tools and mcp_servers (names only).",
 		Fields:   []string{"backend", "dir", "plugin", "plugin_version", "protocol_version"},
-		Optional: []string{"dangerously_load", "broker_url"},
+		Optional: []string{"dangerously_load", "broker_url", "permission_mode", "permission_allows", "append_system_prompt_length", "allowed_tools", "mcp_servers"},
 	},
 	{
 		Name:     TypeSessionEnd,
@@ -114,9 +114,9 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypePermissionResponse,
-		Doc:      "A permission request was decided; source is avenor (auto-approve, --on-permission deny or fail), control, board (answered on avenor board), file, or tty (answered at the run's terminal). outcome is set (cancelled) when the answer cancelled the run.",
+		Doc:      "A permission request was decided; source is avenor (auto-approve, --on-permission deny or fail), control, board (answered on avenor board), file, or tty (answered at the run's terminal), or mode (the run's --permission-mode decided, before every other resolver; permission_mode names it). outcome is set (cancelled) when the answer cancelled the run.",
 		Fields:   []string{"request_id", "option_id", "kind", "source"},
-		Optional: []string{"outcome"},
+		Optional: []string{"outcome", "permission_mode"},
 	},
 	{
 		Name:   TypeSubscriberLagged,

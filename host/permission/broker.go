@@ -54,10 +54,15 @@ type Options struct {
 	// is the decision, with source "tty". Ask must return once ctx is done;
 	// an error leaves the request waiting as without Ask. Default nil.
 	Ask func(ctx context.Context, req sdk.PermissionRequest) (Answer, error)
+	// Mode is the run's permission mode; it decides, before every other
+	// resolver, what it allows or denies (modeDecision). Default "": no
+	// mode, the precedence exactly as without one.
+	Mode sdk.PermissionMode
 }
 
 // Broker resolves the permission requests of one runtime's sessions in the
-// precedence of docs/permission-handler.md#precedence: auto-approve → the control plane (when it
+// precedence of docs/permission-handler.md#precedence: the permission mode →
+// auto-approve → the control plane (when it
 // takes the request) → the file handler → none (where Options.Ask, a
 // person at the terminal, may answer). It is safe for concurrent
 // use.
@@ -229,6 +234,9 @@ func (s *Session) Record(ctx context.Context, req sdk.PermissionRequest, emit fu
 		emit(RequestEvent(req, ResolverNone))
 		emit(errorEvent(ErrMissingRequestID.Error()))
 		return waitForCtx
+	}
+	if d, ok := s.byMode(req, emit); ok {
+		return func(context.Context) (sdk.PermissionDecision, error) { return d, nil }
 	}
 	if b.opts.AutoApprove && !req.RequiresUserInput {
 		if opt, ok := preferredAllow(req.Options); ok {

@@ -68,7 +68,9 @@ func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
 			b, _ := c.Backend(info.Name)
 			r := b.Check(lctx, sdk.CheckRequest{Backend: info.Name})
 			caps := map[sdk.Capability]sdk.Support{}
-			for _, name := range sdk.CapabilityNames {
+			// The matrix rows, then the launch matrix's: which permission
+			// modes and launch-context fields the backend honours.
+			for _, name := range append(append([]sdk.Capability{}, sdk.CapabilityNames...), sdk.LaunchCapabilityNames...) {
 				caps[name] = info.Capability(name)
 			}
 			rows = append(rows, BackendRow{

@@ -112,6 +112,11 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	launch, err := LaunchSettings(settings, res.Provenance, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	perms.Mode = launch.Mode
 	permBase := "" // cleaned with the sentinel (docs/run.md#lifecycle step 3)
 	if req.SentinelFile != "" {
 		permBase = perms.FileBase
@@ -125,7 +130,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Resume: req.Resume, ServerURL: settings.ServerURL, RunID: req.RunID, Label: settings.Label,
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, SentinelPath: req.SentinelFile, PermBase: permBase,
-		Logger: res.logger, Stderr: req.Stderr,
+		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
 	}
 	backend.Apply(&o)
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil

@@ -53,6 +53,9 @@ func SpawnResolver(env Env) Resolver {
 		if err != nil {
 			return SpawnBackend{}, err
 		}
+		if err := res.RefuseLaunchSettings("avenor stable"); err != nil {
+			return SpawnBackend{}, err
+		}
 		b, err := res.Backend(res.Settings.Backend)
 		if err != nil {
 			return SpawnBackend{}, err

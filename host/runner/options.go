@@ -27,6 +27,10 @@ type Options struct {
 	Prompt string
 
 	Model, Agent, Thinking string
+	// PermissionMode and LaunchContext go to the plugin in Open (sdk.OpenRequest)
+	// after CheckLaunch; zero values ask for nothing, exactly as before.
+	PermissionMode sdk.PermissionMode
+	LaunchContext  sdk.LaunchContext
 	// Resume is the session id to resume on the first attempt; retries
 	// resume the previous attempt's session.
 	Resume    string

@@ -45,7 +45,7 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 	if info.Capability(sdk.CapPrewarm) != sdk.Supported {
 		return fail(nil, fmt.Errorf("backend %s: %w", o.Backend, ErrNoPrewarm))
 	}
-	if err := CheckThinking(info, o.Thinking); err != nil {
+	if err := checkOpen(info, o); err != nil {
 		return fail(nil, err)
 	}
 	h := newSessionHost(nil, o.Logger, nil)
@@ -53,6 +53,7 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 		Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 		ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 		StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
+		PermissionMode: o.PermissionMode, Launch: o.LaunchContext,
 	}, h)
 	if err != nil {
 		return fail(h, fmt.Errorf("backend %s: open session: %w", o.Backend, err))

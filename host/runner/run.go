@@ -503,7 +503,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	} else {
 		h.onProcess = onProcess
 		info := l.Backend.Info()
-		if err := CheckThinking(info, o.Thinking); err != nil {
+		if err := checkOpen(info, *o); err != nil {
 			r.fail(nil, "validation", err.Error())
 			res := r.endEarly(nil, sdk.StopError, resume, true)
 			res.refused = true
@@ -516,6 +516,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 			StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
+			PermissionMode: o.PermissionMode, Launch: o.LaunchContext,
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -547,6 +548,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	if o.Model != "" {
 		start["model"] = o.Model
 	}
+	addLaunchFields(start, o.PermissionMode, o.LaunchContext)
 	if o.Observer != nil {
 		o.Observer.Opened(sessID)
 	}

@@ -33,6 +33,7 @@ func Sections(root string, ps []Plugin) ([]Section, error) {
 	}
 	return []Section{
 		{Page: "backends.md", Name: "capability-matrix", Body: CapabilityMatrix(ps)},
+		{Page: "backends.md", Name: "launch-matrix", Body: LaunchMatrix(ps)},
 		{Page: "configuration.md", Name: "config-keys", Body: ConfigKeys()},
 		{Page: "configuration.md", Name: "bounds", Body: bounds},
 		{Page: "events.md", Name: "host-events", Body: HostEvents()},
@@ -142,6 +143,36 @@ func CapabilityMatrix(ps []Plugin) string {
 	return b.String()
 }
 
+// LaunchMatrix is the permission modes and launch-context fields each
+// backend honours natively, as each plugin's Describe says: one row per
+// backend, one column per mode and field; a "—" is refused before anything
+// starts.
+func LaunchMatrix(ps []Plugin) string {
+	var b strings.Builder
+	b.WriteString("| backend |")
+	for _, c := range sdk.LaunchCapabilityNames {
+		b.WriteString(" " + c.String() + " |")
+	}
+	b.WriteString("\n|---|")
+	for range sdk.LaunchCapabilityNames {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	var infos []sdk.BackendInfo
+	for _, p := range ps {
+		infos = append(infos, p.Backends...)
+	}
+	sort.SliceStable(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	for _, bi := range infos {
+		fmt.Fprintf(&b, "| `%s` |", bi.Name)
+		for _, c := range sdk.LaunchCapabilityNames {
+			b.WriteString(" " + levelMark[bi.Capability(c)] + " |")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // ConfigKeys is the key table of host/config.Keys().
 func ConfigKeys() string {
 	var b strings.Builder
@@ -218,7 +249,7 @@ func SectionBody(page, name string) (string, bool) {
 }
 
 // PluginSections names the sections whose rows come from the built plugins.
-var PluginSections = map[string]bool{"capability-matrix": true, "plugin-events": true}
+var PluginSections = map[string]bool{"capability-matrix": true, "launch-matrix": true, "plugin-events": true}
 
 // Anchor is the GitHub heading anchor of a heading that is just `name` in
 // code: lower case, dots and other punctuation dropped.

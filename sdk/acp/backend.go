@@ -74,10 +74,16 @@ func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtim
 	if strings.TrimSpace(req.Dir) == "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", b.spec.Info.Name)
 	}
+	// What the backend does not declare is refused, never ignored: a
+	// Configure maps the modes and fields it declares.
+	if err := runtime.CheckLaunch(b.spec.Info, req.PermissionMode, req.Launch); err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
 	cfg := Config{
 		Backend: b.spec.Info.Name, Binary: b.binary(req.Options, req.Env), Dir: req.Dir,
 		Env: agentproc.Environ(req.Env, b.spec.EnvDefaults), InstallHint: b.spec.InstallHint,
 		ResumeSessionID: req.ResumeSessionID, Model: req.Model, Mode: req.Agent,
+		MCPServers: req.Launch.MCPServers,
 	}
 	var cleanup func()
 	if b.spec.Configure != nil {

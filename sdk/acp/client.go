@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // ProtocolVersion is the ACP major version avenor speaks.
@@ -47,7 +49,14 @@ type InitializeResult struct {
 // AgentCapabilities is the part of agentCapabilities avenor acts on.
 type AgentCapabilities struct {
 	LoadSession         bool                `json:"loadSession"`
+	MCPCapabilities     MCPCapabilities     `json:"mcpCapabilities"`
 	SessionCapabilities SessionCapabilities `json:"sessionCapabilities"`
+}
+
+// MCPCapabilities say which MCP transports besides stdio the agent takes.
+type MCPCapabilities struct {
+	HTTP bool `json:"http"`
+	SSE  bool `json:"sse"`
 }
 
 // SessionCapabilities are objects: {} means supported, absent or null not.
@@ -211,7 +220,53 @@ type setModelParams struct {
 }
 
 // Client makes the ACP calls over a Conn.
-type Client struct{ conn *Conn }
+type Client struct {
+	conn *Conn
+	// mcp is session/new's (and load's, resume's) mcpServers, never nil.
+	mcp []any
+}
+
+// SetMCPServers gives session/new, session/load and session/resume the
+// MCP servers of the session's launch context, in ACP's shape: stdio
+// {name, command, args, env:[{name,value}]}, http and sse {type, name,
+// url, headers:[{name,value}]}. They travel on the agent's stdin only.
+func (c *Client) SetMCPServers(servers []runtime.MCPServer) {
+	c.mcp = MCPServersParam(servers)
+}
+
+// MCPServersParam is servers as ACP's mcpServers; an empty list, never
+// null, when there are none.
+func MCPServersParam(servers []runtime.MCPServer) []any {
+	out := make([]any, 0, len(servers))
+	for _, s := range servers {
+		switch s.Type {
+		case runtime.MCPHTTP, runtime.MCPSSE:
+			out = append(out, map[string]any{"type": s.Type, "name": s.Name, "url": s.URL, "headers": nameValuesParam(s.Headers)})
+		default:
+			args := s.Args
+			if args == nil {
+				args = []string{}
+			}
+			out = append(out, map[string]any{"name": s.Name, "command": s.Command, "args": args, "env": nameValuesParam(s.Env)})
+		}
+	}
+	return out
+}
+
+func nameValuesParam(in []runtime.NameValue) []any {
+	out := make([]any, 0, len(in))
+	for _, nv := range in {
+		out = append(out, map[string]any{"name": nv.Name, "value": nv.Value})
+	}
+	return out
+}
+
+func (c *Client) mcpServers() []any {
+	if c.mcp == nil {
+		return []any{}
+	}
+	return c.mcp
+}
 
 // NewClient wraps conn.
 func NewClient(conn *Conn) *Client { return &Client{conn: conn} }
@@ -233,7 +288,7 @@ func (c *Client) Authenticate(ctx context.Context, methodID string) error {
 // NewSession calls session/new in cwd.
 func (c *Client) NewSession(ctx context.Context, cwd string) (SessionSetup, error) {
 	var out SessionSetup
-	err := c.conn.Call(ctx, "session/new", sessionParams{Cwd: cwd, MCPServers: []any{}}, &out)
+	err := c.conn.Call(ctx, "session/new", sessionParams{Cwd: cwd, MCPServers: c.mcpServers()}, &out)
 	if err == nil && out.SessionID == "" {
 		err = fmt.Errorf("acp: session/new answered without a sessionId")
 	}
@@ -253,7 +308,7 @@ func (c *Client) ResumeSession(ctx context.Context, id, cwd string) (SessionSetu
 
 func (c *Client) reopen(ctx context.Context, method, id, cwd string) (SessionSetup, error) {
 	var out *SessionSetup // the answer may be null
-	if err := c.conn.Call(ctx, method, sessionParams{SessionID: id, Cwd: cwd, MCPServers: []any{}}, &out); err != nil {
+	if err := c.conn.Call(ctx, method, sessionParams{SessionID: id, Cwd: cwd, MCPServers: c.mcpServers()}, &out); err != nil {
 		return SessionSetup{}, err
 	}
 	if out == nil {

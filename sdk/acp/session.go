@@ -62,6 +62,11 @@ type Config struct {
 	// (docs/backends.md#gemini-acp-plugin-gemini) instead of failing Open.
 	WarnUnsupported bool
 
+	// MCPServers are given to the agent in session/new (or load, resume):
+	// the launch context's. An http or sse server the agent does not
+	// advertise (mcpCapabilities) fails Open as the user's to fix.
+	MCPServers []runtime.MCPServer
+
 	// Extensions serve agent→client methods beyond ACP — requests and
 	// notifications alike, such as Cursor's cursor/ask_question — by
 	// method name. They run in stream order, like every handler.
@@ -190,6 +195,7 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	procsession.Record(host, s.Process())
 	s.conn = NewConn(ProcessLines(proc.Lines()), proc.Stdin(), s, ConnOptions{Logger: log, OnFrameError: s.frameError})
 	s.client = NewClient(s.conn)
+	s.client.SetMCPServers(cfg.MCPServers)
 
 	start := time.Now()
 	if err := s.handshake(ctx); err != nil {
@@ -219,6 +225,9 @@ func (s *Session) handshake(ctx context.Context) error {
 		}
 	}
 
+	if err := s.checkMCPTransports(); err != nil {
+		return err
+	}
 	sctx, cancel := context.WithTimeout(ctx, cfg.SessionTimeout)
 	defer cancel()
 	var setup SessionSetup
@@ -252,6 +261,19 @@ func (s *Session) handshake(ctx context.Context) error {
 		return err
 	}
 	return s.applyModel(sctx)
+}
+
+// checkMCPTransports refuses an http or sse MCP server the agent does not
+// take: sent anyway, it would be dropped or fail later, unseen.
+func (s *Session) checkMCPTransports() error {
+	caps := s.init.AgentCapabilities.MCPCapabilities
+	for _, m := range s.cfg.MCPServers {
+		if (m.Type == runtime.MCPHTTP && !caps.HTTP) || (m.Type == runtime.MCPSSE && !caps.SSE) {
+			return runtime.Errorf(runtime.FaultUser, "%s: %s does not take %s MCP servers (server %q); give it a stdio server",
+				s.cfg.Backend, s.agentName(), m.Type, m.Name).WithCode(runtime.CodeUnsupported)
+		}
+	}
+	return nil
 }
 
 func hint(h string) string {

@@ -122,6 +122,12 @@ func replayConfig(t *testing.T, transcript string) Config {
 	}
 }
 
+// transcriptMCPServers are a launch context's MCP servers: stdio, http.
+var transcriptMCPServers = []runtime.MCPServer{
+	{Name: "files", Type: runtime.MCPStdio, Command: "/bin/files", Args: []string{"-v"}, Env: []runtime.NameValue{{Name: "TOKEN", Value: "s3cret"}}},
+	{Name: "web", Type: runtime.MCPHTTP, URL: "https://mcp.example/x", Headers: []runtime.NameValue{{Name: "Authorization", Value: "Bearer t"}}},
+}
+
 type transcriptCase struct {
 	name   string
 	config func(*Config)
@@ -146,6 +152,9 @@ func TestTranscripts(t *testing.T) {
 				c.ResumeSessionID, c.Mode, c.Model = "5ee9e7df-4b9e-4c51-9f4e-2f1d0c3b7a11", "plan", "gemini-2.5-pro"
 			}},
 		{name: "cursor_auth", decide: choose("allow-always"), config: func(c *Config) { c.AuthMethod, c.Model = "cursor_login", "gpt-5" }},
+		{name: "mcp_servers", config: func(c *Config) { c.MCPServers = transcriptMCPServers }},
+		{name: "mcp_http_refused", openErr: `does not take http MCP servers (server "web")`, fault: runtime.FaultUser,
+			config: func(c *Config) { c.MCPServers = transcriptMCPServers[1:] }},
 		{name: "cancel", cancelOn: runtime.EventMessageChunk},
 		{name: "cancel_permission", decide: waitForCtx, cancelOn: "(permission request)"},
 		{name: "cancel_ignored", cancelOn: runtime.EventMessageChunk},

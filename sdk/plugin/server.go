@@ -202,6 +202,13 @@ func (s *server) session(stream grpc.ServerStream) error {
 		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultPlugin, "open: %v", err)))
 		return ss.out.flush()
 	}
+	// A mode or launch-context field the backend does not declare is
+	// refused here, for every backend alike, so that none runs broader
+	// than asked because its Open ignored a field.
+	if err := runtime.CheckLaunch(b.Info(), req.PermissionMode, req.Launch); err != nil {
+		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)))
+		return ss.out.flush()
+	}
 	// A backend may keep Open's context for the session's life (its
 	// runtime's process, its turns): it ends with the session, not with
 	// this stream, which a lingering session outlives. Only while Open

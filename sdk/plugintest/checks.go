@@ -172,6 +172,9 @@ func (c *bcase) describeChecks(k sink) {
 
 // sessionChecks: open, prompt, events, cancel, close.
 func (c *bcase) sessionChecks(k sink) {
+	c.check(k, "refuses_undeclared_launch_context", func(x *run) error {
+		return x.refusesUndeclared()
+	})
 	c.check(k, "open_gives_a_session_id", func(x *run) error {
 		sess, err := x.mustOpen(newRecorder(c.s.h.Logger, nil), "")
 		if err != nil {
@@ -738,4 +741,42 @@ func (x *run) afterDeath(resume bool) error {
 		return fmt.Errorf("resuming session %s after a death gave session %q", id, again.ID())
 	}
 	return x.endTurn(again, text, "a turn in the resumed session")
+}
+
+// undeclaredOffers are a request for each permission mode and
+// launch-context field, by the capability that declares it.
+var undeclaredOffers = map[runtime.Capability]func(*runtime.OpenRequest){
+	runtime.CapAppendSystemPrompt: func(r *runtime.OpenRequest) { r.Launch.AppendSystemPrompt = "plugintest" },
+	runtime.CapAllowedTools:       func(r *runtime.OpenRequest) { r.Launch.AllowedTools = []string{} },
+	runtime.CapMCPServers: func(r *runtime.OpenRequest) {
+		r.Launch.MCPServers = []runtime.MCPServer{{Name: "plugintest", Type: runtime.MCPStdio, Command: "/bin/false"}}
+	},
+}
+
+// refusesUndeclared opens a session with each permission mode and
+// launch-context field the backend does not declare: every one must be
+// refused, as the user's fault, so that no session runs broader than asked.
+func (x *run) refusesUndeclared() error {
+	offers := map[runtime.Capability]func(*runtime.OpenRequest){}
+	for c, f := range undeclaredOffers {
+		offers[c] = f
+	}
+	for _, m := range runtime.PermissionModes {
+		offers[runtime.ModeCapability(m)] = func(r *runtime.OpenRequest) { r.PermissionMode = m }
+	}
+	for _, capName := range runtime.LaunchCapabilityNames {
+		if x.c.info.Capability(capName) != runtime.Unsupported {
+			continue
+		}
+		x.offer = offers[capName]
+		sess, err := x.open(nil, newRecorder(x.c.s.h.Logger, nil), "", "")
+		x.offer = nil
+		if err == nil && sess != nil {
+			return fmt.Errorf("Open accepted %s, which the backend does not declare; refuse it (runtime.CheckLaunch) so the session never runs broader than asked", capName)
+		}
+		if runtime.FaultOf(err) != runtime.FaultUser {
+			return fmt.Errorf("Open refused %s as a %s fault (%v); it is the user's: say which modes and fields the backend supports", capName, runtime.FaultOf(err), err)
+		}
+	}
+	return nil // a backend that declares them all has nothing to refuse
 }

@@ -111,6 +111,9 @@ type run struct {
 	sessions []runtime.Session
 	clients  []*plugin.Client
 	turns    []*turnRun
+	// offer, when set, changes the next Open's request (a permission mode
+	// or launch-context field to offer).
+	offer func(*runtime.OpenRequest)
 }
 
 func (x *run) cleanup() {
@@ -158,6 +161,9 @@ func (x *run) open(b runtime.Backend, rec *recorder, stateDir, resume string) (r
 	}
 	req := runtime.OpenRequest{Backend: x.c.info.Name, Dir: dir, StateDir: stateDir, RunID: "plugintest", ResumeSessionID: resume}
 	x.c.s.h.Open(&req)
+	if x.offer != nil {
+		x.offer(&req)
+	}
 	ctx, cancel := context.WithTimeout(x.e.ctx, x.c.s.h.TurnTimeout)
 	defer cancel()
 	sess, err := b.Open(ctx, req, rec)

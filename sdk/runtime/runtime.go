@@ -115,6 +115,15 @@ type OpenRequest struct {
 	Options         map[string]any    // [backends.<name>].options
 	StateDir        string            // plugin state directory kept across processes
 	RunID           string
+	// PermissionMode is what the session's turns may do without asking;
+	// empty: the runtime's own behaviour, exactly as without a mode. A
+	// backend refuses (FaultUser, CodeUnsupported) a mode it does not
+	// declare (ModeCapability).
+	PermissionMode PermissionMode
+	// Launch is the session's standing instructions, tool list and MCP
+	// servers; zero asks for nothing. A backend refuses a field it does
+	// not declare (CheckLaunch).
+	Launch LaunchContext
 }
 
 // Turn is one prompt.

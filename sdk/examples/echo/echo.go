@@ -55,7 +55,13 @@ func (backend) Check(context.Context, runtime.CheckRequest) runtime.Readiness {
 	return runtime.Readiness{Ready: true, Message: "echo needs no runtime binary"}
 }
 
-func (backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
+	// A permission mode or launch-context field the backend does not
+	// declare is refused, never ignored: the session must not run broader
+	// than asked. (plugin.Serve refuses them too, before Open.)
+	if err := runtime.CheckLaunch(b.Info(), req.PermissionMode, req.Launch); err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
 	st := sessionstate.Store[int]{Dir: req.StateDir, Name: Name + "-sessions"}
 	id := req.ResumeSessionID
 	var err error

@@ -608,7 +608,15 @@ type Open struct {
 	// The user chose dir explicitly (--dir, a spawn's dir); false when it is
 	// the working directory by default. Runtimes that serve several
 	// directories (opencode-http) pin the directory only when it is explicit.
-	DirExplicit   bool `protobuf:"varint,12,opt,name=dir_explicit,json=dirExplicit,proto3" json:"dir_explicit,omitempty"`
+	DirExplicit bool `protobuf:"varint,12,opt,name=dir_explicit,json=dirExplicit,proto3" json:"dir_explicit,omitempty"`
+	// What the session's turns may do without asking: "default",
+	// "accept-edits", "plan" or "full-access"; empty keeps the runtime's own
+	// behaviour. A plugin refuses a mode its backend does not declare
+	// (capability "permission_mode_<mode>").
+	PermissionMode string `protobuf:"bytes,13,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
+	// Standing instructions, tool list and MCP servers; absent asks for
+	// nothing. A plugin refuses a field its backend does not declare.
+	Launch        *LaunchContext `protobuf:"bytes,14,opt,name=launch,proto3" json:"launch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -727,6 +735,275 @@ func (x *Open) GetDirExplicit() bool {
 	return false
 }
 
+func (x *Open) GetPermissionMode() string {
+	if x != nil {
+		return x.PermissionMode
+	}
+	return ""
+}
+
+func (x *Open) GetLaunch() *LaunchContext {
+	if x != nil {
+		return x.Launch
+	}
+	return nil
+}
+
+type LaunchContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Appended to the runtime's system prompt.
+	AppendSystemPrompt string `protobuf:"bytes,1,opt,name=append_system_prompt,json=appendSystemPrompt,proto3" json:"append_system_prompt,omitempty"`
+	// Present: the exact tool list, in the runtime's own names (empty: no
+	// tool); absent: the runtime's defaults.
+	AllowedTools  *ToolList    `protobuf:"bytes,2,opt,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
+	McpServers    []*McpServer `protobuf:"bytes,3,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LaunchContext) Reset() {
+	*x = LaunchContext{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LaunchContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LaunchContext) ProtoMessage() {}
+
+func (x *LaunchContext) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LaunchContext.ProtoReflect.Descriptor instead.
+func (*LaunchContext) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LaunchContext) GetAppendSystemPrompt() string {
+	if x != nil {
+		return x.AppendSystemPrompt
+	}
+	return ""
+}
+
+func (x *LaunchContext) GetAllowedTools() *ToolList {
+	if x != nil {
+		return x.AllowedTools
+	}
+	return nil
+}
+
+func (x *LaunchContext) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+type ToolList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tools         []string               `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolList) Reset() {
+	*x = ToolList{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolList) ProtoMessage() {}
+
+func (x *ToolList) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolList.ProtoReflect.Descriptor instead.
+func (*ToolList) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ToolList) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// McpServer is an MCP server definition: stdio command/args/env or an
+// HTTP/SSE url/headers. Env and header values may be credentials: a plugin
+// never puts them in argv or events.
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "stdio", "http" or "sse".
+	Type          string       `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Command       string       `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	Args          []string     `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Env           []*NameValue `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty"`
+	Url           string       `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	Headers       []*NameValue `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *McpServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServer) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *McpServer) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServer) GetEnv() []*NameValue {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServer) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServer) GetHeaders() []*NameValue {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+type NameValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NameValue) Reset() {
+	*x = NameValue{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NameValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NameValue) ProtoMessage() {}
+
+func (x *NameValue) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NameValue.ProtoReflect.Descriptor instead.
+func (*NameValue) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *NameValue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NameValue) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 type Prompt struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TurnId        string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
@@ -737,7 +1014,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +1026,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[8]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +1039,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{8}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Prompt) GetTurnId() string {
@@ -788,7 +1065,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +1077,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[9]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +1090,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{9}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Cancel) GetTurnId() string {
@@ -839,7 +1116,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +1128,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[10]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +1141,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{10}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PermissionDecision) GetRequestId() string {
@@ -910,7 +1187,7 @@ type Close struct {
 
 func (x *Close) Reset() {
 	*x = Close{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1199,7 @@ func (x *Close) String() string {
 func (*Close) ProtoMessage() {}
 
 func (x *Close) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[11]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1212,7 @@ func (x *Close) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Close.ProtoReflect.Descriptor instead.
 func (*Close) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{11}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 type PluginMessage struct {
@@ -955,7 +1232,7 @@ type PluginMessage struct {
 
 func (x *PluginMessage) Reset() {
 	*x = PluginMessage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1244,7 @@ func (x *PluginMessage) String() string {
 func (*PluginMessage) ProtoMessage() {}
 
 func (x *PluginMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[12]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1257,7 @@ func (x *PluginMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginMessage.ProtoReflect.Descriptor instead.
 func (*PluginMessage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{12}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PluginMessage) GetMsg() isPluginMessage_Msg {
@@ -1110,7 +1387,7 @@ type Opened struct {
 
 func (x *Opened) Reset() {
 	*x = Opened{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1399,7 @@ func (x *Opened) String() string {
 func (*Opened) ProtoMessage() {}
 
 func (x *Opened) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1412,7 @@ func (x *Opened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Opened.ProtoReflect.Descriptor instead.
 func (*Opened) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Opened) GetSessionId() string {
@@ -1216,7 +1493,7 @@ type ProcessInfo struct {
 
 func (x *ProcessInfo) Reset() {
 	*x = ProcessInfo{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1505,7 @@ func (x *ProcessInfo) String() string {
 func (*ProcessInfo) ProtoMessage() {}
 
 func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1518,7 @@ func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
 func (*ProcessInfo) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProcessInfo) GetPid() int32 {
@@ -1284,7 +1561,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1573,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1586,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Event) GetType() string {
@@ -1335,7 +1612,7 @@ type Events struct {
 
 func (x *Events) Reset() {
 	*x = Events{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1624,7 @@ func (x *Events) String() string {
 func (*Events) ProtoMessage() {}
 
 func (x *Events) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1637,7 @@ func (x *Events) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Events.ProtoReflect.Descriptor instead.
 func (*Events) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Events) GetEvents() []*Event {
@@ -1382,7 +1659,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1671,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1684,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionOption) GetOptionId() string {
@@ -1453,7 +1730,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1742,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1755,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1535,7 +1812,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1824,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1837,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1609,7 +1886,7 @@ type TurnEnded struct {
 
 func (x *TurnEnded) Reset() {
 	*x = TurnEnded{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1898,7 @@ func (x *TurnEnded) String() string {
 func (*TurnEnded) ProtoMessage() {}
 
 func (x *TurnEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1911,7 @@ func (x *TurnEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEnded.ProtoReflect.Descriptor instead.
 func (*TurnEnded) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TurnEnded) GetTurnId() string {
@@ -1709,7 +1986,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1998,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +2011,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Error) GetFault() string {
@@ -1767,7 +2044,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +2056,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +2069,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Closed) GetError() *Error {
@@ -1851,7 +2128,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x03msg\")\n" +
 	"\bReattach\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xab\x03\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x8e\x04\n" +
 	"\x04Open\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -1866,10 +2143,30 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\tstate_dir\x18\n" +
 	" \x01(\tR\bstateDir\x12\x15\n" +
 	"\x06run_id\x18\v \x01(\tR\x05runId\x12!\n" +
-	"\fdir_explicit\x18\f \x01(\bR\vdirExplicit\x1a6\n" +
+	"\fdir_explicit\x18\f \x01(\bR\vdirExplicit\x12'\n" +
+	"\x0fpermission_mode\x18\r \x01(\tR\x0epermissionMode\x128\n" +
+	"\x06launch\x18\x0e \x01(\v2 .avenor.runtime.v1.LaunchContextR\x06launch\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc2\x01\n" +
+	"\rLaunchContext\x120\n" +
+	"\x14append_system_prompt\x18\x01 \x01(\tR\x12appendSystemPrompt\x12@\n" +
+	"\rallowed_tools\x18\x02 \x01(\v2\x1b.avenor.runtime.v1.ToolListR\fallowedTools\x12=\n" +
+	"\vmcp_servers\x18\x03 \x03(\v2\x1c.avenor.runtime.v1.McpServerR\n" +
+	"mcpServers\" \n" +
+	"\bToolList\x12\x14\n" +
+	"\x05tools\x18\x01 \x03(\tR\x05tools\"\xdb\x01\n" +
+	"\tMcpServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12.\n" +
+	"\x03env\x18\x05 \x03(\v2\x1c.avenor.runtime.v1.NameValueR\x03env\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x126\n" +
+	"\aheaders\x18\a \x03(\v2\x1c.avenor.runtime.v1.NameValueR\aheaders\"5\n" +
+	"\tNameValue\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"5\n" +
 	"\x06Prompt\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\"!\n" +
@@ -1968,7 +2265,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -1978,59 +2275,68 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*HostMessage)(nil),        // 5: avenor.runtime.v1.HostMessage
 	(*Reattach)(nil),           // 6: avenor.runtime.v1.Reattach
 	(*Open)(nil),               // 7: avenor.runtime.v1.Open
-	(*Prompt)(nil),             // 8: avenor.runtime.v1.Prompt
-	(*Cancel)(nil),             // 9: avenor.runtime.v1.Cancel
-	(*PermissionDecision)(nil), // 10: avenor.runtime.v1.PermissionDecision
-	(*Close)(nil),              // 11: avenor.runtime.v1.Close
-	(*PluginMessage)(nil),      // 12: avenor.runtime.v1.PluginMessage
-	(*Opened)(nil),             // 13: avenor.runtime.v1.Opened
-	(*ProcessInfo)(nil),        // 14: avenor.runtime.v1.ProcessInfo
-	(*Event)(nil),              // 15: avenor.runtime.v1.Event
-	(*Events)(nil),             // 16: avenor.runtime.v1.Events
-	(*PermissionOption)(nil),   // 17: avenor.runtime.v1.PermissionOption
-	(*PermissionRequest)(nil),  // 18: avenor.runtime.v1.PermissionRequest
-	(*Usage)(nil),              // 19: avenor.runtime.v1.Usage
-	(*TurnEnded)(nil),          // 20: avenor.runtime.v1.TurnEnded
-	(*Error)(nil),              // 21: avenor.runtime.v1.Error
-	(*Closed)(nil),             // 22: avenor.runtime.v1.Closed
-	nil,                        // 23: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 24: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 25: avenor.runtime.v1.Open.EnvEntry
+	(*LaunchContext)(nil),      // 8: avenor.runtime.v1.LaunchContext
+	(*ToolList)(nil),           // 9: avenor.runtime.v1.ToolList
+	(*McpServer)(nil),          // 10: avenor.runtime.v1.McpServer
+	(*NameValue)(nil),          // 11: avenor.runtime.v1.NameValue
+	(*Prompt)(nil),             // 12: avenor.runtime.v1.Prompt
+	(*Cancel)(nil),             // 13: avenor.runtime.v1.Cancel
+	(*PermissionDecision)(nil), // 14: avenor.runtime.v1.PermissionDecision
+	(*Close)(nil),              // 15: avenor.runtime.v1.Close
+	(*PluginMessage)(nil),      // 16: avenor.runtime.v1.PluginMessage
+	(*Opened)(nil),             // 17: avenor.runtime.v1.Opened
+	(*ProcessInfo)(nil),        // 18: avenor.runtime.v1.ProcessInfo
+	(*Event)(nil),              // 19: avenor.runtime.v1.Event
+	(*Events)(nil),             // 20: avenor.runtime.v1.Events
+	(*PermissionOption)(nil),   // 21: avenor.runtime.v1.PermissionOption
+	(*PermissionRequest)(nil),  // 22: avenor.runtime.v1.PermissionRequest
+	(*Usage)(nil),              // 23: avenor.runtime.v1.Usage
+	(*TurnEnded)(nil),          // 24: avenor.runtime.v1.TurnEnded
+	(*Error)(nil),              // 25: avenor.runtime.v1.Error
+	(*Closed)(nil),             // 26: avenor.runtime.v1.Closed
+	nil,                        // 27: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 28: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 29: avenor.runtime.v1.Open.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	23, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	24, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	27, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	28, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
 	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
-	8,  // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
-	9,  // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
-	10, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
-	11, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
+	12, // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
+	13, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
+	14, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
+	15, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
 	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
-	25, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
-	13, // 10: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
-	16, // 11: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
-	18, // 12: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
-	20, // 13: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
-	22, // 14: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
-	14, // 15: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
-	14, // 16: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
-	15, // 17: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
-	17, // 18: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
-	19, // 19: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
-	21, // 20: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
-	21, // 21: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 22: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 23: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 24: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 25: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 26: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	12, // 27: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	25, // [25:28] is the sub-list for method output_type
-	22, // [22:25] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	29, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	8,  // 10: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
+	9,  // 11: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
+	10, // 12: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
+	11, // 13: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
+	11, // 14: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
+	17, // 15: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
+	20, // 16: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
+	22, // 17: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
+	24, // 18: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
+	26, // 19: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
+	18, // 20: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
+	18, // 21: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
+	19, // 22: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
+	21, // 23: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
+	23, // 24: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
+	25, // 25: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
+	25, // 26: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
+	0,  // 27: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 28: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 29: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	1,  // 30: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 31: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	16, // 32: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	30, // [30:33] is the sub-list for method output_type
+	27, // [27:30] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -2046,7 +2352,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 		(*HostMessage_Close)(nil),
 		(*HostMessage_Reattach)(nil),
 	}
-	file_avenor_runtime_v1_runtime_proto_msgTypes[12].OneofWrappers = []any{
+	file_avenor_runtime_v1_runtime_proto_msgTypes[16].OneofWrappers = []any{
 		(*PluginMessage_Opened)(nil),
 		(*PluginMessage_Events)(nil),
 		(*PluginMessage_PermissionRequest)(nil),
@@ -2060,7 +2366,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

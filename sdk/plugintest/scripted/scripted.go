@@ -82,11 +82,13 @@ func (b backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
-		Capabilities: runtime.Supports(
+		// Every permission mode and launch-context field: the script's
+		// permission steps are what the host's broker decides under a mode.
+		Capabilities: runtime.Supports(append([]runtime.Capability{
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
 			runtime.CapPrewarm,
-		),
+		}, runtime.LaunchCapabilityNames...)...),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []runtime.EventType{

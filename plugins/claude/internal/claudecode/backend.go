@@ -40,9 +40,9 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 		Name: StreamName,
 		Description: "Claude Code headless: `claude -p --input-format stream-json --output-format stream-json " +
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
-		Capabilities: procsession.Capabilities(
+		Capabilities: procsession.Capabilities(append([]runtime.Capability{
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
-		),
+		}, launchCapabilities...)...),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
 		EventTypes:     eventTypes,
@@ -94,6 +94,9 @@ func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	if strings.TrimSpace(req.Dir) == "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: no working directory given", StreamName)
 	}
+	if err := runtime.CheckLaunch(b.Info(), req.PermissionMode, req.Launch); err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
 	if req.ServerURL != "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); point Claude Code at an API with ANTHROPIC_BASE_URL in [backends.%s].env", StreamName, StreamName)
 	}
@@ -117,10 +120,16 @@ func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 	if req.Thinking != "" {
 		args = append(args, "--effort", req.Thinking)
 	}
+	launch, files, err := launchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, launch...)
 	cfg := streamConfig{Backend: StreamName, Binary: bin, Version: version, Env: env, Dir: req.Dir,
 		InstallHint: installHint, StopGrace: b.stopGrace, CancelWait: b.cancelWait}
 	if id := strings.TrimSpace(req.ResumeSessionID); id != "" {
 		if !uuidRE.MatchString(id) {
+			files.Remove()
 			return nil, runtime.Errorf(runtime.FaultUser, "%s: session %q: %v (Claude Code session ids are UUIDs)", StreamName, id, runtime.ErrSessionNotFound)
 		}
 		cfg.SessionID, cfg.Resume = id, true
@@ -129,8 +138,13 @@ func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		cfg.SessionID = newUUID()
 		args = append(args, "--session-id", cfg.SessionID)
 	}
-	cfg.Args = args
-	return openStream(ctx, cfg, host)
+	cfg.Args, cfg.launchFiles = args, files
+	sess, err := openStream(ctx, cfg, host)
+	if err != nil {
+		files.Remove()
+		return nil, err
+	}
+	return sess, nil
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)

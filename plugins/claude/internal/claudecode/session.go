@@ -35,6 +35,9 @@ type streamConfig struct {
 	CancelWait  time.Duration // interrupt → result; default 3s
 	StopGrace   time.Duration // each step of stopping; default 2s
 	InstallHint string
+	// launchFiles are the launch context's files, removed when the session
+	// closes; nil when there are none.
+	launchFiles *launchFiles
 }
 
 // Bounds of a session.
@@ -613,6 +616,7 @@ func (s *streamSession) interrupt() {
 // EOF) and stops it with its whole process group.
 func (s *streamSession) Close(context.Context) error {
 	s.shutdown()
+	s.cfg.launchFiles.Remove()
 	return nil
 }
 

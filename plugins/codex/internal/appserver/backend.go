@@ -71,8 +71,13 @@ func (backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "Codex CLI over its app-server protocol: `codex app-server`, one process per session",
+		// plan is Codex's read-only sandbox. The other modes are not
+		// declared: whether the approval policy asks before every file
+		// change is not verified against the real CLI, so they are refused
+		// rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
+			runtime.ModeCapability(runtime.ModePlan),
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
@@ -132,6 +137,18 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 		default:
 			return Config{}, runtime.Errorf(runtime.FaultUser, "%s: option %s = %v: want read-only, workspace-write or danger-full-access", Name, SandboxOption, fmt.Sprint(v))
 		}
+	}
+	switch req.PermissionMode {
+	case "":
+	case runtime.ModePlan:
+		// Codex's read-only sandbox, whatever the sandbox option says: a
+		// mode only ever narrows.
+		cfg.Sandbox = "read-only"
+	default:
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%s does not support permission mode %q; supported modes: plan", Name, req.PermissionMode).WithCode(runtime.CodeUnsupported)
+	}
+	if err := runtime.CheckLaunch(backend{}.Info(), req.PermissionMode, req.Launch); err != nil {
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
 	}
 	return cfg, nil
 }

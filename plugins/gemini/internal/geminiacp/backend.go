@@ -25,7 +25,10 @@ func New() runtime.Backend {
 		Info: runtime.BackendInfo{
 			Name:        Name,
 			Description: "Gemini CLI over ACP: `gemini --acp --approval-mode default`, one process per session",
-			Capabilities: procsession.Capabilities(runtime.CapPermissionRelay, runtime.CapPrewarm).
+			Capabilities: procsession.Capabilities(runtime.CapPermissionRelay, runtime.CapPrewarm,
+				runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
+				runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
+				runtime.CapMCPServers).
 				With(runtime.CapResume, runtime.Experimental).
 				With(runtime.CapModelSelection, runtime.Experimental),
 			ResumeScope: runtime.ResumeCrossProcess,
@@ -41,12 +44,29 @@ func New() runtime.Backend {
 	})
 }
 
+// approvalModes maps the permission modes onto Gemini CLI's
+// --approval-mode; no mode is Gemini's default, as before. full-access is
+// auto_edit: shell commands still come to the host as permission requests,
+// which the broker allows under full-access (yolo would approve every
+// tool, MCP and web ones too — broader than asked).
+var approvalModes = map[runtime.PermissionMode]string{
+	"":                      "default",
+	runtime.ModeDefault:     "default",
+	runtime.ModeAcceptEdits: "auto_edit",
+	runtime.ModePlan:        "plan",
+	runtime.ModeFullAccess:  "auto_edit",
+}
+
 func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
 	if req.ServerURL != "" {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s does not use a server URL (--server-url); Gemini CLI's endpoint is set with GOOGLE_GEMINI_BASE_URL in [backends.%s].env", Name, Name)
 	}
 	// The session's cwd is the project; Gemini takes no --cwd (docs/backends.md#gemini-acp-plugin-gemini).
-	cfg.Args = []string{"--acp", "--approval-mode", "default"}
+	mode, ok := approvalModes[req.PermissionMode]
+	if !ok {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: permission mode %q is not one Gemini CLI has", Name, req.PermissionMode).WithCode(runtime.CodeUnsupported)
+	}
+	cfg.Args = []string{"--acp", "--approval-mode", mode}
 	cfg.WarnUnsupported = true
 	cfg.AuthHint = "set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for a custom endpoint), or select an auth type in ~/.gemini/settings.json"
 	return nil, nil

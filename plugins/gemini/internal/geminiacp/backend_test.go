@@ -232,3 +232,45 @@ func TestInfo(t *testing.T) {
 		t.Errorf("check %+v", r)
 	}
 }
+
+// The permission mode becomes --approval-mode, the MCP servers go to
+// session/new, and a field Gemini cannot honour (an appended system
+// prompt) is refused before the agent starts.
+func TestPermissionModeAndLaunchContext(t *testing.T) {
+	for mode, want := range map[runtime.PermissionMode]string{
+		runtime.ModeDefault: "default", runtime.ModeAcceptEdits: "auto_edit", runtime.ModePlan: "plan", runtime.ModeFullAccess: "auto_edit",
+	} {
+		t.Run(string(mode), func(t *testing.T) {
+			w := newWorld(t)
+			servers := []runtime.MCPServer{{Name: "files", Type: runtime.MCPStdio, Command: "/bin/files", Env: []runtime.NameValue{{Name: "K", Value: "v"}}}}
+			s, err := w.open(runtime.OpenRequest{PermissionMode: mode, Launch: runtime.LaunchContext{MCPServers: servers}}, &acptest.Host{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = s.Close(context.Background())
+			log := acptest.ReadLog(t, w.log)
+			argv, _ := json.Marshal(log[0]["argv"])
+			if string(argv) != `["--acp","--approval-mode","`+want+`"]` {
+				t.Errorf("argv %s; want --approval-mode %s", argv, want)
+			}
+			var sent string
+			for _, m := range log[1:] {
+				if m["method"] == "session/new" {
+					b, _ := json.Marshal(m["params"].(map[string]any)["mcpServers"])
+					sent = string(b)
+				}
+			}
+			if sent != `[{"args":[],"command":"/bin/files","env":[{"name":"K","value":"v"}],"name":"files"}]` {
+				t.Errorf("session/new mcpServers = %s", sent)
+			}
+		})
+	}
+	w := newWorld(t)
+	_, err := w.open(runtime.OpenRequest{Launch: runtime.LaunchContext{AppendSystemPrompt: "x"}}, &acptest.Host{})
+	if err == nil || !strings.Contains(err.Error(), `backend "gemini-acp" does not support --append-system-prompt`) {
+		t.Fatalf("Open = %v; want the appended system prompt refused", err)
+	}
+	if _, statErr := os.Stat(w.log); statErr == nil {
+		t.Errorf("the agent started for a refused launch context")
+	}
+}

@@ -37,6 +37,9 @@ func New() runtime.Backend {
 			Description: "OpenCode over ACP: `opencode acp`, one process per session",
 			Capabilities: procsession.Capabilities(
 				runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
+				runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
+				runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
+				runtime.CapMCPServers,
 			),
 			ResumeScope: runtime.ResumeCrossProcess,
 			EventTypes:  acp.EventTypes,
@@ -75,6 +78,16 @@ func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
 	cfg.Dir = dir
 	cfg.Args = []string{"acp", "--pure", "--log-level", "WARN", "--cwd", dir}
 	cfg.AuthHint = "log in with `opencode auth login`, or configure a provider in opencode.json"
+	if req.PermissionMode != "" {
+		// The mode's permission.edit and permission.bash, in the inline
+		// config that wins over every file; a subagent's per-run config
+		// below starts from it.
+		content, err := occonfig.WithPermissionMode(getenv("OPENCODE_CONFIG_CONTENT"), req.PermissionMode, req.Agent)
+		if err != nil {
+			return nil, runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)
+		}
+		cfg.Env = setEnv(cfg.Env, "OPENCODE_CONFIG_CONTENT", content)
+	}
 	if req.Agent == "" {
 		return nil, nil
 	}

@@ -307,3 +307,35 @@ func TestCheck(t *testing.T) {
 		t.Errorf("info %+v", info)
 	}
 }
+
+// The permission mode becomes permission.edit and permission.bash in the
+// inline config, top level and on the session's agent, keeping what the
+// inline config already said; the MCP servers go to session/new.
+func TestPermissionModeAndMCP(t *testing.T) {
+	w := newWorld(t)
+	w.env["OPENCODE_CONFIG_CONTENT"] = `{"model":"fake/fake-model"}`
+	servers := []runtime.MCPServer{{Name: "files", Type: runtime.MCPStdio, Command: "/bin/files"}}
+	s, err := w.open(runtime.OpenRequest{PermissionMode: runtime.ModePlan, Launch: runtime.LaunchContext{MCPServers: servers}}, &acptest.Host{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close(context.Background())
+	log := acptest.ReadLog(t, w.log)
+	env, _ := log[0]["env"].(map[string]any)
+	content, _ := env["OPENCODE_CONFIG_CONTENT"].(string)
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(content), &cfg); err != nil {
+		t.Fatalf("OPENCODE_CONFIG_CONTENT %q: %v", content, err)
+	}
+	want := `{"agent":{"build":{"permission":{"bash":"deny","edit":"deny"}}},"model":"fake/fake-model","permission":{"bash":"deny","edit":"deny"}}`
+	if got, _ := json.Marshal(cfg); string(got) != want {
+		t.Errorf("OPENCODE_CONFIG_CONTENT = %s\nwant %s", got, want)
+	}
+	for _, m := range log[1:] {
+		if m["method"] == "session/new" {
+			if got, _ := json.Marshal(m["params"].(map[string]any)["mcpServers"]); string(got) != `[{"args":[],"command":"/bin/files","env":[],"name":"files"}]` {
+				t.Errorf("session/new mcpServers = %s", got)
+			}
+		}
+	}
+}

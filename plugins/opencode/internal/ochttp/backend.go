@@ -86,9 +86,15 @@ func (Backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "OpenCode server over HTTP and SSE: --server-url, or an `opencode serve` of its own per session",
+		// The modes and MCP servers go into the config of the `opencode
+		// serve` the plugin starts; an external server's are its own, so
+		// with --server-url they are refused.
 		Capabilities: runtime.Supports(
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 			runtime.CapEventStreaming, runtime.CapModelSelection, runtime.CapExternalServerURL,
+			runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
+			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
+			runtime.CapMCPServers,
 		).
 			With(runtime.CapPermissionRelay, runtime.Unverified),
 		ResumeScope: runtime.ResumeCrossProcess,
@@ -233,6 +239,10 @@ func (Backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 	dir, err := filepath.Abs(req.Dir)
 	if err != nil {
 		return nil, runtime.Errorf(runtime.FaultUser, "%s: --dir %q: %v", Name, req.Dir, err)
+	}
+	external := req.ServerURL != "" || lookup(req.Env, ServerURLEnv) != ""
+	if external && (req.PermissionMode != "" || len(req.Launch.MCPServers) > 0) {
+		return nil, runtime.Errorf(runtime.FaultUser, "%s: --permission-mode and --mcp-config go into the config of the `opencode serve` the plugin starts; an external server (--server-url or %s) keeps its own: drop it to let the plugin start one", Name, ServerURLEnv).WithCode(runtime.CodeUnsupported)
 	}
 	var model *modelRef
 	if req.Model != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/avenor-go/avenor/plugins/opencode/internal/occonfig"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -56,6 +57,9 @@ func startServer(ctx context.Context, req runtime.OpenRequest, dir string, log h
 	srv := &ownServer{user: "opencode", pass: hex.EncodeToString(b), binary: bin}
 	env := agentproc.Environ(req.Env, nil)
 	env = append(env, PasswordEnv+"="+srv.pass, UsernameEnv+"="+srv.user)
+	if env, err = launchConfig(env, req); err != nil {
+		return nil, err
+	}
 	// The process lives with the session, not with Open's ctx.
 	proc, err := agentproc.Start(context.Background(), agentproc.Spec{
 		Path:        bin,
@@ -112,3 +116,33 @@ func (s *ownServer) info(version string) runtime.ProcessInfo {
 }
 
 func (s *ownServer) String() string { return fmt.Sprintf("opencode serve pid %d", s.proc.PID()) }
+
+// launchConfig puts the session's permission mode (permission.edit and
+// permission.bash, top level and on its agent) and MCP servers into the
+// server's inline config, OPENCODE_CONFIG_CONTENT, which wins over every
+// config file; env is returned unchanged when neither is asked for.
+func launchConfig(env []string, req runtime.OpenRequest) ([]string, error) {
+	if req.PermissionMode == "" && len(req.Launch.MCPServers) == 0 {
+		return env, nil
+	}
+	const key = "OPENCODE_CONFIG_CONTENT"
+	content := agentproc.Lookup(env, key)
+	var err error
+	if req.PermissionMode != "" {
+		if content, err = occonfig.WithPermissionMode(content, req.PermissionMode, req.Agent); err != nil {
+			return nil, runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)
+		}
+	}
+	if len(req.Launch.MCPServers) > 0 {
+		if content, err = occonfig.WithMCPServers(content, req.Launch.MCPServers); err != nil {
+			return nil, runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)
+		}
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+content), nil
+}

@@ -70,8 +70,16 @@ func (backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "pi coding agent over RPC: `pi --mode rpc`, one process per session, permissions through avenor's gate extension",
+		// The modes are the gate's: it asks before every shell command
+		// and file write, and the host's broker decides by the mode
+		// (refused with permission_gate = false). The tool list is
+		// --tools (--no-tools for none), the appended prompt
+		// --append-system-prompt with a file.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
+			runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
+			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
+			runtime.CapAppendSystemPrompt, runtime.CapAllowedTools,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
@@ -137,6 +145,8 @@ type launch struct {
 	dir     string
 	gate    bool
 	thinkTo string // the level sent to pi
+	// cleanup removes the launch context's files; nil when there are none.
+	cleanup func()
 }
 
 // plan builds pi's command line and environment for req.
@@ -198,6 +208,32 @@ func plan(req runtime.OpenRequest) (launch, error) {
 			l.thinkTo = "xhigh"
 		}
 		args = append(args, "--thinking", l.thinkTo)
+	}
+	if req.PermissionMode != "" && !l.gate {
+		return l, runtime.Errorf(runtime.FaultUser, "%s honours --permission-mode only through avenor's gate extension, which [backends.%s] options.%s = false turns off", Name, Name, OptionPermissionGate).WithCode(runtime.CodeUnsupported)
+	}
+	if tools := req.Launch.AllowedTools; tools != nil {
+		if len(tools) == 0 {
+			args = append(args, "--no-tools")
+		} else {
+			args = append(args, "--tools", strings.Join(tools, ","))
+		}
+	}
+	if p := req.Launch.AppendSystemPrompt; p != "" {
+		// pi reads a file's contents when the argument names one: the
+		// text stays out of argv.
+		dir, err := os.MkdirTemp("", "avenor-pi-launch-*")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "append-system-prompt.md"), []byte(p), 0o600)
+			if err != nil {
+				_ = os.RemoveAll(dir)
+			}
+		}
+		if err != nil {
+			return l, runtime.Errorf(runtime.FaultPlugin, "%s: writing the appended system prompt: %v", Name, err)
+		}
+		l.cleanup = func() { _ = os.RemoveAll(dir) }
+		args = append(args, "--append-system-prompt", filepath.Join(dir, "append-system-prompt.md"))
 	}
 	if l.gate {
 		path, err := writeGate(req.StateDir)

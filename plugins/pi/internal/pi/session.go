@@ -39,8 +39,17 @@ func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 	}
 	l, err := plan(req)
 	if err != nil {
+		if l.cleanup != nil {
+			l.cleanup()
+		}
 		return nil, err
 	}
+	opened := false
+	defer func() {
+		if !opened && l.cleanup != nil {
+			l.cleanup()
+		}
+	}()
 	if req.ResumeSessionID != "" {
 		if req.StateDir == "" {
 			return nil, runtime.Errorf(runtime.FaultUser, "%s: cannot resume %q: pi keeps sessions only under the plugin's state directory, and none was given", Name, req.ResumeSessionID)
@@ -65,7 +74,7 @@ func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 		return nil, err
 	}
 	s := &session{
-		host: host, log: log, proc: proc, binary: l.binary, version: version, gate: l.gate,
+		host: host, log: log, proc: proc, binary: l.binary, version: version, gate: l.gate, cleanup: l.cleanup,
 		pending: map[string]chan frame{},
 		dialogs: map[string]*dialog{},
 		Runner:  sk.Runner,
@@ -99,6 +108,7 @@ func (backend) Open(ctx context.Context, req runtime.OpenRequest, host runtime.H
 	if req.ResumeSessionID != "" && s.id != req.ResumeSessionID {
 		log.Warn("pi resumed a session under another id", "asked", req.ResumeSessionID, "got", s.id)
 	}
+	opened = true // the session removes the launch files when it stops
 	return s, nil
 }
 
@@ -143,6 +153,7 @@ type toolCall struct {
 }
 
 type session struct {
+	cleanup func() // removes the launch context's files; nil when none
 	host    runtime.Host
 	log     hclog.Logger
 	proc    *agentproc.Process
@@ -440,6 +451,9 @@ func (s *session) Close(context.Context) error {
 // stop ends pi and its process group (stdin EOF first: pi exits on it).
 func (s *session) stop() {
 	s.stopOnce.Do(func() {
+		if s.cleanup != nil {
+			defer s.cleanup()
+		}
 		s.cancelDialogs()
 		procsession.Stop{Proc: s.proc, Grace: stopGrace, Log: s.log, What: "pi stopped", Then: func() {
 			_ = agentproc.KillGroup(s.proc.PGID())

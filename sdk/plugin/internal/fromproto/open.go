@@ -18,6 +18,34 @@ func Open(o *pb.Open) (runtime.OpenRequest, error) {
 		Backend: o.GetBackend(), Dir: o.GetDir(), Model: o.GetModel(), Agent: o.GetAgent(),
 		Thinking: o.GetThinking(), ResumeSessionID: o.GetResumeSessionId(), ServerURL: o.GetServerUrl(),
 		Env: o.GetEnv(), Options: opts, StateDir: o.GetStateDir(), RunID: o.GetRunId(),
-		DirExplicit: o.GetDirExplicit(),
+		DirExplicit: o.GetDirExplicit(), PermissionMode: runtime.PermissionMode(o.GetPermissionMode()),
+		Launch: launch(o.GetLaunch()),
 	}, nil
+}
+
+// launch reads the launch context; an absent tool list stays nil (the
+// runtime's defaults), a present empty one becomes an empty list.
+func launch(l *pb.LaunchContext) runtime.LaunchContext {
+	if l == nil {
+		return runtime.LaunchContext{}
+	}
+	out := runtime.LaunchContext{AppendSystemPrompt: l.GetAppendSystemPrompt()}
+	if t := l.GetAllowedTools(); t != nil {
+		out.AllowedTools = append([]string{}, t.GetTools()...)
+	}
+	for _, s := range l.GetMcpServers() {
+		out.MCPServers = append(out.MCPServers, runtime.MCPServer{
+			Name: s.GetName(), Type: s.GetType(), Command: s.GetCommand(), Args: s.GetArgs(),
+			Env: nameValues(s.GetEnv()), URL: s.GetUrl(), Headers: nameValues(s.GetHeaders()),
+		})
+	}
+	return out
+}
+
+func nameValues(in []*pb.NameValue) []runtime.NameValue {
+	var out []runtime.NameValue
+	for _, nv := range in {
+		out = append(out, runtime.NameValue{Name: nv.GetName(), Value: nv.GetValue()})
+	}
+	return out
 }

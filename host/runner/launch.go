@@ -1,0 +1,41 @@
+package runner
+
+import (
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// checkOpen refuses, before Open, what the backend does not declare: a
+// thinking level, a permission mode or a launch-context field
+// (docs/backends.md#capability-matrix).
+func checkOpen(info sdk.BackendInfo, o Options) error {
+	if err := CheckThinking(info, o.Thinking); err != nil {
+		return err
+	}
+	return sdk.CheckLaunch(info, o.PermissionMode, o.LaunchContext)
+}
+
+// addLaunchFields records in session.start what the session was asked to
+// run under (docs/events.md#sessionstart): the permission mode and what it
+// allows, the length of the appended system prompt, the tool list and the
+// MCP servers by name. Nothing is added when nothing was asked; no MCP
+// env or header value is ever recorded.
+func addLaunchFields(start map[string]any, mode sdk.PermissionMode, l sdk.LaunchContext) {
+	if mode != "" {
+		edits, commands := mode.Allows()
+		start["permission_mode"] = string(mode)
+		start["permission_allows"] = map[string]any{"edits": edits, "commands": commands}
+	}
+	if l.AppendSystemPrompt != "" {
+		start["append_system_prompt_length"] = len(l.AppendSystemPrompt)
+	}
+	if l.AllowedTools != nil {
+		start["allowed_tools"] = append([]string{}, l.AllowedTools...)
+	}
+	if len(l.MCPServers) > 0 {
+		names := make([]string, len(l.MCPServers))
+		for i, s := range l.MCPServers {
+			names[i] = s.Name
+		}
+		start["mcp_servers"] = names
+	}
+}
