@@ -474,6 +474,9 @@ func TestStopReachesARestartingRun(t *testing.T) {
 			// budget.
 			spec := scriptedSpec(t, "ignore-cancel\nsleep 60s")
 			spec.Options.SentinelPath = filepath.Join(spec.Options.Dir, "run.done")
+			// A budget long enough that a poller on a loaded machine sees
+			// the cancelling window.
+			spec.Options.CancelBudget = 5 * time.Second
 			rt, err := New(spec, Deps{})
 			if err != nil {
 				t.Fatal(err)
@@ -485,8 +488,17 @@ func TestStopReachesARestartingRun(t *testing.T) {
 			go func() {
 				restarted <- rt.Restart(context.Background(), RestartRequest{Note: "sleep 60s", Reason: "watchdog"})
 			}()
-			for rt.Snapshot().TurnState != control.TurnCancelling {
-				time.Sleep(5 * time.Millisecond)
+			for deadline := time.Now().Add(20 * time.Second); rt.Snapshot().TurnState != control.TurnCancelling; time.Sleep(5 * time.Millisecond) {
+				select {
+				case err := <-restarted:
+					rt.Cancel()
+					t.Fatalf("Restart returned %v before the old turn was seen cancelling", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					rt.Cancel()
+					t.Fatalf("the restart never began stopping the turn: %+v", rt.Snapshot())
+				}
 			}
 			c.stop(rt)
 			ended := make(chan Result, 1)
