@@ -15,6 +15,7 @@ import (
 	"github.com/avenor-go/avenor/host/fleet"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/host/suprecord"
+	"github.com/avenor-go/avenor/host/treebudget"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -159,7 +160,7 @@ func (c *ServeConfig) prepare(node bool, listening chan struct{}) {
 		c.Home = c.Env.Getenv("HOME")
 	}
 	if c.TreeBudgetPath == "" {
-		c.TreeBudgetPath = c.Env.Getenv(EnvTreeBudget)
+		c.TreeBudgetPath = c.Env.Getenv(treebudget.Env)
 	}
 	c.defaults()
 	token, ready, err := control.TakeEnv()

@@ -16,6 +16,7 @@ import (
 	"github.com/avenor-go/avenor/host/control"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	"github.com/avenor-go/avenor/host/treebudget"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
@@ -54,7 +55,7 @@ type Supervisor struct {
 	log  hclog.Logger
 	srv  *control.Server
 	idem *idemStore
-	tree *treeBudget
+	tree *treebudget.Budget
 	warm *warmSet
 	// artifacts is <TempDir>/avenor-stable/<RunID>.
 	artifacts string
@@ -149,9 +150,9 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 			panic(p)
 		}
 	}()
-	s.tree = openTreeBudget(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
-	if s.tree.mode == BudgetDegraded {
-		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", s.tree.reason)
+	s.tree = treebudget.Open(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
+	if mode, why := s.tree.Mode(); mode == treebudget.Degraded {
+		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", why)
 	}
 	s.srv = control.NewServer(control.Config{
 		Path: s.cfg.SocketPath, Logger: s.log.Named("control"), IdentityToken: s.cfg.IdentityToken,
@@ -160,7 +161,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	s.register(s.srv)
 	if err := s.srv.Start(); err != nil {
 		s.srv.Close()
-		s.tree.close()
+		s.tree.Close()
 		s.writeTombstone(ReasonStartFailed)
 		return ReasonStartFailed, err
 	}
@@ -170,7 +171,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	s.markRecovered()
 	if err != nil {
 		s.srv.Close()
-		s.tree.close()
+		s.tree.Close()
 		s.writeTombstone(ReasonStartFailed)
 		return ReasonStartFailed, err
 	}
@@ -197,7 +198,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	if err := s.srv.Close(); err != nil {
 		s.log.Warn("closing the control socket", "error", err)
 	}
-	s.tree.close()
+	s.tree.Close()
 	if err := os.Remove(s.artifacts); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Debug("artifact directory kept", "path", s.artifacts, "error", err)
 	}
@@ -282,8 +283,9 @@ func (s *Supervisor) admitLocked(id string) error {
 	if s.active >= s.cfg.MaxRuntimes {
 		return capacityError(SourceLocal, s.cfg.MaxRuntimes, s.active)
 	}
-	if err := s.tree.reserve(id); err != nil {
-		return err
+	var full *treebudget.FullError
+	if err := s.tree.Reserve(id); errors.As(err, &full) {
+		return capacityError(SourceTree, full.Capacity, full.Active)
 	}
 	if s.active+s.warm.slotsLocked() >= s.cfg.MaxRuntimes {
 		// Warm runtimes hold slots only until a spawn needs one.
@@ -297,7 +299,7 @@ func (s *Supervisor) admitLocked(id string) error {
 // releaseLocked gives id's executing slot back.
 func (s *Supervisor) releaseLocked(id string) {
 	s.active--
-	s.tree.release(id)
+	s.tree.Release(id)
 	s.idleCheckLocked()
 	s.slotFreedLocked()
 }
