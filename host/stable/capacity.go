@@ -9,7 +9,6 @@ import (
 
 	"github.com/avenor-go/avenor/host/control"
 	hostrun "github.com/avenor-go/avenor/host/run"
-	"github.com/avenor-go/avenor/host/treebudget"
 )
 
 // MaxCapacityWait bounds one wait_for_capacity call: its longest timeout,
@@ -64,7 +63,7 @@ func (s *Supervisor) capacityLocked() capacity {
 	switch {
 	case c.active >= c.limit:
 		c.blocked = SourceLocal
-	case c.treeMode == treebudget.Active && c.treeActive >= c.treeLimit:
+	case c.treeMode == BudgetActive && c.treeActive >= c.treeLimit:
 		c.blocked = SourceTree
 	}
 	return c
@@ -130,19 +129,6 @@ func (c capacity) answer(timedOut bool, waited time.Duration) map[string]any {
 	}
 	if c.blocked != "" {
 		out["source"] = c.blocked
-	}
-	return out
-}
-
-// runtimeEnv is a runtime's plugin environment: env, and the tree budget
-// file that a supervisor the runtime starts joins.
-func (s *Supervisor) runtimeEnv(env map[string]string) map[string]string {
-	out := make(map[string]string, len(env)+1)
-	for k, v := range env {
-		out[k] = v
-	}
-	if path := s.tree.Path(); path != "" {
-		out[treebudget.Env] = path
 	}
 	return out
 }

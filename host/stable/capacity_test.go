@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/avenor-go/avenor/host/treebudget"
 )
 
 // capacitySupervisor is a supervisor that is not serving, its tree budget
@@ -19,7 +17,7 @@ func capacitySupervisor(t *testing.T, max int) *Supervisor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tree = treebudget.Open("", "", "test", max, time.Now) // no home: degraded
+	s.tree = &treeBudget{mode: BudgetDegraded, reason: "test", capacity: max}
 	s.active = max
 	return s
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/avenor-go/avenor/host/fleet"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/host/suprecord"
-	"github.com/avenor-go/avenor/host/treebudget"
 	"github.com/avenor-go/avenor/sdk/plugin"
 )
 
@@ -160,7 +159,7 @@ func (c *ServeConfig) prepare(node bool, listening chan struct{}) {
 		c.Home = c.Env.Getenv("HOME")
 	}
 	if c.TreeBudgetPath == "" {
-		c.TreeBudgetPath = c.Env.Getenv(treebudget.Env)
+		c.TreeBudgetPath = c.Env.Getenv(EnvTreeBudget)
 	}
 	c.defaults()
 	token, ready, err := control.TakeEnv()

@@ -16,7 +16,6 @@ import (
 	"github.com/avenor-go/avenor/host/control"
 	hostrun "github.com/avenor-go/avenor/host/run"
 	hostrt "github.com/avenor-go/avenor/host/runner"
-	"github.com/avenor-go/avenor/host/treebudget"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
@@ -55,7 +54,7 @@ type Supervisor struct {
 	log  hclog.Logger
 	srv  *control.Server
 	idem *idemStore
-	tree *treebudget.Budget
+	tree *treeBudget
 	warm *warmSet
 	// artifacts is <TempDir>/avenor-stable/<RunID>.
 	artifacts string
@@ -150,9 +149,9 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 			panic(p)
 		}
 	}()
-	s.tree = treebudget.Open(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
-	if mode, why := s.tree.Mode(); mode == treebudget.Degraded {
-		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", why)
+	s.tree = openTreeBudget(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
+	if s.tree.mode == BudgetDegraded {
+		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", s.tree.reason)
 	}
 	s.srv = control.NewServer(control.Config{
 		Path: s.cfg.SocketPath, Logger: s.log.Named("control"), IdentityToken: s.cfg.IdentityToken,
@@ -161,7 +160,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	s.register(s.srv)
 	if err := s.srv.Start(); err != nil {
 		s.srv.Close()
-		s.tree.Close()
+		s.tree.close()
 		s.writeTombstone(ReasonStartFailed)
 		return ReasonStartFailed, err
 	}
@@ -171,7 +170,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	s.markRecovered()
 	if err != nil {
 		s.srv.Close()
-		s.tree.Close()
+		s.tree.close()
 		s.writeTombstone(ReasonStartFailed)
 		return ReasonStartFailed, err
 	}
@@ -198,7 +197,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	if err := s.srv.Close(); err != nil {
 		s.log.Warn("closing the control socket", "error", err)
 	}
-	s.tree.Close()
+	s.tree.close()
 	if err := os.Remove(s.artifacts); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Debug("artifact directory kept", "path", s.artifacts, "error", err)
 	}
@@ -283,9 +282,8 @@ func (s *Supervisor) admitLocked(id string) error {
 	if s.active >= s.cfg.MaxRuntimes {
 		return capacityError(SourceLocal, s.cfg.MaxRuntimes, s.active)
 	}
-	var full *treebudget.FullError
-	if err := s.tree.Reserve(id); errors.As(err, &full) {
-		return capacityError(SourceTree, full.Capacity, full.Active)
+	if err := s.tree.reserve(id); err != nil {
+		return err
 	}
 	if s.active+s.warm.slotsLocked() >= s.cfg.MaxRuntimes {
 		// Warm runtimes hold slots only until a spawn needs one.
@@ -299,7 +297,7 @@ func (s *Supervisor) admitLocked(id string) error {
 // releaseLocked gives id's executing slot back.
 func (s *Supervisor) releaseLocked(id string) {
 	s.active--
-	s.tree.Release(id)
+	s.tree.release(id)
 	s.idleCheckLocked()
 	s.slotFreedLocked()
 }

@@ -1,12 +1,8 @@
-package treebudget
+package stable
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -81,77 +77,21 @@ func TestReapDeadChecksEachSupervisorOnce(t *testing.T) {
 func BenchmarkTreeBudget200(b *testing.B) {
 	const n = 200
 	for i := 0; i < b.N; i++ {
-		tb := Open("", b.TempDir(), "run", n, time.Now)
-		if tb.mode != Active {
+		tb := openTreeBudget("", b.TempDir(), NewRunID(), n, time.Now)
+		if tb.mode != BudgetActive {
 			b.Fatalf("tree budget degraded: %s", tb.reason)
 		}
 		for k := 0; k < n; k++ {
-			if err := tb.Reserve("rt_" + strconv.Itoa(k)); err != nil {
+			if err := tb.reserve("rt_" + strconv.Itoa(k)); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for k := 0; k < n; k++ {
-			tb.Release("rt_" + strconv.Itoa(k))
+			tb.release("rt_" + strconv.Itoa(k))
 		}
-		if info := tb.Info(0, n); info["active"] != 0 || tb.mode != Active {
+		if info := tb.Info(0, n); info["active"] != 0 || tb.mode != BudgetActive {
 			b.Fatalf("after releasing all: %v", info)
 		}
-		tb.Close()
-	}
-}
-
-// TestTreeBudget: a root creates the file, a nested supervisor joins it,
-// the capacity is the tree's, dead reservations are reaped, the root
-// removes the file, and a budget without a usable file degrades.
-func TestTreeBudget(t *testing.T) {
-	home := t.TempDir()
-	now := time.Now
-	root := Open("", home, "rootrun", 2, now)
-	if root.mode != Active || !strings.HasPrefix(root.Path(), filepath.Join(home, ".avenor", "sockets", "tree-budget-")) {
-		t.Fatalf("root: %+v", root)
-	}
-	nested := Open(root.Path(), "", "nestedrun", 99, now)
-	if nested.mode != Active || nested.rootID != "rootrun" || nested.capacity != 2 {
-		t.Fatalf("nested: %+v", nested)
-	}
-	if err := root.Reserve("rt_1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := nested.Reserve("rt_1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := root.Reserve("rt_2"); err == nil || !strings.Contains(err.Error(), "tree budget (2) reached") {
-		t.Fatalf("full tree: %v", err)
-	}
-	nested.Release("rt_1")
-	if info := root.Info(0, 16); info["active"] != 1 || info["root_id"] != "rootrun" {
-		t.Fatalf("info %v", info)
-	}
-	// A reservation of a dead process is reaped.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dead := cmd.Process.Pid
-	err := root.locked(func(f *budgetFile) (bool, error) {
-		f.Reservations = append(f.Reservations, reservation{PID: dead, Supervisor: "gone", RuntimeID: "rt_9"})
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := root.Reserve("rt_2"); err != nil {
-		t.Fatalf("after reaping: %v", err)
-	}
-	nested.Close()
-	root.Close()
-	if _, err := os.Stat(root.path); !os.IsNotExist(err) {
-		t.Fatalf("the root left its file: %v", err)
-	}
-	if d := Open("", "", "x", 2, now); d.mode != Degraded || d.Reserve("rt_1") != nil {
-		t.Fatalf("no home: %+v", d)
-	}
-	if d := Open(filepath.Join(home, "missing"), "", "x", 2, now); d.mode != Degraded || !strings.Contains(d.reason, Env) {
-		t.Fatalf("bad inherited file: %+v", d)
+		tb.close()
 	}
 }

@@ -1,8 +1,6 @@
-package treebudget
+package stable
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,13 +15,26 @@ import (
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
-// Env names the inherited tree budget file (docs/configuration.md#other-environment-variables).
-const Env = "AVENOR_TREE_BUDGET"
+// EnvTreeBudget names the inherited tree budget file (docs/configuration.md#other-environment-variables).
+const EnvTreeBudget = "AVENOR_TREE_BUDGET"
+
+// runtimeEnv is a runtime's plugin environment: env, and the tree budget
+// file that a supervisor the runtime starts joins.
+func (s *Supervisor) runtimeEnv(env map[string]string) map[string]string {
+	out := make(map[string]string, len(env)+1)
+	for k, v := range env {
+		out[k] = v
+	}
+	if path := s.tree.Path(); path != "" {
+		out[EnvTreeBudget] = path
+	}
+	return out
+}
 
 // Tree budget modes (tree_budget's "mode").
 const (
-	Active   = "active"
-	Degraded = "degraded"
+	BudgetActive   = "active"
+	BudgetDegraded = "degraded"
 )
 
 // budgetFile is the tree budget file: the tree's capacity and one
@@ -47,11 +58,11 @@ type reservation struct {
 	At         int64  `json:"at"`
 }
 
-// Budget is a supervisor's view of its tree's budget file (contract
+// treeBudget is this supervisor's view of its tree's budget file (contract
 // docs/stable.md#limits). Every read-modify-write of the file holds an flock on it. When the
 // file cannot be created or used, the budget is degraded: only the local
 // limit applies, and tree_budget says why.
-type Budget struct {
+type treeBudget struct {
 	now func() time.Time
 
 	mu       sync.Mutex
@@ -66,12 +77,11 @@ type Budget struct {
 	start    uint64
 }
 
-// Open joins, as the supervisor of run runID, the tree of inherited
-// (AVENOR_TREE_BUDGET), or creates a new tree's file in
-// <home>/.avenor/sockets with room for capacity executing runtimes.
-func Open(inherited, home, runID string, capacity int, now func() time.Time) *Budget {
+// openTreeBudget joins the tree of inherited (AVENOR_TREE_BUDGET), or
+// creates a new tree's file in <home>/.avenor/sockets.
+func openTreeBudget(inherited, home, runID string, capacity int, now func() time.Time) *treeBudget {
 	pid := os.Getpid()
-	t := &Budget{now: now, self: runID, pid: pid, start: plugins.ProcessStart(pid), capacity: capacity, rootID: runID, mode: Active}
+	t := &treeBudget{now: now, self: runID, pid: pid, start: plugins.ProcessStart(pid), capacity: capacity, rootID: runID, mode: BudgetActive}
 	if inherited != "" {
 		t.path = inherited
 		err := t.locked(func(f *budgetFile) (bool, error) {
@@ -79,7 +89,7 @@ func Open(inherited, home, runID string, capacity int, now func() time.Time) *Bu
 			return false, nil
 		})
 		if err != nil {
-			t.degrade(fmt.Sprintf("%s=%s: %v", Env, inherited, err))
+			t.degrade(fmt.Sprintf("%s=%s: %v", EnvTreeBudget, inherited, err))
 		}
 		return t
 	}
@@ -95,7 +105,7 @@ func Open(inherited, home, runID string, capacity int, now func() time.Time) *Bu
 	// A root killed before its close left its file: the next root removes
 	// those of dead pids (ours only; a live root's file stays).
 	safefile.RemoveStale(dir, treeBudgetPrefix)
-	path := filepath.Join(dir, safefile.StaleName(treeBudgetPrefix, pid)+randomSuffix()+".tree-budget")
+	path := filepath.Join(dir, safefile.StaleName(treeBudgetPrefix, pid)+NewRunID()[:8]+".tree-budget")
 	data, _ := json.Marshal(budgetFile{Version: 1, RootID: runID, RootPID: pid, Capacity: capacity, Reservations: []reservation{}})
 	if err := createBudgetFile(path, append(data, '\n')); err != nil {
 		t.degrade(fmt.Sprintf("creating %s: %v", path, err))
@@ -124,53 +134,33 @@ func createBudgetFile(path string, data []byte) error {
 	return f.Close()
 }
 
-func (t *Budget) degrade(reason string) {
-	t.mode, t.reason = Degraded, reason
-}
-
-// Mode is the budget's mode (Active or Degraded) and, degraded, why.
-func (t *Budget) Mode() (mode, reason string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.mode, t.reason
-}
-
-// FullError is Reserve's answer when every slot of the tree is taken.
-type FullError struct{ Capacity, Active int }
-
-func (e *FullError) Error() string {
-	return fmt.Sprintf("tree budget (%d) reached", e.Capacity)
-}
-
-// randomSuffix makes a new tree's file name unique among a root's.
-func randomSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+func (t *treeBudget) degrade(reason string) {
+	t.mode, t.reason = BudgetDegraded, reason
 }
 
 // Path is the budget file to pass on as AVENOR_TREE_BUDGET; "" when degraded.
-func (t *Budget) Path() string {
+func (t *treeBudget) Path() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mode != Active {
+	if t.mode != BudgetActive {
 		return ""
 	}
 	return t.path
 }
 
-// Reserve takes one slot of the tree for runtimeID; a full tree is a
-// *FullError. A file that stopped working degrades the budget and admits.
-func (t *Budget) Reserve(runtimeID string) error {
+// reserve takes one slot of the tree for runtimeID; a full tree is the typed
+// capacity error (source "tree"). A file that stopped working degrades the
+// budget and admits.
+func (t *treeBudget) reserve(runtimeID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mode != Active {
+	if t.mode != BudgetActive {
 		return nil
 	}
 	var full error
 	err := t.locked(func(f *budgetFile) (bool, error) {
 		if len(f.Reservations) >= f.Capacity {
-			full = &FullError{Capacity: f.Capacity, Active: len(f.Reservations)}
+			full = capacityError(SourceTree, f.Capacity, len(f.Reservations))
 			return false, nil
 		}
 		f.Reservations = append(f.Reservations, reservation{
@@ -185,11 +175,11 @@ func (t *Budget) Reserve(runtimeID string) error {
 	return full
 }
 
-// Release gives runtimeID's slot back.
-func (t *Budget) Release(runtimeID string) {
+// release gives runtimeID's slot back.
+func (t *treeBudget) release(runtimeID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mode != Active {
+	if t.mode != BudgetActive {
 		return
 	}
 	err := t.locked(func(f *budgetFile) (bool, error) {
@@ -201,7 +191,7 @@ func (t *Budget) Release(runtimeID string) {
 }
 
 // drop removes this supervisor's reservations that match.
-func (t *Budget) drop(f *budgetFile, match func(reservation) bool) bool {
+func (t *treeBudget) drop(f *budgetFile, match func(reservation) bool) bool {
 	kept := f.Reservations[:0]
 	changed := false
 	for _, r := range f.Reservations {
@@ -217,26 +207,26 @@ func (t *Budget) drop(f *budgetFile, match func(reservation) bool) bool {
 
 // Info is tree_budget's answer; localActive stands in for the tree's count
 // when degraded.
-func (t *Budget) Info(localActive, localCapacity int) map[string]any {
+func (t *treeBudget) Info(localActive, localCapacity int) map[string]any {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mode == Active {
+	if t.mode == BudgetActive {
 		active := 0
 		err := t.locked(func(f *budgetFile) (bool, error) {
 			active = len(f.Reservations)
 			return false, nil
 		})
 		if err == nil {
-			return map[string]any{"active": active, "capacity": t.capacity, "root_id": t.rootID, "mode": Active, "path": t.path}
+			return map[string]any{"active": active, "capacity": t.capacity, "root_id": t.rootID, "mode": BudgetActive, "path": t.path}
 		}
 		t.degrade(fmt.Sprintf("tree budget file %s: %v", t.path, err))
 	}
-	return map[string]any{"active": localActive, "capacity": localCapacity, "root_id": t.rootID, "mode": Degraded, "reason": t.reason}
+	return map[string]any{"active": localActive, "capacity": localCapacity, "root_id": t.rootID, "mode": BudgetDegraded, "reason": t.reason}
 }
 
-// Close ends this supervisor's part in the tree: the root removes the file,
+// close ends this supervisor's part in the tree: the root removes the file,
 // a nested supervisor drops whatever it still holds.
-func (t *Budget) Close() {
+func (t *treeBudget) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.path == "" {
@@ -246,7 +236,7 @@ func (t *Budget) Close() {
 		_ = os.Remove(t.path)
 		return
 	}
-	if t.mode == Active {
+	if t.mode == BudgetActive {
 		_ = t.locked(func(f *budgetFile) (bool, error) {
 			return t.drop(f, func(reservation) bool { return true }), nil
 		})
@@ -256,7 +246,7 @@ func (t *Budget) Close() {
 // locked runs fn on the file's content under an exclusive flock, after
 // reaping the reservations of dead supervisors; the file is rewritten when
 // fn (or the reaping) changed it.
-func (t *Budget) locked(fn func(*budgetFile) (bool, error)) error {
+func (t *treeBudget) locked(fn func(*budgetFile) (bool, error)) error {
 	f, err := os.OpenFile(t.path, os.O_RDWR, 0)
 	if err != nil {
 		return err
