@@ -41,35 +41,23 @@ type ServeConfig struct {
 	HTTPDebug func(httpdebug.Config) (*httpdebug.Server, error)
 }
 
-// The supervisor's soft memory limit (runtime/debug.SetMemoryLimit): the
-// Go collector lets the heap grow to about twice what is live before it
-// collects, and a supervisor's live heap grows with its runtimes, so
-// without a limit its resident memory was twice its needs at every size
-// (at 200 streaming runtimes: 80 MB live, 180–250 MB resident). The limit
-// makes it collect sooner as it nears the limit; it is soft: a
-// supervisor that needs more than the limit still gets it, and the
-// collector then takes at most half of the CPU.
+// The supervisor's soft memory limit (runtime/debug.SetMemoryLimit,
+// docs/stable.md#limits): a share for itself and one per runtime
+// --max-runtimes admits (its event history, plugin client and connection,
+// their goroutines). Without it the collector let the resident memory grow
+// to twice the live heap at every size.
 const (
-	// SoftMemoryBaseBytes is the limit's share for the supervisor itself.
-	SoftMemoryBaseBytes = 48 << 20
-	// SoftMemoryBytesPerRuntime is its share for each runtime --max-runtimes
-	// admits (the event stream's history window, the plugin's client and
-	// connection, the goroutines of both).
+	SoftMemoryBaseBytes       = 48 << 20
 	SoftMemoryBytesPerRuntime = 256 << 10
 )
 
-// SoftMemoryLimit is the soft memory limit of a supervisor admitting
-// maxRuntimes runtimes (DefaultMaxRuntimes when ≤ 0); ok is false when
-// the user set one (gomemlimit, the GOMEMLIMIT environment variable, is
-// not empty): theirs stands.
+// SoftMemoryLimit is the limit for maxRuntimes (DefaultMaxRuntimes when
+// ≤ 0); ok is false when the user set one (gomemlimit, GOMEMLIMIT's value).
 func SoftMemoryLimit(gomemlimit string, maxRuntimes int) (limit int64, ok bool) {
 	if gomemlimit != "" {
 		return 0, false
 	}
-	if maxRuntimes <= 0 {
-		maxRuntimes = DefaultMaxRuntimes
-	}
-	return SoftMemoryBaseBytes + int64(maxRuntimes)*SoftMemoryBytesPerRuntime, true
+	return SoftMemoryBaseBytes + int64(cmp.Or(max(maxRuntimes, 0), DefaultMaxRuntimes))*SoftMemoryBytesPerRuntime, true
 }
 
 // FleetNode is `avenor stable --fleet URL --node NAME`.

@@ -106,18 +106,12 @@ func (p SpawnParams) request() hostrun.SpawnRequest {
 // keys, only those the spawn gave.
 func (p SpawnParams) configKeys() map[string]any {
 	out := map[string]any{}
-	str := func(key, v string) {
+	for key, v := range map[string]string{"backend": p.Backend, "model": p.Model, "agent": p.Agent,
+		"thinking": p.Thinking, "dir": p.Dir, "server_url": p.ServerURL, "label": p.Label} {
 		if v != "" {
 			out[key] = v
 		}
 	}
-	str("backend", p.Backend)
-	str("model", p.Model)
-	str("agent", p.Agent)
-	str("thinking", p.Thinking)
-	str("dir", p.Dir)
-	str("server_url", p.ServerURL)
-	str("label", p.Label)
 	if d, _ := hostrun.ParseTimeout(p.Timeout); d > 0 {
 		out["timeout"] = d
 	}

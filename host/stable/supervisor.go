@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -158,16 +160,13 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 		Ready: s.cfg.Ready, OnConnections: s.connectionsChanged,
 	})
 	s.register(s.srv)
-	if err := s.srv.Start(); err != nil {
-		s.srv.Close()
-		s.tree.close()
-		s.writeTombstone(ReasonStartFailed)
-		return ReasonStartFailed, err
+	err = s.srv.Start()
+	if err == nil {
+		// The socket is ours now: no other supervisor serves it, so none
+		// is recovering the same state.
+		err = s.openState()
+		s.markRecovered()
 	}
-	// The socket is ours now: no other supervisor serves it, so none is
-	// recovering the same state.
-	err = s.openState()
-	s.markRecovered()
 	if err != nil {
 		s.srv.Close()
 		s.tree.close()
@@ -267,9 +266,8 @@ func (s *Supervisor) idleCheckLocked() {
 			}
 		})
 		s.idleTimer = t
-	case !idle && s.idleTimer != nil:
-		s.idleTimer.Stop()
-		s.idleTimer = nil
+	case !idle:
+		stopTimer(&s.idleTimer)
 	}
 }
 
@@ -344,15 +342,17 @@ func (s *Supervisor) lookup(id string) (*runtime, error) {
 	return rt, nil
 }
 
+// all returns the runtimes, in no order.
+func (s *Supervisor) all() []*runtime {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.runtimes))
+}
+
 // sorted returns the runtimes in id order and each one's children.
 func (s *Supervisor) sorted() ([]*runtime, map[string][]string) {
 	s.waitRecovered()
-	s.mu.Lock()
-	list := make([]*runtime, 0, len(s.runtimes))
-	for _, rt := range s.runtimes {
-		list = append(list, rt)
-	}
-	s.mu.Unlock()
+	list := s.all()
 	sort.Slice(list, func(i, j int) bool { return list[i].n < list[j].n })
 	children := map[string][]string{}
 	for _, rt := range list {
@@ -424,19 +424,10 @@ func (s *Supervisor) unkeepLocked(rt *runtime, h *hostrt.HeldSession) {
 func (s *Supervisor) shutdown(mode string) {
 	s.mu.Lock()
 	s.closing = true
-	if s.idleTimer != nil {
-		s.idleTimer.Stop()
-		s.idleTimer = nil
-	}
-	if s.releaseTimer != nil {
-		s.releaseTimer.Stop()
-		s.releaseTimer = nil
-	}
-	list := make([]*runtime, 0, len(s.runtimes))
-	for _, rt := range s.runtimes {
-		list = append(list, rt)
-	}
+	stopTimer(&s.idleTimer)
+	stopTimer(&s.releaseTimer)
 	s.mu.Unlock()
+	list := s.all()
 	s.stopWarm()
 
 	for _, rt := range list {
@@ -471,6 +462,14 @@ func (s *Supervisor) shutdown(mode string) {
 	}
 	retiring.Wait()
 	s.group.WaitOthers()
+}
+
+// stopTimer stops *t, if any, and forgets it.
+func stopTimer(t **time.Timer) {
+	if *t != nil {
+		(*t).Stop()
+		*t = nil
+	}
 }
 
 // runtimeID is rt_<n>.
