@@ -34,6 +34,9 @@ type SpawnBackend struct {
 	// Settings are the layered settings; Settings.Backend names the backend.
 	Settings config.Settings
 	hostrt.Backend
+	// Asked is the permission mode and launch context the settings ask
+	// for (spawnlaunch.go); the zero value asks for nothing.
+	Asked Launch
 }
 
 // Resolver resolves a spawn: dir is the spawn's absolute working directory
@@ -53,14 +56,15 @@ func SpawnResolver(env Env) Resolver {
 		if err != nil {
 			return SpawnBackend{}, err
 		}
-		if err := res.RefuseLaunchSettings("avenor stable"); err != nil {
+		asked, err := spawnLaunch(res, dir, env.Getenv)
+		if err != nil {
 			return SpawnBackend{}, err
 		}
 		b, err := res.Backend(res.Settings.Backend)
 		if err != nil {
 			return SpawnBackend{}, err
 		}
-		return SpawnBackend{Settings: res.Settings, Backend: b}, nil
+		return SpawnBackend{Settings: res.Settings, Backend: b, Asked: asked}, nil
 	}
 }
 
@@ -164,6 +168,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.Backend, o.Model, o.Agent, o.Thinking, o.ServerURL = set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL
 	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
 	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
+	r.applyLaunch(o)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.
@@ -193,6 +198,7 @@ func (f SpawnOptions) apply(spec *Spec, fileBase string) {
 	o.Logger, o.Stderr, o.Now = f.Logger, f.Stderr, f.Now
 	spec.Permissions = f.Permissions
 	spec.Permissions.AutoApprove, spec.Permissions.FileBase = o.AutoApprove, fileBase
+	spec.Permissions.Mode = o.PermissionMode
 }
 
 // Spec is the spawned runtime's Spec (id, its own run id runID,
@@ -259,9 +265,9 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 	}}
 	if req.LoopFile != "" || req.TeamFile != "" {
 		dead = "ran a loop or team that the supervisor's restart ended"
-	} else if b, err := resolve(r.Dir, req.Settings); err != nil {
+	} else if b, err := resolve(r.Dir, r.launchSettings(req.Settings)); err != nil {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
-	} else {
+	} else if dead = r.restoreLaunch(&b); dead == "" {
 		b.Apply(&spec.Options)
 	}
 	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)
