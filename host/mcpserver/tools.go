@@ -188,7 +188,7 @@ func (s *Server) addTools() {
 		"Spawn a new avenor run: an agent working in repo_dir on prompt. Returns its run_id; then wait with avenor_result or poll with avenor_status.",
 		additive(),
 		schemaOf[spawnArgs](map[string]*jsonschema.Schema{
-			"timeout":  durationSchema("the run's time limit"),
+			"timeout":         durationSchema("the run's time limit"),
 			"thinking":        enum("thinking level; omitted: the backend default", thinkingLevels),
 			"permission_mode": enum("", permissionModes),
 		}),
