@@ -131,6 +131,7 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 			return sp, fmt.Errorf("roster_entry: %w", err)
 		}
 		keys["backend"] = entry.Backend
+		entryLaunch(entry.LaunchKeys, keys)
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
