@@ -148,10 +148,25 @@ func launchRefusal(info sdk.BackendInfo, asked Launch, name func(string) string)
 	}
 	msg := strings.NewReplacer("--permission-mode", name("permission_mode"), "--append-system-prompt", name("append_system_prompt"),
 		"--allowed-tools", name("allowed_tools"), "--mcp-config", name("mcp_config")).Replace(err.Error())
-	return &control.Error{Code: control.CodeServerError, Message: msg + "; nothing was started", Data: map[string]any{
+	msg += "; nothing was started"
+	return &LaunchRefusedError{msg: msg, rpc: &control.Error{Code: control.CodeServerError, Message: msg, Data: map[string]any{
 		"backend": info.Name, "refused": key, "supported_modes": modes,
-	}}
+	}}}
 }
+
+// LaunchRefusedError is a permission mode or launch-context field a
+// backend does not declare, refused before anything started. On the
+// control socket it is a -32000 whose data names the backend, the refused
+// key and the modes the backend supports.
+type LaunchRefusedError struct {
+	msg string
+	rpc *control.Error
+}
+
+func (e *LaunchRefusedError) Error() string { return e.msg }
+
+// Unwrap is the control error the socket answers with.
+func (e *LaunchRefusedError) Unwrap() error { return e.rpc }
 
 // CheckLaunch refuses, before any phase starts, a permission mode or
 // launch-context field that a phase's backend does not declare: the run's
