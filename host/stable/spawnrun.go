@@ -57,6 +57,9 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		if err := s.checkResume(p.SessionID, b.Settings.Backend); err != nil {
 			return nil, err
 		}
+		if err := s.checkResumeLaunch(p.SessionID, b); err != nil {
+			return nil, err
+		}
 	}
 
 	// An id and an executing slot; a fresh session of a warm pool's key
