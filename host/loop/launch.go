@@ -12,7 +12,7 @@ import (
 )
 
 // LaunchKeys are a roster entry's or a phase's permission mode and launch
-// context as its file writes them (docs/loop.md#permission-modes-and-launch-context):
+// context as its file writes them (docs/loop.md#phase):
 // what avenor run's --permission-mode, --append-system-prompt,
 // --allowed-tools and --mcp-config say for the run. A key that is set
 // replaces the run's for that phase; a phase's own keys replace its roster
