@@ -101,3 +101,45 @@ func sortStrings(s []string) []string {
 	}
 	return out
 }
+
+// TestRosterEntryLaunchDirect: in direct mode a roster entry's
+// permission_mode and allowed_tools apply to the run (avenor run
+// --roster-entry, a spawn's roster_entry); the command line's flag
+// overrides the entry's.
+func TestRosterEntryLaunchDirect(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	roster := w.writeFile("work/roster.json", `{"planner":{"backend":"scripted","model":"m","permission_mode":"plan","allowed_tools":["Read"]}}`)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"the entry's mode", nil, "mode:reject"},
+		{"the flag over the entry's", []string{"--permission-mode", "full-access"}, "mode:allow"},
+	} {
+		evPath := w.path(strings.ReplaceAll(tc.name, " ", "_") + ".ndjson")
+		args := append([]string{"--dir", w.work, "--roster-file", roster, "--roster-entry", "planner", "--prompt", "permission tool=Write",
+			"--auto-approve", "--on-event", evPath}, tc.extra...)
+		if res := w.run(args...); res.code != 0 {
+			t.Fatalf("%s: %v", tc.name, res)
+		}
+		evs := readEvents(t, evPath)
+		if got := decisions(evs); got != tc.want {
+			t.Errorf("%s: decisions %s, want %s", tc.name, got, tc.want)
+		}
+		if tools, _ := json.Marshal(only(evs, "session.start")[0]["allowed_tools"]); string(tools) != `["Read"]` {
+			t.Errorf("%s: session.start allowed_tools %s, want the entry's [\"Read\"]", tc.name, tools)
+		}
+	}
+	c := w.startStable("rosterdirect", nil).client()
+	id, err := spawnLaunch(t, c, map[string]any{"dir": w.work, "roster_file": "roster.json", "roster_entry": "planner",
+		"prompt": "permission tool=Write", "auto_approve": true})
+	if err != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	rt := waitEnded(t, c, id, 30*time.Second)
+	if got := decisions(readEvents(t, rt.EventPath)); got != "mode:reject" {
+		t.Errorf("spawn with the roster entry: decisions %s, want mode:reject", got)
+	}
+}

@@ -266,7 +266,7 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 	}}
 	if req.LoopFile != "" || req.TeamFile != "" {
 		dead = "ran a loop or team that the supervisor's restart ended"
-	} else if b, err := resolve(r.Dir, r.launchSettings(req.Settings)); err != nil {
+	} else if b, err := resolve(r.Dir, r.launchSettings(req)); err != nil {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 	} else if dead = r.restoreLaunch(&b); dead == "" {
 		b.Apply(&spec.Options)

@@ -303,22 +303,39 @@ func recordLaunch(o hostrt.Options) *LaunchRecord {
 	return lr
 }
 
-// launchSettings are the spawn's settings a recovery resolves again: the
-// mode, the appended system prompt and the tool list come from the record
-// (an @FILE changed or removed since does not change them), so they are
-// left out; mcp_config stays, its secrets read again.
-func (r Record) launchSettings(set map[string]any) map[string]any {
+// launchSettings are the settings of req, the spawn, that a recovery
+// resolves again: the mode, the appended system prompt and the tool list
+// come from the record (an @FILE changed or removed since does not change
+// them), so they are left out; mcp_config stays, its secrets read again,
+// a direct-mode roster entry's included.
+func (r Record) launchSettings(req SpawnRequest) map[string]any {
 	if r.Launch == nil {
-		return set
+		return req.Settings
 	}
-	out := make(map[string]any, len(set))
-	for k, v := range set {
-		switch k {
-		case "permission_mode", "append_system_prompt", "allowed_tools":
-		default:
-			out[k] = v
+	out := make(map[string]any, len(req.Settings))
+	for k, v := range req.Settings {
+		out[k] = v
+	}
+	if req.RosterEntry != "" && req.RosterFile != "" {
+		path := req.RosterFile
+		if !filepath.IsAbs(path) {
+			dir := req.Dir
+			if dir == "" {
+				dir = r.Dir
+			}
+			if abs, err := filepath.Abs(dir); err == nil {
+				path = filepath.Join(abs, path)
+			}
+		}
+		if roster, err := loop.LoadRoster(path); err == nil {
+			if e, err := roster.Lookup(req.RosterEntry); err == nil {
+				entryLaunch(e.LaunchKeys, out)
+			}
 		}
 	}
+	delete(out, "permission_mode")
+	delete(out, "append_system_prompt")
+	delete(out, "allowed_tools")
 	return out
 }
 
