@@ -42,7 +42,8 @@ type SpawnBackend struct {
 // Resolver resolves a spawn: dir is the spawn's absolute working directory
 // (the project is found from it) and set holds the settings the spawn gave,
 // keyed as host/config's keys (backend, model, agent, thinking, dir,
-// timeout, max_retries, auto_approve, server_url, label), to be layered
+// timeout, max_retries, auto_approve, server_url, label, permission_mode,
+// append_system_prompt, allowed_tools, mcp_config), to be layered
 // over the defaults, the config files and the environment.
 type Resolver func(dir string, set map[string]any) (SpawnBackend, error)
 
