@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/avenor-go/avenor/client"
 )
 
 // TestLaunchContextRefused: a permission mode or launch-context field a
@@ -217,19 +214,5 @@ func TestBackendsJSONListsLaunchCapabilities(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("backends --json lists none of %v", want)
-	}
-}
-
-// TestStableRefusesLaunchSettings: avenor stable does not pass a
-// permission mode or launch context to its spawns yet, so one set in the
-// environment (or a config file) refuses the spawn instead of being
-// ignored.
-func TestStableRefusesLaunchSettings(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t)
-	c := w.startStable("launch", []string{"AVENOR_PERMISSION_MODE=plan"}).client()
-	_, err := c.Spawn(ctxT(t, 30*time.Second), client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: "say hi"})
-	if err == nil || !strings.Contains(err.Error(), "avenor stable does not apply permission_mode yet (set by the env layer)") {
-		t.Fatalf("spawn: %v; want it refused naming permission_mode", err)
 	}
 }

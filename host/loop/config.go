@@ -71,6 +71,10 @@ type Phase struct {
 	Requires *Requires `json:"requires,omitempty"`
 	// OnIncomplete says how to nudge a phase whose requirements are unmet.
 	OnIncomplete *OnIncomplete `json:"on_incomplete,omitempty"`
+	// LaunchKeys are the phase's own permission mode and launch context,
+	// over its roster entry's and the run's; refused on loop_file and
+	// team_file phases (their phases set their own).
+	LaunchKeys
 
 	// NestedLoop and NestedTeam are the loaded LoopFile / TeamFile.
 	NestedLoop *LoopConfig `json:"-"`
@@ -274,10 +278,15 @@ func (p *Phase) validate() error {
 		return fmt.Errorf("phase[name %s]: prompt must not be empty (set prompt or prompt_file)", p.Name)
 	case nested && (p.Requires != nil || p.OnIncomplete != nil):
 		return fmt.Errorf("phase[name %s]: requires and on_incomplete apply to prompt phases, not loop_file or team_file", p.Name)
+	case nested && !p.LaunchKeys.IsZero():
+		return fmt.Errorf("phase[name %s]: permission_mode, append_system_prompt, allowed_tools and mcp_config apply to prompt phases, not loop_file or team_file: set them on the nested config's phases", p.Name)
 	case p.OnIncomplete != nil && p.Requires.empty():
 		return fmt.Errorf("phase[name %s]: on_incomplete needs requires (files or non_empty_files)", p.Name)
 	case p.OnIncomplete != nil && (p.OnIncomplete.MaxNudges < 0 || p.OnIncomplete.MaxNudges > maxNudgesLimit):
 		return fmt.Errorf("phase[name %s]: on_incomplete.max_nudges must be between 0 and %d, got %d", p.Name, maxNudgesLimit, p.OnIncomplete.MaxNudges)
+	}
+	if err := p.LaunchKeys.check(); err != nil {
+		return fmt.Errorf("phase[name %s]: %w", p.Name, err)
 	}
 	if p.Requires != nil {
 		for _, f := range append(append([]string{}, p.Requires.Files...), p.Requires.NonEmptyFiles...) {
@@ -346,6 +355,7 @@ func (l *loader) rel(p string) string {
 func (l *loader) resolve(phases []Phase, roster *Roster) error {
 	for i := range phases {
 		p := &phases[i]
+		p.LaunchKeys = p.LaunchKeys.rel(l.dir)
 		if p.PromptFile != "" {
 			data, err := readBounded(l.rel(p.PromptFile))
 			if err != nil {

@@ -17,6 +17,8 @@ type RosterEntry struct {
 	Agent    string `json:"agent,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Thinking string `json:"thinking,omitempty"`
+	// LaunchKeys are the entry's permission mode and launch context.
+	LaunchKeys
 }
 
 // Roster is a loaded roster file.
@@ -46,6 +48,9 @@ func LoadRoster(path string) (*Roster, error) {
 		if err := entries[name].validate(); err != nil {
 			return nil, fmt.Errorf("entry %q: %w", name, err)
 		}
+		e := entries[name]
+		e.LaunchKeys = e.LaunchKeys.rel(filepath.Dir(abs))
+		entries[name] = e
 	}
 	return r, nil
 }
@@ -77,6 +82,9 @@ func (e RosterEntry) validate() error {
 	if strings.TrimSpace(e.Agent) == "" && strings.TrimSpace(e.Model) == "" {
 		return fmt.Errorf("at least one of agent or model must be set")
 	}
+	if err := e.LaunchKeys.check(); err != nil {
+		return err
+	}
 	return CheckThinkingLevel(e.Thinking)
 }
 
@@ -98,6 +106,9 @@ func CheckThinkingLevel(level string) error {
 // Identity is who runs a phase: backend, agent, model and thinking level.
 type Identity struct {
 	Backend, Agent, Model, Thinking string
+	// LaunchKeys are the phase's own permission mode and launch context
+	// (its roster entry's, under its own); zero: the run's.
+	LaunchKeys
 }
 
 func (id Identity) String() string {
@@ -124,6 +135,13 @@ func (run Identity) FromEntry(e RosterEntry) Identity {
 // else for a team member its agent/model overrides (an agent without a
 // model leaves the model to the agent's own config), else the run's.
 func (run Identity) forPhase(p *Phase, kind string, roster *Roster) (Identity, error) {
+	id, err := run.phaseIdentity(p, kind, roster)
+	id.LaunchKeys = id.LaunchKeys.Over(p.LaunchKeys)
+	return id, err
+}
+
+// phaseIdentity is forPhase without the phase's own launch keys.
+func (run Identity) phaseIdentity(p *Phase, kind string, roster *Roster) (Identity, error) {
 	if p.RosterEntry != "" {
 		if roster == nil {
 			return run, fmt.Errorf("phase %q: roster_entry %q needs a roster", p.Name, p.RosterEntry)

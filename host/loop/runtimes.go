@@ -38,6 +38,12 @@ type Runtimes struct {
 	SerialPermissions bool
 	// CancelRun cancels the whole run (the control plane's cancel).
 	CancelRun func()
+	// Launch applies a phase's own permission mode and launch context
+	// (Spec.Identity.LaunchKeys, when set) over Base's, and returns the
+	// permission resolver of a phase whose mode is its own (nil: keep
+	// Permissions). Nil refuses every phase that sets them: a phase never
+	// runs broader than its config asks.
+	Launch func(k LaunchKeys, o *hostrt.Options) (hostrt.PermissionsFunc, error)
 
 	mu      sync.Mutex
 	running []*hostrt.Runner // in start order
@@ -62,7 +68,10 @@ func (rt *Runtimes) Run(ctx context.Context, s Spec) Outcome {
 	o.Prompt, o.Resume = s.Prompt, s.Resume
 	o.OnEvent, o.FollowUp = s.OnEvent, s.FollowUp
 	o.Timeout, o.SentinelPath, o.Events = 0, "", nil
-	perms := rt.Permissions
+	perms, err := rt.phaseLaunch(s.Identity.LaunchKeys, &o)
+	if err != nil {
+		return rt.failPhase(s, err)
+	}
 	if perms != nil && rt.SerialPermissions {
 		perms = rt.serial(perms)
 	}

@@ -51,6 +51,9 @@ type Record struct {
 	FollowUpOf string    `json:"follow_up_of,omitempty"`
 	FollowUps  []string  `json:"follow_ups,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Launch is the run's permission mode and launch context as its spawn
+	// gave them, nil for none; a follow-up spawns with the same.
+	Launch *LaunchParams `json:"launch,omitempty"`
 }
 
 // registry is the run records of one supervisor socket: <state>/mcp/<key>/

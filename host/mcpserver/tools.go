@@ -44,6 +44,11 @@ type spawnArgs struct {
 	ServerURL    string     `json:"server_url,omitempty" jsonschema:"opencode serve URL for the opencode-http backend"`
 	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's supervisor)"`
 	AutoApprove  bool       `json:"auto_approve,omitempty" jsonschema:"approve every permission request, so the run needs no avenor_answer_permission"`
+	// The run's permission mode and launch context (spawnlaunch.go).
+	PermissionMode     string   `json:"permission_mode,omitempty" jsonschema:"what the run may do without asking: default (asks before edits and commands), accept-edits (edits allowed, asks before commands), plan (read-only: edits and commands denied) or full-access; omitted: the runtime's own behaviour"`
+	AppendSystemPrompt string   `json:"append_system_prompt,omitempty" jsonschema:"standing instructions appended to the runtime's system prompt: the text, or @FILE (relative to repo_dir)"`
+	AllowedTools       []string `json:"allowed_tools,omitempty" jsonschema:"the exact tools the run may use, in the runtime's own tool names; [] allows no tool; omitted: the runtime's defaults"`
+	MCPConfig          string   `json:"mcp_config,omitempty" jsonschema:"a JSON file of MCP server definitions ({\"mcpServers\":{...}}, relative to repo_dir) the run may use; credentials as ${ENV_VAR} references"`
 }
 
 type spawnResult struct {
@@ -183,8 +188,9 @@ func (s *Server) addTools() {
 		"Spawn a new avenor run: an agent working in repo_dir on prompt. Returns its run_id; then wait with avenor_result or poll with avenor_status.",
 		additive(),
 		schemaOf[spawnArgs](map[string]*jsonschema.Schema{
-			"timeout":  durationSchema("the run's time limit"),
-			"thinking": enum("thinking level; omitted: the backend default", thinkingLevels),
+			"timeout":         durationSchema("the run's time limit"),
+			"thinking":        enum("thinking level; omitted: the backend default", thinkingLevels),
+			"permission_mode": enum("", permissionModes),
 		}),
 		schemaOf[spawnResult](nil)),
 		s.spawn)
@@ -291,6 +297,9 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: dir,
 		Agent: a.Agent, Model: a.Model, Backend: a.Backend, Thinking: a.Thinking, RosterFile: a.RosterFile,
 		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, CreatedAt: time.Now()}
+	if err := a.launch(rec); err != nil {
+		return nil, none, err
+	}
 	p.Label = rec.Label // none: the label is the run id, known once spawned
 	if err := s.start(ctx, cn, reg, rec, p); err != nil {
 		return nil, none, err
@@ -309,7 +318,7 @@ func (s *Server) start(ctx context.Context, cn *conn, reg *registry, rec *Record
 	rec.EventLog, rec.Sentinel = reg.artifacts(key)
 	p.OnEvent, p.SentinelFile = rec.EventLog, rec.Sentinel
 	var raw json.RawMessage
-	if err := cn.c.Call(ctx, "spawn", p, &raw); err != nil {
+	if err := cn.c.Call(ctx, "spawn", rec.spawnCall(p), &raw); err != nil {
 		return spawnError(err)
 	}
 	var sp client.Spawned
@@ -656,6 +665,7 @@ func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followU
 	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: prior.Dir,
 		Agent: p.Agent, Model: p.Model, Backend: p.Backend, Thinking: p.Thinking, AgentProfile: p.AgentProfile,
 		AutoApprove: prior.AutoApprove, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
+	rec.Launch = prior.Launch // the follow-up runs under the run's mode and launch context
 	if rec.Label == "" {
 		rec.Label = prior.Label + "-followup"
 	}

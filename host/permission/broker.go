@@ -126,6 +126,12 @@ func (b *Broker) Session(sessionID string) *Session {
 	return &Session{b: b, id: sessionID}
 }
 
+// ModeSession is Session under mode rather than the broker's Options.Mode:
+// a loop or team phase that sets its own permission mode.
+func (b *Broker) ModeSession(sessionID string, mode sdk.PermissionMode) *Session {
+	return &Session{b: b, id: sessionID, mode: mode}
+}
+
 // Answer delivers an answer to a pending request (source "control", or
 // a.Source when it is one of AnswerSources),
 // whichever resolver announced it: a control client's answer_permission,
@@ -209,6 +215,8 @@ func (b *Broker) Pending() []sdk.PermissionRequest {
 type Session struct {
 	b  *Broker
 	id string
+	// mode, when set, replaces the broker's Options.Mode (ModeSession).
+	mode sdk.PermissionMode
 
 	mu   sync.Mutex
 	cur  *pending

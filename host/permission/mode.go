@@ -97,6 +97,9 @@ func modeDecision(mode sdk.PermissionMode, req sdk.PermissionRequest) (allow, de
 // reject by kind (the plugin then refuses the call).
 func (s *Session) byMode(req sdk.PermissionRequest, emit func(event.Event)) (sdk.PermissionDecision, bool) {
 	mode := s.b.opts.Mode
+	if s.mode != "" {
+		mode = s.mode
+	}
 	allow, decided := modeDecision(mode, req)
 	if !decided {
 		return sdk.PermissionDecision{}, false

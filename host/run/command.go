@@ -103,6 +103,9 @@ func (c *Command) Run(ctx context.Context) int {
 	case err != nil:
 		return c.failSetup(err)
 	}
+	if err := checkPhasedLaunch(runCtx, spec); err != nil {
+		return c.failSetup(err)
+	}
 	res, err := Start(runCtx, spec)
 	if err != nil {
 		return c.failSetup(err)

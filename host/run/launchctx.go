@@ -43,32 +43,37 @@ type Launch struct {
 // Errors name the flag and what to fix. Whether the backend honours what
 // was asked is the runner's check, once the plugin has described it.
 func LaunchSettings(s config.Settings, prov config.Provenance, getenv func(string) string) (Launch, error) {
+	return readLaunch(s, prov, getenv, FlagName)
+}
+
+// readLaunch is LaunchSettings with name naming a key in its errors
+// (FlagName for avenor run's flags, the key itself for a spawn's params).
+func readLaunch(s config.Settings, prov config.Provenance, getenv func(string) string, name func(string) string) (Launch, error) {
 	var l Launch
 	mode, err := sdk.ParsePermissionMode(s.PermissionMode)
 	if err != nil {
-		return Launch{}, fmt.Errorf("--permission-mode: %w", err)
+		return Launch{}, fmt.Errorf("%s: %w", name("permission_mode"), err)
 	}
 	l.Mode = mode
-	if l.Context.AppendSystemPrompt, err = appendSystemPrompt(s.AppendSystemPrompt); err != nil {
+	if l.Context.AppendSystemPrompt, err = appendSystemPrompt(name("append_system_prompt"), s.AppendSystemPrompt); err != nil {
 		return Launch{}, err
 	}
 	if layer, ok := prov["allowed_tools"]; ok && layer != config.LayerDefault {
-		if l.Context.AllowedTools, err = allowedTools(s.AllowedTools); err != nil {
+		if l.Context.AllowedTools, err = allowedTools(name("allowed_tools"), s.AllowedTools); err != nil {
 			return Launch{}, err
 		}
 	}
 	if s.MCPConfig != "" {
-		if l.Context.MCPServers, err = LoadMCPConfig(s.MCPConfig, getenv); err != nil {
+		if l.Context.MCPServers, err = loadMCPConfig(name("mcp_config"), s.MCPConfig, getenv); err != nil {
 			return Launch{}, err
 		}
 	}
 	return l, nil
 }
 
-// appendSystemPrompt is the text of --append-system-prompt: itself, or the
-// file after an @.
-func appendSystemPrompt(v string) (string, error) {
-	const flag = "--append-system-prompt"
+// appendSystemPrompt is the text of --append-system-prompt (flag): itself,
+// or the file after an @.
+func appendSystemPrompt(flag, v string) (string, error) {
 	if path, ok := strings.CutPrefix(v, "@"); ok {
 		if path == "" {
 			return "", errors.New(flag + " @: name the file after the @")
@@ -85,9 +90,9 @@ func appendSystemPrompt(v string) (string, error) {
 	return v, sdk.CheckPrompt(flag, v)
 }
 
-// allowedTools splits --allowed-tools; "" is the empty list (no tool).
-func allowedTools(v string) ([]string, error) {
-	const flag = "--allowed-tools"
+// allowedTools splits --allowed-tools (flag); "" is the empty list (no
+// tool).
+func allowedTools(flag, v string) ([]string, error) {
 	if strings.TrimSpace(v) == "" {
 		return []string{}, nil
 	}
@@ -137,7 +142,11 @@ var (
 // The result is sorted by name; its values are secrets (MCPServer.Redacted
 // prints them).
 func LoadMCPConfig(path string, getenv func(string) string) ([]sdk.MCPServer, error) {
-	const flag = "--mcp-config"
+	return loadMCPConfig("--mcp-config", path, getenv)
+}
+
+// loadMCPConfig is LoadMCPConfig, its errors naming flag.
+func loadMCPConfig(flag, path string, getenv func(string) string) ([]sdk.MCPServer, error) {
 	data, err := regularfile.ReadFileMax(path, MaxMCPConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
@@ -245,20 +254,4 @@ func resolveValues(what string, m map[string]string, getenv func(string) string)
 		}
 	}
 	return out, nil
-}
-
-// launchKeys are the config keys of the permission mode and launch context.
-var launchKeys = []string{"permission_mode", "append_system_prompt", "allowed_tools", "mcp_config"}
-
-// RefuseLaunchSettings refuses, for a front door that does not pass them
-// on yet (what names it, e.g. "avenor stable"), a permission mode or
-// launch-context key set at any layer: ignored, the session would run
-// broader than the config asks.
-func (r *Resolved) RefuseLaunchSettings(what string) error {
-	for _, k := range launchKeys {
-		if layer, ok := r.Provenance[k]; ok && layer != config.LayerDefault {
-			return fmt.Errorf("%s does not apply %s yet (set by the %s layer); it applies to avenor run: unset it here", what, k, layer)
-		}
-	}
-	return nil
 }

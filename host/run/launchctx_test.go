@@ -33,7 +33,7 @@ func TestAllowedToolsBounds(t *testing.T) {
 		{strings.Repeat("x", MaxToolName+1), nil, "entry 1 is not a tool name"},
 		{"a,,b", nil, "entry 2 is empty"},
 	} {
-		got, err := allowedTools(tc.in)
+		got, err := allowedTools("--allowed-tools", tc.in)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%.40q: got %v, want an error with %q", tc.in, err, tc.err)

@@ -37,6 +37,9 @@ type Record struct {
 	// was accepted whose run has not ended: a log that ends there holds
 	// nothing of that prompt's run.
 	AcceptedAt int64 `json:"prompt_accepted_at_seq,omitempty"`
+	// Launch is the permission mode and launch context the runtime runs
+	// under, nil when it asked for none (LaunchRecord).
+	Launch *LaunchRecord `json:"launch,omitempty"`
 }
 
 // A record's runtime states.
@@ -100,6 +103,7 @@ func (rt *Runtime) Record() Record {
 		r.Pending = append(r.Pending, *l.perms[id])
 	}
 	r.AcceptedAt = l.acceptedAt
+	r.Launch = recordLaunch(o)
 	return r
 }
 

@@ -317,6 +317,7 @@ func (rt *Runtime) BeginPhased(p PhasedRun) func(context.Context) loop.Result {
 	rts := &loop.Runtimes{
 		Base: base, Backend: backend, Permissions: hostrt.BrokerPermissions(rt.broker),
 		SerialPermissions: rt.spec.Permissions.FileBase != "", CancelRun: p.CancelRun,
+		Launch: rt.phaseLauncher,
 	}
 	phases := loop.PhaseFunc(rts.Run)
 	if p.Admit != nil {

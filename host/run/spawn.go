@@ -34,12 +34,16 @@ type SpawnBackend struct {
 	// Settings are the layered settings; Settings.Backend names the backend.
 	Settings config.Settings
 	hostrt.Backend
+	// Asked is the permission mode and launch context the settings ask
+	// for (spawnlaunch.go); the zero value asks for nothing.
+	Asked Launch
 }
 
 // Resolver resolves a spawn: dir is the spawn's absolute working directory
 // (the project is found from it) and set holds the settings the spawn gave,
 // keyed as host/config's keys (backend, model, agent, thinking, dir,
-// timeout, max_retries, auto_approve, server_url, label), to be layered
+// timeout, max_retries, auto_approve, server_url, label, permission_mode,
+// append_system_prompt, allowed_tools, mcp_config), to be layered
 // over the defaults, the config files and the environment.
 type Resolver func(dir string, set map[string]any) (SpawnBackend, error)
 
@@ -53,14 +57,15 @@ func SpawnResolver(env Env) Resolver {
 		if err != nil {
 			return SpawnBackend{}, err
 		}
-		if err := res.RefuseLaunchSettings("avenor stable"); err != nil {
+		asked, err := spawnLaunch(res, dir, env.Getenv)
+		if err != nil {
 			return SpawnBackend{}, err
 		}
 		b, err := res.Backend(res.Settings.Backend)
 		if err != nil {
 			return SpawnBackend{}, err
 		}
-		return SpawnBackend{Settings: res.Settings, Backend: b}, nil
+		return SpawnBackend{Settings: res.Settings, Backend: b, Asked: asked}, nil
 	}
 }
 
@@ -127,6 +132,7 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 			return sp, fmt.Errorf("roster_entry: %w", err)
 		}
 		keys["backend"] = entry.Backend
+		entryLaunch(entry.LaunchKeys, keys)
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
@@ -164,6 +170,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.Backend, o.Model, o.Agent, o.Thinking, o.ServerURL = set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL
 	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
 	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
+	r.applyLaunch(o)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.
@@ -193,6 +200,7 @@ func (f SpawnOptions) apply(spec *Spec, fileBase string) {
 	o.Logger, o.Stderr, o.Now = f.Logger, f.Stderr, f.Now
 	spec.Permissions = f.Permissions
 	spec.Permissions.AutoApprove, spec.Permissions.FileBase = o.AutoApprove, fileBase
+	spec.Permissions.Mode = o.PermissionMode
 }
 
 // Spec is the spawned runtime's Spec (id, its own run id runID,
@@ -259,9 +267,9 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 	}}
 	if req.LoopFile != "" || req.TeamFile != "" {
 		dead = "ran a loop or team that the supervisor's restart ended"
-	} else if b, err := resolve(r.Dir, req.Settings); err != nil {
+	} else if b, err := resolve(r.Dir, r.launchSettings(req)); err != nil {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
-	} else {
+	} else if dead = r.restoreLaunch(&b); dead == "" {
 		b.Apply(&spec.Options)
 	}
 	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)

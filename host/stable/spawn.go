@@ -44,6 +44,15 @@ type SpawnParams struct {
 	ParentRunID    string `json:"parent_run_id,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	LabelDerived   bool   `json:"label_derived,omitempty"`
+
+	// PermissionMode, AppendSystemPrompt (text, or @FILE relative to Dir),
+	// AllowedTools (an array of tool names or a comma string) and MCPConfig
+	// (a file, relative to Dir) are the runtime's permission mode and
+	// launch context (launchParams).
+	PermissionMode     string          `json:"permission_mode,omitempty"`
+	AppendSystemPrompt string          `json:"append_system_prompt,omitempty"`
+	AllowedTools       json.RawMessage `json:"allowed_tools,omitempty"`
+	MCPConfig          string          `json:"mcp_config,omitempty"`
 }
 
 // validate checks what needs no backend, in the order of avenor run's
@@ -70,7 +79,7 @@ func (p *SpawnParams) validate() error {
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
 		return control.InvalidParams("permission_handler supports file:<path> only")
 	}
-	return nil
+	return p.validateLaunch()
 }
 
 // paramName is a spawn's name of a param of hostrun.Sources.
@@ -121,5 +130,6 @@ func (p SpawnParams) configKeys() map[string]any {
 	if p.AutoApprove != nil {
 		out["auto_approve"] = *p.AutoApprove
 	}
+	p.launchKeys(out)
 	return out
 }

@@ -50,8 +50,14 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		return nil, err
 	}
 	prompt, b, dir, wf := spawned.Prompt, spawned.Backend, spawned.Dir, spawned.Phased
+	if err := spawned.CheckLaunch(ctx); err != nil {
+		return nil, err
+	}
 	if p.SessionID != "" {
 		if err := s.checkResume(p.SessionID, b.Settings.Backend); err != nil {
+			return nil, err
+		}
+		if err := s.checkResumeLaunch(p.SessionID, b); err != nil {
 			return nil, err
 		}
 	}
@@ -61,7 +67,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	s.mu.Lock()
 	id := runtimeID(s.nextN + 1)
 	var warm *hostrt.HeldSession
-	if p.SessionID == "" && wf == nil {
+	if p.SessionID == "" && wf == nil && !asksLaunch(b) {
 		warm = s.takeWarmLocked(keyOf(b, dir))
 	}
 	if err := s.admitLocked(id); err != nil {

@@ -98,6 +98,7 @@ var Bounds = []Bound{
 	{"host/run", "MaxToolName", "`--allowed-tools`", "bytes of one tool name"},
 	{"host/run", "MaxMCPConfigBytes", "`--mcp-config`", "size of the MCP server definitions file"},
 	{"host/run", "MaxMCPServers", "`--mcp-config`", "servers one file defines"},
+	{"host/run", "MaxAllowedToolsParam", "spawn `allowed_tools`", "bytes of the param's JSON; its entries have `--allowed-tools`' bounds"},
 	{"host/run", "ListTimeout", "`avenor backends`", "time for one plugin to start and describe its backends"},
 	{"host/run", "HTTPDebugDrain", "`--http-debug`", "wait at exit for the event streams to deliver the last events"},
 	{"client", "AwaitPoll", "`avenor await`, `client.Await`", "how often the status is read again while a `session.end` settles"},
