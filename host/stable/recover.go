@@ -64,7 +64,7 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 		return nil, err
 	}
 	rt := &runtime{s: s, id: r.ID, n: r.N, params: p, started: r.Started}
-	spec, dead := hostrun.RecordSpec(r, p.request(), s.resolve, s.spawnOptions(r.ID, p))
+	spec, dead := hostrun.RecordSpec(r, p.Request(), s.resolve, s.spawnOptions(r.ID, p))
 	run, rec, err := hostrun.Recover(r, spec, dead, s.runDeps(rt))
 	if err != nil {
 		return nil, err

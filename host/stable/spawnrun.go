@@ -19,13 +19,13 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 	if err := c.Decode(&p); err != nil {
 		return nil, err
 	}
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if p.IdempotencyKey == "" {
 		return s.Spawn(ctx, p)
 	}
-	stored, finish, err := s.idem.begin(ctx, p.IdempotencyKey, p.hash())
+	stored, finish, err := s.idem.begin(ctx, p.IdempotencyKey, spawnHash(p))
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *control.Call) (any, error) {
 // returns the spawn result.
 func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, error) {
 	s.waitRecovered() // the ids of recovered runtimes are taken
-	spawned, err := hostrun.ResolveSpawn(p.request(), s.resolve)
+	spawned, err := hostrun.ResolveSpawn(p.Request(), s.resolve)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func TestSpawnParamsValidate(t *testing.T) {
 		{"handler", SpawnParams{Prompt: "x", PermissionHandler: "http://x"}, "-32602 permission_handler supports file:<path> only"},
 		{"timeout", SpawnParams{Prompt: "x", Timeout: json.RawMessage(`"soon"`)}, `-32602 timeout "soon": want a number of seconds (600) or a Go duration string ("10m")`},
 	} {
-		err := tc.p.validate()
+		err := tc.p.Validate()
 		got := ""
 		if err != nil {
 			var ce *control.Error
@@ -74,7 +74,7 @@ func TestIdempotencyHashIgnoresKeyAndTimeoutSpelling(t *testing.T) {
 	a := SpawnParams{Prompt: "x", Timeout: json.RawMessage("600"), IdempotencyKey: "a"}
 	b := SpawnParams{Prompt: "x", Timeout: json.RawMessage(`"10m"`), IdempotencyKey: "b"}
 	c := SpawnParams{Prompt: "y", Timeout: json.RawMessage("600")}
-	if a.hash() != b.hash() || a.hash() == c.hash() {
+	if spawnHash(a) != spawnHash(b) || spawnHash(a) == spawnHash(c) {
 		t.Fatal("hash: same params must match, others not")
 	}
 }
