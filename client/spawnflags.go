@@ -22,6 +22,10 @@ type SpawnFlags struct {
 	// supervisor's config.
 	MaxRetries      int
 	MaxRetriesGiven bool
+	// AllowedTools is a comma list of tool names, sent when
+	// AllowedToolsGiven, even empty (no tool at all).
+	AllowedTools      string
+	AllowedToolsGiven bool
 }
 
 // Params checks the flags and returns the params to send, only the values
@@ -54,6 +58,9 @@ func (f SpawnFlags) Params() (SpawnParams, error) {
 	}
 	if f.MaxRetriesGiven {
 		p.MaxRetries = Int(f.MaxRetries)
+	}
+	if f.AllowedToolsGiven {
+		p.AllowedTools = f.AllowedTools
 	}
 	return p.WithAbsPaths()
 }

@@ -32,6 +32,11 @@ func TestSpawnFlagsParams(t *testing.T) {
 		{name: "auto approve", f: SpawnFlags{P: SpawnParams{Prompt: "a"}, AutoApprove: true}, want: SpawnParams{Prompt: "a", AutoApprove: Bool(true)}},
 		{name: "paths", f: SpawnFlags{P: SpawnParams{LoopFile: "l.toml", Dir: "d", PermissionHandler: "file:p"}},
 			want: SpawnParams{LoopFile: abs("l.toml"), Dir: abs("d"), PermissionHandler: "file:" + abs("p")}},
+		{name: "launch context", f: SpawnFlags{P: SpawnParams{Prompt: "a", PermissionMode: "plan", AppendSystemPrompt: "@rules.md", MCPConfig: "mcp.json"}, AllowedTools: "Read,Grep", AllowedToolsGiven: true},
+			want: SpawnParams{Prompt: "a", PermissionMode: "plan", AppendSystemPrompt: "@" + abs("rules.md"), MCPConfig: abs("mcp.json"), AllowedTools: "Read,Grep"}},
+		{name: "no tool at all", f: SpawnFlags{P: SpawnParams{Prompt: "a"}, AllowedToolsGiven: true}, want: SpawnParams{Prompt: "a", AllowedTools: ""}},
+		{name: "tools not given", f: SpawnFlags{P: SpawnParams{Prompt: "a"}, AllowedTools: "Read"}, want: SpawnParams{Prompt: "a"}},
+		{name: "prompt text kept", f: SpawnFlags{P: SpawnParams{Prompt: "a", AppendSystemPrompt: "be terse"}}, want: SpawnParams{Prompt: "a", AppendSystemPrompt: "be terse"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.f.Params()

@@ -83,11 +83,21 @@ type SpawnParams struct {
 	ParentID       string `json:"parent_id,omitempty"`
 	ParentRunID    string `json:"parent_run_id,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// PermissionMode (default, accept-edits, plan, full-access),
+	// AppendSystemPrompt (text, or @FILE), AllowedTools (a []string or a
+	// comma string; an empty one allows no tool; nil keeps the runtime's
+	// defaults) and MCPConfig (a file) are the runtime's permission mode
+	// and launch context (docs/permission-handler.md).
+	PermissionMode     string `json:"permission_mode,omitempty"`
+	AppendSystemPrompt string `json:"append_system_prompt,omitempty"`
+	AllowedTools       any    `json:"allowed_tools,omitempty"`
+	MCPConfig          string `json:"mcp_config,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,
-// sentinel_file, roster_file, loop_file, team_file and the base of a
-// file:<base> permission_handler — made absolute against this process's
+// sentinel_file, roster_file, loop_file, team_file, mcp_config, the base
+// of a file:<base> permission_handler and the file of an @FILE
+// append_system_prompt — made absolute against this process's
 // working directory: the supervisor's working directory is not the
 // caller's.
 func (p SpawnParams) WithAbsPaths() (SpawnParams, error) {
@@ -97,6 +107,7 @@ func (p SpawnParams) WithAbsPaths() (SpawnParams, error) {
 	}{
 		{"prompt_file", &p.PromptFile}, {"dir", &p.Dir}, {"on_event", &p.OnEvent}, {"sentinel_file", &p.SentinelFile},
 		{"roster_file", &p.RosterFile}, {"loop_file", &p.LoopFile}, {"team_file", &p.TeamFile},
+		{"mcp_config", &p.MCPConfig},
 	} {
 		if *f.v == "" {
 			continue
@@ -113,6 +124,13 @@ func (p SpawnParams) WithAbsPaths() (SpawnParams, error) {
 			return p, fmt.Errorf("permission_handler %q: %w", p.PermissionHandler, err)
 		}
 		p.PermissionHandler = "file:" + abs
+	}
+	if file, ok := strings.CutPrefix(p.AppendSystemPrompt, "@"); ok && file != "" {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return p, fmt.Errorf("append_system_prompt %q: %w", p.AppendSystemPrompt, err)
+		}
+		p.AppendSystemPrompt = "@" + abs
 	}
 	return p, nil
 }

@@ -241,3 +241,41 @@ func TestStableRecoveryKeepsPermissionMode(t *testing.T) {
 	}
 	s2.exited(0, 20*time.Second)
 }
+
+// TestControlSpawnLaunchFlags: `avenor control spawn` takes the permission
+// mode and the launch context as flags (@FILE and --mcp-config relative to
+// the caller's working directory, --allowed-tools "" allowing no tool),
+// and they reach the runtime's session.start.
+func TestControlSpawnLaunchFlags(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.writeFile("work/sys.md", "be brief")
+	w.writeFile("work/mcp.json", `{"mcpServers":{"files":{"command":"/bin/true"}}}`)
+	s := w.startStable("launchflags", nil)
+	c := s.client()
+	r := w.run("control", "--socket", s.sock, "spawn", "--backend", "scripted", "--dir", w.work,
+		"--prompt", "say hi", "--permission-mode", "plan", "--append-system-prompt", "@sys.md",
+		"--allowed-tools", "", "--mcp-config", "mcp.json")
+	var spawned client.Spawned
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &spawned) != nil || spawned.RuntimeID == "" {
+		t.Fatalf("avenor control spawn with launch flags: %v", r)
+	}
+	rt := waitEnded(t, c, spawned.RuntimeID, 30*time.Second)
+	start := only(readEvents(t, rt.EventPath), "session.start")[0]
+	if start.str("permission_mode") != "plan" {
+		t.Errorf("session.start %v: want permission_mode plan", start)
+	}
+	if n, _ := start.num("append_system_prompt_length"); n != float64(len("be brief")) {
+		t.Errorf("session.start %v: want append_system_prompt_length %d", start, len("be brief"))
+	}
+	if got, _ := json.Marshal(start["allowed_tools"]); string(got) != `[]` {
+		t.Errorf("session.start allowed_tools %s, want [] (--allowed-tools \"\")", got)
+	}
+	if got, _ := json.Marshal(start["mcp_servers"]); string(got) != `["files"]` {
+		t.Errorf("session.start mcp_servers %s, want [\"files\"]", got)
+	}
+	r = w.run("control", "--socket", s.sock, "spawn", "--backend", "scripted", "--prompt", "say hi", "--permission-mode", "read-only")
+	if r.code == 0 || !strings.Contains(r.stderr, "permission_mode") {
+		t.Errorf("an unknown --permission-mode was not refused by name: %v", r)
+	}
+}

@@ -207,6 +207,7 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 				return err
 			}
 			f.MaxRetriesGiven = c.Flags().Changed("max-retries")
+			f.AllowedToolsGiven = c.Flags().Changed("allowed-tools")
 			params, err := f.Params()
 			if err != nil {
 				return controlUsage(env, "spawn: "+err.Error())
@@ -239,5 +240,9 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.StringVar(&f.P.RosterEntry, "roster-entry", "", "entry of --roster-file")
 	fl.StringVar(&f.P.LoopFile, "loop-file", "", "phase loop config")
 	fl.StringVar(&f.P.TeamFile, "team-file", "", "team config")
+	fl.StringVar(&f.P.PermissionMode, "permission-mode", "", "default, accept-edits, plan or full-access")
+	fl.StringVar(&f.P.AppendSystemPrompt, "append-system-prompt", "", "standing instructions: TEXT or @FILE")
+	fl.StringVar(&f.AllowedTools, "allowed-tools", "", `exact tool list "a,b" in the runtime's names; "" allows none`)
+	fl.StringVar(&f.P.MCPConfig, "mcp-config", "", "MCP server definitions (JSON file)")
 	return cmd
 }
