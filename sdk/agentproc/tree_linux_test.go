@@ -246,6 +246,7 @@ func TestCgroupSweepsStale(t *testing.T) {
 	}
 	defer removeTree(live)
 	defer removeTree(stale)
+	forgetSweeps() // the probe swept just now
 	cg, err := NewCgroup("avenor-sweeptest")
 	if err != nil {
 		t.Fatal(err)
@@ -256,6 +257,55 @@ func TestCgroupSweepsStale(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the live creator's cgroup %s was removed: %v", live, err)
+	}
+}
+
+// forgetSweeps makes the next NewCgroup of every prefix sweep.
+func forgetSweeps() {
+	sweepsMu.Lock()
+	defer sweepsMu.Unlock()
+	clear(sweeps)
+}
+
+// TestCgroupSweepAtMostEvery: a process sweeps a directory for a prefix at
+// its first NewCgroup and then at most once per SweepEvery — a stale
+// cgroup that appears in between waits for the next sweep — not at every
+// NewCgroup, which read a directory of hundreds of cgroups per plugin
+// launch.
+func TestCgroupSweepAtMostEvery(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	sweepNow = func() time.Time { return now }
+	defer func() { sweepNow = time.Now }()
+	forgetSweeps()
+	first, err := NewCgroup("avenor-sweepevery")
+	if err != nil {
+		t.Skipf("no usable cgroup here: %v", err)
+	}
+	defer first.Remove(time.Second)
+	own := strings.TrimSuffix(first.Path(), "/"+filepathBase(first.Path()))
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := fmt.Sprintf("%s/avenor-sweepevery-%d-1", own, dead.Process.Pid)
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer removeTree(stale)
+	for _, step := range []struct {
+		after time.Duration
+		gone  bool
+	}{{0, false}, {SweepEvery - time.Second, false}, {SweepEvery, true}} {
+		now = time.Unix(1_000_000, 0).Add(step.after)
+		cg, err := NewCgroup("avenor-sweepevery")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = cg.Remove(time.Second)
+		_, err = os.Stat(stale)
+		if gone := os.IsNotExist(err); gone != step.gone {
+			t.Fatalf("%v after the first sweep: stale cgroup removed %v, want %v", step.after, gone, step.gone)
+		}
 	}
 }
 
@@ -293,5 +343,41 @@ func TestDescendantsWalkMatchesScan(t *testing.T) {
 		if st, ok := readStat(p); ok && st.state != 'Z' {
 			t.Errorf("descendant %d still runs", p)
 		}
+	}
+}
+
+// BenchmarkNewCgroupBeside200: a cgroup created (and removed) beside 200
+// of this process's own, as a supervisor launches its 201st plugin;
+// sweep-each-launch is the cost before SweepEvery, the baseline.
+func BenchmarkNewCgroupBeside200(b *testing.B) {
+	var held []*Cgroup
+	defer func() {
+		for _, cg := range held {
+			_ = cg.Remove(time.Second)
+		}
+	}()
+	for range 200 {
+		cg, err := NewCgroup("avenor-benchcg")
+		if err != nil {
+			b.Skipf("no usable cgroup here: %v", err)
+		}
+		held = append(held, cg)
+	}
+	for _, mode := range []struct {
+		name   string
+		forget bool
+	}{{"sweep-each-launch", true}, {"sweep-every", false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if mode.forget {
+					forgetSweeps()
+				}
+				cg, err := NewCgroup("avenor-benchcg")
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = cg.Remove(time.Second)
+			}
+		})
 	}
 }
