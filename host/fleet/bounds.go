@@ -47,6 +47,11 @@ const (
 	// RegistryRetry bounds how long a node retries a registry write that
 	// fails for a lost server before it gives the spawn up.
 	RegistryRetry = 30 * time.Second
+	// SetupTimeout bounds how long a fleet member retries setting the
+	// fleet's streams and buckets up while the cluster cannot answer yet
+	// (its servers still electing a JetStream leader, or one of them just
+	// lost): each try is JetStream's own request timeout.
+	SetupTimeout = 30 * time.Second
 	// DedupeWindow is the events stream's duplicate window: a node that
 	// republishes an event after a reconnect within it stores it once.
 	DedupeWindow = 2 * time.Minute

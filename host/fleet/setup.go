@@ -209,7 +209,45 @@ func Setup(ctx context.Context, js jetstream.JetStream, o Options) (*Stores, err
 	return st, nil
 }
 
+// untilSetUp runs one set-up step again while it fails for a cluster that
+// cannot answer yet (a request timed out, JetStream temporarily
+// unavailable), within SetupTimeout; any other error is the step's.
+func untilSetUp[T any](ctx context.Context, step func() (T, error)) (T, error) {
+	deadline := time.Now().Add(SetupTimeout)
+	wait := 250 * time.Millisecond
+	for {
+		v, err := step()
+		if err == nil || !transientSetup(ctx, err) || time.Now().Add(wait).After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// transientSetup reports whether err is a cluster not answering yet
+// rather than a refusal: a JetStream request that timed out while ctx
+// lives, or a 503 (JetStream temporarily unavailable, no leader yet).
+func transientSetup(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return api.Code == 503 || api.Code == 504
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+}
+
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	return untilSetUp(ctx, func() (jetstream.Stream, error) { return openStream(ctx, js, cfg) })
+}
+
+func openStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, cfg.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = js.CreateStream(ctx, cfg)
@@ -225,6 +263,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	return untilSetUp(ctx, func() (jetstream.KeyValue, error) { return openBucket(ctx, js, cfg) })
+}
+
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, cfg)

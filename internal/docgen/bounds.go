@@ -41,6 +41,7 @@ var Bounds = []Bound{
 	{"host/control/httpdebug", "MaxConnections", "`--http-debug`", "open connections; one more is answered 503 and closed"},
 	{"host/control", "LockWait", "control socket start and stop", "wait for `<socket>.control.lock` before failing with an error naming its holder"},
 	{"host/fleet", "ConnectTimeout", "fleet (`--fleet`, `--nats`)", "dialling the NATS servers and the first JetStream answer"},
+	{"host/fleet", "SetupTimeout", "fleet (`--fleet`, `--nats`)", "retrying the set-up of the fleet's streams and buckets while the cluster elects its JetStream leader"},
 	{"host/fleet", "SpawnAckWait", "fleet node", "a spawn neither acked nor heartbeated this long is redelivered to another node"},
 	{"host/fleet", "HeartbeatInterval", "fleet node", "in-progress acks of a spawn while its runtime starts"},
 	{"host/fleet", "PresenceInterval", "fleet node", "refresh of the node's presence key"},
