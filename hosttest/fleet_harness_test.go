@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/fleet"
 )
 
 // natsServer starts a JetStream server on loopback inside the test
@@ -63,7 +64,7 @@ func (w *world) startFleetServe(url string, args ...string) (*proc, string) {
 	w.t.Helper()
 	sock := filepath.Join(w.tmp, "fleet.sock")
 	p := w.start(nil, append([]string{"fleet", "serve", "--nats", url, "--control-socket", sock}, args...)...)
-	if !waitFor(10*time.Second, func() bool {
+	if !waitFor(10*time.Second+fleet.SetupTimeout, func() bool {
 		c, err := client.Dial(context.Background(), sock)
 		if err != nil {
 			return false

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/fleet"
 )
 
 // supervisor is a running `avenor stable`.
@@ -28,7 +30,13 @@ func (w *world) startStable(name string, extraEnv []string, args ...string) *sup
 	sock := filepath.Join(w.tmp, name+".sock")
 	p := w.start(extraEnv, append([]string{"stable", "--control-socket", sock}, args...)...)
 	s := &supervisor{proc: p, w: w, sock: sock}
-	if !waitFor(10*time.Second, func() bool {
+	listen := 10 * time.Second
+	if slices.Contains(args, "--fleet") {
+		// A fleet node listens once the fleet is set up, which waits for
+		// a cluster still electing its leader.
+		listen += fleet.SetupTimeout
+	}
+	if !waitFor(listen, func() bool {
 		c, err := client.Dial(context.Background(), sock)
 		if err != nil {
 			return false
