@@ -80,7 +80,7 @@ func TestParseStat(t *testing.T) {
 func TestSubtree(t *testing.T) {
 	all := []Proc{
 		{PID: 1, PPID: 0, Start: 0},
-		{PID: 100, PPID: 1, Start: 10},  // the plugin (a root)
+		{PID: 100, PPID: 1, Start: 10},   // the plugin (a root)
 		{PID: 101, PPID: 100, Start: 20}, // the runtime, started before the tool
 		{PID: 200, PPID: 101, Start: 500},
 		{PID: 201, PPID: 200, Start: 510}, // a grandchild

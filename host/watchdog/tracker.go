@@ -234,7 +234,7 @@ func (t *Tracker) Tools(now time.Time, max int) []ToolInfo {
 func (t *Tracker) infoLocked(tl *tool, now time.Time) ToolInfo {
 	info := ToolInfo{
 		ID: tl.id, Title: tl.title, AgeMs: now.Sub(tl.started).Milliseconds(),
-		IdleMs: now.Sub(tl.lastActive).Milliseconds(),
+		IdleMs:  now.Sub(tl.lastActive).Milliseconds(),
 		Verdict: Judge(now.Sub(tl.started), now.Sub(tl.lastActive), t.cfg.ToolTimeout, t.cfg.Window, len(tl.last) > 0).String(),
 	}
 	procs := make([]Proc, 0, len(tl.procs))
