@@ -28,6 +28,21 @@
 //	sleep <d>                     stay silent for <d>; Cancel ends it early
 //	tool <title> [kind=<k>]       tool.call (pending) then tool.call_update
 //	                              (completed); kind defaults to "other"
+//	toolproc <mode> [n=<count>] [for=<d>]
+//	                              n tool calls at once (default 1, at most
+//	                              256), each tool.call in_progress with a
+//	                              process of its own (its own process
+//	                              group, a child of the plugin) living
+//	                              <d> (default 10m), then tool.call_update
+//	                              completed (failed when it exited non-zero);
+//	                              Cancel kills them. Modes: idle (`sleep`),
+//	                              grandchild (`sh -c "sleep <d>; :"`, a shell
+//	                              waiting on a stuck grandchild), busy-cpu
+//	                              (burns ~20% of a core), busy-io (writes 4 KiB
+//	                              to /dev/null every 100 ms, next to no CPU),
+//	                              none (no process: the call just lasts <d>).
+//	                              The busy modes run this package's binary
+//	                              again as the helper process
 //	permission [tool=<t>] [question=<q>] [options=<id>:<kind>,...] [user_input=true]
 //	                              ask the host; default options
 //	                              allow:allow_once,deny:reject. Then says
