@@ -67,6 +67,8 @@ type restartState struct {
 	running bool
 	// count is how often it restarted.
 	count int
+	// watchdog is how many of those restarts the watchdog asked for.
+	watchdog int
 	// pending is the restart asked of its current runner, until the loop
 	// takes it.
 	pending *pendingRestart
@@ -333,6 +335,7 @@ func (rt *Runtime) freshRunner(o hostrt.Options, queued []string) *hostrt.Runner
 	o.Reattach, o.AdoptTurn, o.AdoptedEvents = nil, false, nil
 	o.Observer = observers{rt, o.Observer}
 	o.Launch = rt.tracked(o.Launch)
+	rt.armWatchdog(&o)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	for _, q := range queued { // accepted before the restart: they still run
 		if err := runner.Prompt(q); err != nil {

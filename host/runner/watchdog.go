@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -260,9 +259,6 @@ func (d *turnDog) roots(l *plugins.Launched, h *sessionHost) []int {
 	}
 	return roots
 }
-
-// errRestartsUsed: the run's watchdog restarts are used up.
-var errRestartsUsed = errors.New("the watchdog's restarts are used up")
 
 // fire writes the avenor.watchdog event of f and decides the action:
 // warn (nothing more), cancel (the caller stops the turn), restart (asked

@@ -91,6 +91,11 @@
 // group. If the environment (OpenRequest.Env first, then the plugin's own)
 // sets SCRIPTED_CHILD_PIDFILE, the child's pid is written to that file.
 //
+// A prompt that is not a script fails the turn with a user-fault error,
+// unless SCRIPTED_PROSE_SCRIPT (OpenRequest.Env first, then the plugin's
+// own) holds a script: that script runs instead, as the turn after a
+// host's note to the agent (a watchdog restart's) would.
+//
 // Open's options: {"fail_open": "<message>"} makes Open fail with a
 // runtime-fault error carrying the message; {"not_ready": "<message>"}
 // makes Check report the runtime unusable (auth missing) with that message,
