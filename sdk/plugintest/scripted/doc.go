@@ -38,8 +38,9 @@
 //	                              Cancel kills them. Modes: idle (`sleep`),
 //	                              grandchild (`sh -c "sleep <d>; :"`, a shell
 //	                              waiting on a stuck grandchild), busy-cpu
-//	                              (burns ~20% of a core), busy-io (writes 4 KiB
+//	                              (burns ~10% of a core), busy-io (writes 4 KiB
 //	                              to /dev/null every 100 ms, next to no CPU),
+//	                              busy (busy-cpu and busy-io by turns),
 //	                              none (no process: the call just lasts <d>).
 //	                              The busy modes run this package's binary
 //	                              again as the helper process

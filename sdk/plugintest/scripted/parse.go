@@ -192,9 +192,9 @@ func parseToolproc(st *Step, rest string) error {
 		return err
 	}
 	switch st.Text {
-	case ModeIdle, ModeGrandchild, ModeBusyCPU, ModeBusyIO, ModeNone:
+	case ModeIdle, ModeGrandchild, ModeBusyCPU, ModeBusyIO, ModeBusy, ModeNone:
 	default:
-		return fmt.Errorf("unknown toolproc mode %q: want idle, grandchild, busy-cpu, busy-io or none", st.Text)
+		return fmt.Errorf("unknown toolproc mode %q: want idle, grandchild, busy-cpu, busy-io, busy or none", st.Text)
 	}
 	st.N, st.Duration = 1, 10*time.Minute
 	if v, ok := a.opts["n"]; ok {

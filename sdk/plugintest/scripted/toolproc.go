@@ -24,6 +24,9 @@ const (
 	// ModeBusyIO: a process that writes 4 KiB to /dev/null every 100 ms
 	// and uses next to no CPU.
 	ModeBusyIO = "busy-io"
+	// ModeBusy: busy-cpu and busy-io by turns (the first tool call's
+	// process burns CPU, the second writes, …).
+	ModeBusy = "busy"
 	// ModeNone: no process at all (an edit, an MCP call inside the
 	// runtime); the tool call just lasts.
 	ModeNone = "none"
@@ -65,7 +68,7 @@ func runHelper(mode string, life time.Duration) {
 	for time.Now().Before(end) {
 		switch mode {
 		case ModeBusyCPU:
-			spin := time.Now().Add(20 * time.Millisecond)
+			spin := time.Now().Add(10 * time.Millisecond)
 			for time.Now().Before(spin) {
 				for i := range 10000 {
 					x += i ^ x
@@ -98,7 +101,11 @@ func (r *run) toolproc(st Step) (runtime.TurnResult, error) {
 	var cmds []*exec.Cmd
 	if st.Text != ModeNone {
 		for i := range ids {
-			cmd, err := toolCmd(st.Text, st.Duration)
+			mode := st.Text
+			if mode == ModeBusy {
+				mode = []string{ModeBusyCPU, ModeBusyIO}[i%2]
+			}
+			cmd, err := toolCmd(mode, st.Duration)
 			if err != nil {
 				return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "line %d: toolproc: %v", st.Line, err)
 			}
