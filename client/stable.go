@@ -83,6 +83,13 @@ type SpawnParams struct {
 	ParentID       string `json:"parent_id,omitempty"`
 	ParentRunID    string `json:"parent_run_id,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+
+	// The turn watchdog (docs/unattended.md): durations as Timeout takes
+	// them; WatchdogRestarts nil leaves the supervisor's config to decide.
+	ProgressTimeout  any    `json:"progress_timeout,omitempty"`
+	ToolTimeout      any    `json:"tool_timeout,omitempty"`
+	Watchdog         string `json:"watchdog,omitempty"`
+	WatchdogRestarts *int   `json:"watchdog_restarts,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,

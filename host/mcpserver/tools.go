@@ -44,6 +44,12 @@ type spawnArgs struct {
 	ServerURL    string     `json:"server_url,omitempty" jsonschema:"opencode serve URL for the opencode-http backend"`
 	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's supervisor)"`
 	AutoApprove  bool       `json:"auto_approve,omitempty" jsonschema:"approve every permission request, so the run needs no avenor_answer_permission"`
+
+	// The turn watchdog (docs/unattended.md).
+	ProgressTimeout  timeoutArg `json:"progress_timeout,omitempty" jsonschema:"no event for this long: the turn is hung"`
+	ToolTimeout      timeoutArg `json:"tool_timeout,omitempty" jsonschema:"a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"`
+	Watchdog         string     `json:"watchdog,omitempty" jsonschema:"what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run"`
+	WatchdogRestarts *int       `json:"watchdog_restarts,omitempty" jsonschema:"with watchdog restart: the most restarts (default 2); then the turn is cancelled"`
 }
 
 type spawnResult struct {
@@ -185,6 +191,10 @@ func (s *Server) addTools() {
 		schemaOf[spawnArgs](map[string]*jsonschema.Schema{
 			"timeout":  durationSchema("the run's time limit"),
 			"thinking": enum("thinking level; omitted: the backend default", thinkingLevels),
+			// The turn watchdog's.
+			"progress_timeout": durationSchema("no event for this long: the turn is hung"),
+			"tool_timeout":     durationSchema("a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"),
+			"watchdog":         enum("what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run", watchdogActions),
 		}),
 		schemaOf[spawnResult](nil)),
 		s.spawn)
@@ -269,6 +279,9 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 			return nil, none, err
 		}
 		p.Timeout = secs
+	}
+	if err := a.watchdogParams(&p); err != nil {
+		return nil, none, err
 	}
 	if a.RosterEntry == "" {
 		// A runtime whose CLI is missing or not logged in would be

@@ -56,6 +56,9 @@ func WatchdogSettings(s config.Settings, phased bool, name func(string) string) 
 	return w, nil
 }
 
+// spawnParam is a setting's name as a spawn's param: the key itself.
+func spawnParam(key string) string { return key }
+
 // armWatchdog gives a runner's restart watchdog the runtime's
 // restart-with-resume and the run's count of watchdog restarts, which
 // goes on across the fresh runners a restart makes.

@@ -44,6 +44,14 @@ type SpawnParams struct {
 	ParentRunID    string `json:"parent_run_id,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	LabelDerived   bool   `json:"label_derived,omitempty"`
+
+	// The turn watchdog (docs/unattended.md), as avenor run's
+	// --progress-timeout, --tool-timeout, --watchdog and
+	// --watchdog-restarts; durations as timeout takes them.
+	ProgressTimeout  json.RawMessage `json:"progress_timeout,omitempty"`
+	ToolTimeout      json.RawMessage `json:"tool_timeout,omitempty"`
+	Watchdog         string          `json:"watchdog,omitempty"`
+	WatchdogRestarts *int            `json:"watchdog_restarts,omitempty"`
 }
 
 // validate checks what needs no backend, in the order of avenor run's
@@ -66,6 +74,9 @@ func (p *SpawnParams) validate() error {
 	}
 	if _, err := hostrun.ParseTimeout(p.Timeout); err != nil {
 		return control.InvalidParams(err.Error())
+	}
+	if err := p.validateWatchdog(); err != nil {
+		return err
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
 		return control.InvalidParams("permission_handler supports file:<path> only")
@@ -127,5 +138,6 @@ func (p SpawnParams) configKeys() map[string]any {
 	if p.AutoApprove != nil {
 		out["auto_approve"] = *p.AutoApprove
 	}
+	p.watchdogKeys(out)
 	return out
 }
