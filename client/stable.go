@@ -43,9 +43,13 @@ type Runtime struct {
 	// Parked: the run ended and the runtime waits for follow-up prompts.
 	Parked bool `json:"parked"`
 	// PID is the runtime process, PluginPID its plugin's; 0 when none.
-	PID       int             `json:"pid"`
-	PluginPID int             `json:"plugin_pid"`
-	Raw       json.RawMessage `json:"-"`
+	PID       int `json:"pid"`
+	PluginPID int `json:"plugin_pid"`
+	// Watchdog is the last firing of the run's turn watchdog
+	// (docs/unattended.md): kind, tool, at, action, idle_for_ms, count;
+	// nil when it never fired.
+	Watchdog json.RawMessage `json:"watchdog,omitempty"`
+	Raw      json.RawMessage `json:"-"`
 }
 
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not

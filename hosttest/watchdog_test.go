@@ -1,12 +1,15 @@
 package hosttest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/avenor-go/avenor/client"
 )
 
 // The turn watchdog (docs/unattended.md) as a harness sees it: a hung tool
@@ -384,5 +387,49 @@ func TestWatchdogBadInput(t *testing.T) {
 				t.Errorf("the prompt ran: %v", res)
 			}
 		})
+	}
+}
+
+// TestStableSpawnWatchdog: a spawn's watchdog params reach its runtime,
+// whose status shows the firing (kind, tool, action); bad ones are
+// refused with -32602 before anything runs.
+func TestStableSpawnWatchdog(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	c := w.startStable("watchdog", nil).client()
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: "toolproc idle for=3s\nsay done",
+		Watchdog: "warn", ToolTimeout: "1s", ProgressTimeout: 30})
+	rt := waitEnded(t, c, sp.RuntimeID, 30*time.Second)
+	var dog map[string]any
+	if err := json.Unmarshal(rt.Watchdog, &dog); err != nil {
+		t.Fatalf("status has no watchdog object: %s", rt.Raw)
+	}
+	if dog["kind"] != "tool" || dog["action"] != "warn" || dog["tool"] == "" || dog["count"] != 1.0 {
+		t.Errorf("status watchdog = %v, want one tool warning", dog)
+	}
+	if rt.ExitCode == nil || *rt.ExitCode != 0 {
+		t.Errorf("a warning ended the run: %s", rt.Raw)
+	}
+	if n := len(only(readEvents(t, rt.EventPath), "avenor.watchdog")); n != 1 {
+		t.Errorf("%d avenor.watchdog events, want 1", n)
+	}
+
+	for _, bad := range []struct {
+		p    client.SpawnParams
+		want string
+	}{
+		{client.SpawnParams{Watchdog: "explode", ToolTimeout: "1s"}, `watchdog "explode" is not an action`},
+		{client.SpawnParams{Watchdog: "cancel", ToolTimeout: "soon"}, "tool_timeout"},
+		{client.SpawnParams{Watchdog: "cancel", ProgressTimeout: -3}, "progress_timeout"},
+		{client.SpawnParams{Watchdog: "restart", ToolTimeout: "1s", WatchdogRestarts: client.Int(21)}, "watchdog_restarts 21 is out of range"},
+		{client.SpawnParams{ToolTimeout: "1s"}, "tool_timeout needs watchdog"},
+		{client.SpawnParams{Watchdog: "warn"}, "has nothing to watch"},
+	} {
+		p := bad.p
+		p.Backend, p.Dir, p.Prompt = "scripted", w.work, "say hi"
+		_, err := c.Spawn(ctxT(t, 30*time.Second), p)
+		if re := rpcError(t, err); re.Code != -32602 || !strings.Contains(re.Error(), bad.want) {
+			t.Errorf("spawn %+v: %v, want -32602 with %q", bad.p, re, bad.want)
+		}
 	}
 }

@@ -58,8 +58,10 @@ type runStatus struct {
 	FinalOutputTruncated bool           `json:"final_output_truncated,omitempty"`
 	SupervisorID         string         `json:"supervisor_id,omitempty"`
 	FollowUps            []string       `json:"follow_ups,omitempty"`
-	TimedOut             bool           `json:"timed_out,omitempty"`
-	WaitClamped          bool           `json:"wait_clamped,omitempty"`
+	// Watchdog is the run's last turn-watchdog firing (docs/unattended.md).
+	Watchdog    any  `json:"watchdog,omitempty"`
+	TimedOut    bool `json:"timed_out,omitempty"`
+	WaitClamped bool `json:"wait_clamped,omitempty"`
 }
 
 // lifecycleKeys are what view:"lifecycle" keeps (the original's list).
@@ -121,6 +123,9 @@ func fromRuntime(rec *Record, rt client.Runtime) runStatus {
 	}
 	if raw := rawValue(rt.Usage); raw != nil {
 		st.Usage = raw
+	}
+	if raw := rawValue(rt.Watchdog); raw != nil {
+		st.Watchdog = raw
 	}
 	if rt.PendingPermission {
 		st.Permission = rawValue(rt.Permission)

@@ -62,6 +62,9 @@ func (rt *Runtime) Entry() map[string]any {
 	if ph := rt.spec.Phased; ph != nil {
 		e[ph.Kind+"_file"] = ph.File
 	}
+	if st.Watchdog != nil {
+		e["watchdog"] = st.Watchdog
+	}
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
 	}

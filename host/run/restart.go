@@ -297,7 +297,11 @@ func (rt *Runtime) restartable(run func(context.Context) hostrt.Result) func(con
 			if o.Timeout > 0 { // the run's clock goes on
 				o.Timeout = max(o.Timeout-time.Since(started), time.Nanosecond)
 			}
-			run = rt.freshRunner(o, res.Queued).Run
+			fresh := rt.freshRunner(o, res.Queued)
+			if prev != nil { // status views still show why it restarted
+				fresh.CarryWatchdog(prev.WatchdogFired())
+			}
+			run = fresh.Run
 			if p != nil {
 				p.begun <- nil
 			}

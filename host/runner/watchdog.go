@@ -105,6 +105,15 @@ type Fired struct {
 	Count  int    `json:"count"`
 }
 
+// view is f as status views show it.
+func (f Fired) view() map[string]any {
+	m := map[string]any{"kind": f.Kind, "at": f.At, "action": f.Action, "idle_for_ms": f.IdleMs, "count": f.Count}
+	if f.Tool != "" {
+		m["tool"] = f.Tool
+	}
+	return m
+}
+
 // ValidWatchdogAction reports whether s names an action.
 func ValidWatchdogAction(s string) bool {
 	switch WatchdogAction(s) {
@@ -160,6 +169,21 @@ func (r *Runner) WatchdogFired() *Fired {
 	}
 	f := *d.fired
 	return &f
+}
+
+// CarryWatchdog makes f, the last firing of the runner this one replaces
+// (a restart's), this run's last firing until it fires itself; the count
+// goes on from it.
+func (r *Runner) CarryWatchdog(f *Fired) {
+	d := r.dog
+	if d == nil || f == nil {
+		return
+	}
+	c := *f
+	d.mu.Lock()
+	d.fired, d.count = &c, c.Count
+	d.mu.Unlock()
+	r.status.update(func(s *Status) { s.Watchdog = c.view() })
 }
 
 // observe follows the tool calls in the stream: typ and the event's
@@ -299,11 +323,13 @@ func (r *Runner) fire(l *plugins.Launched, h *sessionHost, f firing, restartFail
 	}
 	d.mu.Lock()
 	d.count++
-	d.fired = &Fired{Kind: f.kind, At: now.UnixMilli(), Action: string(action), IdleMs: f.idleFor.Milliseconds(), Count: d.count}
+	fired := Fired{Kind: f.kind, At: now.UnixMilli(), Action: string(action), IdleMs: f.idleFor.Milliseconds(), Count: d.count}
 	if f.tool != nil {
-		d.fired.Tool = f.tool.ID
+		fired.Tool = f.tool.ID
 	}
+	d.fired = &fired
 	d.mu.Unlock()
+	r.status.update(func(s *Status) { s.Watchdog = fired.view() })
 	h.emit(ev)
 	msg := fmt.Sprintf("watchdog: %s", describeFiring(f))
 	switch action {
