@@ -66,7 +66,7 @@ type runStatus struct {
 
 // lifecycleKeys are what view:"lifecycle" keeps (the original's list).
 var lifecycleKeys = []string{"run_id", "label", "status", "runtime_id", "phase", "phase_label",
-	"pending_permission", "permission", "latest_seq", "timed_out", "wait_clamped"}
+	"pending_permission", "permission", "latest_seq", "timed_out", "wait_clamped", "watchdog"}
 
 // view shapes a status for view "" / "full" (everything) or "lifecycle".
 func (st runStatus) view(v string) map[string]any {
