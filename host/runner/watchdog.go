@@ -244,14 +244,14 @@ func (d *turnDog) sample(l *plugins.Launched, h *sessionHost, now time.Time) []f
 	if d.tracker.InFlight() == 0 {
 		return nil
 	}
-	clock, ok := watchdog.NewClock(d.tracker.Config().ProcRoot)
-	if !ok {
-		return nil
-	}
-	procs := watchdog.ReadProcs(d.tracker.Config().ProcRoot)
 	var out []firing
-	for _, f := range d.tracker.Observe(now, procs, d.roots(l, h), clock) {
-		out = append(out, firing{kind: WatchdogKindTool, tool: &f.Tool, idleFor: f.IdleFor})
+	// Without /proc no subtree is ever seen: every tool call is left to
+	// the progress rule below.
+	if clock, ok := watchdog.NewClock(d.tracker.Config().ProcRoot); ok {
+		procs := watchdog.ReadProcs(d.tracker.Config().ProcRoot)
+		for _, f := range d.tracker.Observe(now, procs, d.roots(l, h), clock) {
+			out = append(out, firing{kind: WatchdogKindTool, tool: &f.Tool, idleFor: f.IdleFor})
+		}
 	}
 	if d.cfg.ToolTimeout > 0 && len(out) == 0 {
 		quiet := now.Sub(time.Unix(0, d.lastEvent.Load()))
