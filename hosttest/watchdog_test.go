@@ -146,7 +146,7 @@ func TestWatchdogCatchesHungTurns(t *testing.T) {
 				t.Fatalf("no %s before the watchdog event: %v", tc.since, names(evs))
 			}
 			detect := tsOf(dog).Sub(tsOf(evs[from]))
-			t.Logf("detection time %v (threshold %v)", detect, threshold)
+			t.Logf("%s: detection time %v (threshold %v)", tc.name, detect, threshold)
 			if detect < threshold || detect > threshold+5*time.Second {
 				t.Errorf("fired %v after the hang began, want within [%v, %v]", detect, threshold, threshold+5*time.Second)
 			}
@@ -321,7 +321,7 @@ func TestWatchdogNeverFiresOnBusyTools(t *testing.T) {
 			t.Parallel()
 			res, evs, _ := watchdogRun(t, nil, tc.script, "--tool-timeout", "1s", "--progress-timeout", "2s", "--watchdog", "cancel")
 			dogs := only(evs, "avenor.watchdog")
-			t.Logf("false positives: %d over %d tool calls (%v)", len(dogs), len(only(evs, "tool.call")), res.elapsed.Round(time.Millisecond))
+			t.Logf("%s: false positives: %d over %d tool calls (%v)", tc.name, len(dogs), len(only(evs, "tool.call")), res.elapsed.Round(time.Millisecond))
 			if len(dogs) != 0 {
 				t.Fatalf("the watchdog fired on a busy tool: %v", dogs[0])
 			}
