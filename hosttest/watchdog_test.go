@@ -312,14 +312,14 @@ func TestWatchdogNeverFiresOnBusyTools(t *testing.T) {
 	t.Parallel()
 	n := busyTools(t)
 	cases := []struct{ name, script string }{
-		{"cpu only", "toolproc busy-cpu for=6s\nsay done"},
-		{"io only", "toolproc busy-io for=6s\nsay done"},
+		{"cpu only", "toolproc busy-cpu for=8s\nsay done"},
+		{"io only", "toolproc busy-io for=8s\nsay done"},
 		{fmt.Sprintf("%d at once", n), fmt.Sprintf("toolproc busy n=%d for=10s\nsay done", n)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, evs, _ := watchdogRun(t, nil, tc.script, "--tool-timeout", "1s", "--progress-timeout", "2s", "--watchdog", "cancel")
+			res, evs, _ := watchdogRun(t, nil, tc.script, "--tool-timeout", "2s", "--progress-timeout", "3s", "--watchdog", "cancel")
 			dogs := only(evs, "avenor.watchdog")
 			t.Logf("%s: false positives: %d over %d tool calls (%v)", tc.name, len(dogs), len(only(evs, "tool.call")), res.elapsed.Round(time.Millisecond))
 			if len(dogs) != 0 {

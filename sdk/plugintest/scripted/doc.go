@@ -38,7 +38,7 @@
 //	                              Cancel kills them. Modes: idle (`sleep`),
 //	                              grandchild (`sh -c "sleep <d>; :"`, a shell
 //	                              waiting on a stuck grandchild), busy-cpu
-//	                              (burns ~10% of a core), busy-io (writes 4 KiB
+//	                              (burns ~5% of a core), busy-io (writes 4 KiB
 //	                              to /dev/null every 100 ms, next to no CPU),
 //	                              busy (busy-cpu and busy-io by turns),
 //	                              none (no process: the call just lasts <d>).

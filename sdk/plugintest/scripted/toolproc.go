@@ -68,7 +68,7 @@ func runHelper(mode string, life time.Duration) {
 	for time.Now().Before(end) {
 		switch mode {
 		case ModeBusyCPU:
-			spin := time.Now().Add(10 * time.Millisecond)
+			spin := time.Now().Add(5 * time.Millisecond)
 			for time.Now().Before(spin) {
 				for i := range 10000 {
 					x += i ^ x
