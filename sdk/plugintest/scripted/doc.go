@@ -43,7 +43,7 @@
 //	                              busy (busy-cpu and busy-io by turns),
 //	                              none (no process: the call just lasts <d>).
 //	                              The busy modes run this package's binary
-//	                              again as the helper process
+//	                              again as the busy process
 //	permission [tool=<t>] [question=<q>] [options=<id>:<kind>,...] [user_input=true]
 //	                              ask the host; default options
 //	                              allow:allow_once,deny:reject. Then says

@@ -32,28 +32,28 @@ const (
 	ModeNone = "none"
 )
 
-// helperEnv makes this package's binary (the plugin, or a test binary
-// that links it) act as a toolproc helper process instead of starting:
+// busyEnv makes this package's binary (the plugin, or a test binary
+// that links it) act as a busy toolproc process instead of serving:
 // "<mode> <seconds>".
-const helperEnv = "SCRIPTED_TOOLPROC_HELPER"
+const busyEnv = "SCRIPTED_TOOLPROC_BUSY"
 
 func init() {
-	spec := os.Getenv(helperEnv)
+	spec := os.Getenv(busyEnv)
 	if spec == "" {
 		return
 	}
 	var mode string
 	var secs float64
 	if _, err := fmt.Sscan(spec, &mode, &secs); err != nil {
-		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", helperEnv, spec, err)
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", busyEnv, spec, err)
 		os.Exit(2)
 	}
-	runHelper(mode, time.Duration(secs*float64(time.Second)))
+	runBusy(mode, time.Duration(secs*float64(time.Second)))
 	os.Exit(0)
 }
 
-// runHelper is the body of a busy helper process.
-func runHelper(mode string, life time.Duration) {
+// runBusy is the body of a busy toolproc process.
+func runBusy(mode string, life time.Duration) {
 	end := time.Now().Add(life)
 	var sink *os.File
 	if mode == ModeBusyIO {
@@ -179,7 +179,7 @@ func toolCmd(mode string, life time.Duration) (*exec.Cmd, error) {
 			return nil, err
 		}
 		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), helperEnv+"="+mode+" "+secs)
+		cmd.Env = append(os.Environ(), busyEnv+"="+mode+" "+secs)
 		return cmd, nil
 	}
 	return nil, fmt.Errorf("unknown mode %q", mode)
