@@ -26,6 +26,11 @@ type SpawnFlags struct {
 	// AllowedToolsGiven, even empty (no tool at all).
 	AllowedTools      string
 	AllowedToolsGiven bool
+	// ProgressTimeout and ToolTimeout are as Timeout; WatchdogRestarts is
+	// sent when WatchdogRestartsGiven.
+	ProgressTimeout, ToolTimeout string
+	WatchdogRestarts             int
+	WatchdogRestartsGiven        bool
 }
 
 // Params checks the flags and returns the params to send, only the values
@@ -46,15 +51,24 @@ func (f SpawnFlags) Params() (SpawnParams, error) {
 	if f.AutoApprove {
 		p.AutoApprove = Bool(true)
 	}
-	if f.Timeout != "" {
-		// docs/control-protocol.md#spawn: a number of seconds or a Go duration string.
-		if n, err := strconv.Atoi(f.Timeout); err == nil && n >= 0 {
-			p.Timeout = n
-		} else if _, err := time.ParseDuration(f.Timeout); err == nil {
-			p.Timeout = f.Timeout
-		} else {
-			return none, fmt.Errorf("--timeout %q: want seconds (600) or a Go duration (10m)", f.Timeout)
+	for _, d := range []struct {
+		flag, v string
+		to      *any
+	}{{"timeout", f.Timeout, &p.Timeout}, {"progress-timeout", f.ProgressTimeout, &p.ProgressTimeout}, {"tool-timeout", f.ToolTimeout, &p.ToolTimeout}} {
+		if d.v == "" {
+			continue
 		}
+		// docs/control-protocol.md#spawn: a number of seconds or a Go duration string.
+		if n, err := strconv.Atoi(d.v); err == nil && n >= 0 {
+			*d.to = n
+		} else if _, err := time.ParseDuration(d.v); err == nil {
+			*d.to = d.v
+		} else {
+			return none, fmt.Errorf("--%s %q: want seconds (600) or a Go duration (10m)", d.flag, d.v)
+		}
+	}
+	if f.WatchdogRestartsGiven {
+		p.WatchdogRestarts = Int(f.WatchdogRestarts)
 	}
 	if f.MaxRetriesGiven {
 		p.MaxRetries = Int(f.MaxRetries)

@@ -36,6 +36,9 @@ func TestSpawnFlagsParams(t *testing.T) {
 			want: SpawnParams{Prompt: "a", PermissionMode: "plan", AppendSystemPrompt: "@" + abs("rules.md"), MCPConfig: abs("mcp.json"), AllowedTools: "Read,Grep"}},
 		{name: "no tool at all", f: SpawnFlags{P: SpawnParams{Prompt: "a"}, AllowedToolsGiven: true}, want: SpawnParams{Prompt: "a", AllowedTools: ""}},
 		{name: "tools not given", f: SpawnFlags{P: SpawnParams{Prompt: "a"}, AllowedTools: "Read"}, want: SpawnParams{Prompt: "a"}},
+		{name: "watchdog", f: SpawnFlags{P: SpawnParams{Prompt: "a", Watchdog: "restart"}, ProgressTimeout: "90", ToolTimeout: "5m", WatchdogRestarts: 3, WatchdogRestartsGiven: true},
+			want: SpawnParams{Prompt: "a", Watchdog: "restart", ProgressTimeout: 90, ToolTimeout: "5m", WatchdogRestarts: Int(3)}},
+		{name: "bad tool timeout", f: SpawnFlags{P: SpawnParams{Prompt: "a"}, ToolTimeout: "soon"}, err: `--tool-timeout "soon": want seconds (600) or a Go duration (10m)`},
 		{name: "prompt text kept", f: SpawnFlags{P: SpawnParams{Prompt: "a", AppendSystemPrompt: "be terse"}}, want: SpawnParams{Prompt: "a", AppendSystemPrompt: "be terse"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

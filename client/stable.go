@@ -43,9 +43,13 @@ type Runtime struct {
 	// Parked: the run ended and the runtime waits for follow-up prompts.
 	Parked bool `json:"parked"`
 	// PID is the runtime process, PluginPID its plugin's; 0 when none.
-	PID       int             `json:"pid"`
-	PluginPID int             `json:"plugin_pid"`
-	Raw       json.RawMessage `json:"-"`
+	PID       int `json:"pid"`
+	PluginPID int `json:"plugin_pid"`
+	// Watchdog is the last firing of the run's turn watchdog
+	// (docs/unattended.md): kind, tool, at, action, idle_for_ms, count;
+	// nil when it never fired.
+	Watchdog json.RawMessage `json:"watchdog,omitempty"`
+	Raw      json.RawMessage `json:"-"`
 }
 
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not
@@ -92,6 +96,13 @@ type SpawnParams struct {
 	AppendSystemPrompt string `json:"append_system_prompt,omitempty"`
 	AllowedTools       any    `json:"allowed_tools,omitempty"`
 	MCPConfig          string `json:"mcp_config,omitempty"`
+
+	// The turn watchdog (docs/unattended.md): durations as Timeout takes
+	// them; WatchdogRestarts nil leaves the supervisor's config to decide.
+	ProgressTimeout  any    `json:"progress_timeout,omitempty"`
+	ToolTimeout      any    `json:"tool_timeout,omitempty"`
+	Watchdog         string `json:"watchdog,omitempty"`
+	WatchdogRestarts *int   `json:"watchdog_restarts,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,

@@ -35,6 +35,10 @@ func TestSpawnParamsMatchTheServer(t *testing.T) {
 	known := map[string]string{
 		"label_derived": "set by a parent supervisor for its nested spawns, not by harnesses",
 		"timeout":       "any on the client (seconds or a duration string), raw JSON on the server",
+		// The same shape as timeout's.
+		"progress_timeout": "any on the client (seconds or a duration string), raw JSON on the server",
+		"tool_timeout":     "any on the client (seconds or a duration string), raw JSON on the server",
+		"allowed_tools":    "any on the client (a list or a comma string), raw JSON on the server",
 	}
 	cl := wireFields(reflect.TypeOf(client.SpawnParams{}))
 	srv := wireFields(reflect.TypeOf(stable.SpawnParams{}))

@@ -208,6 +208,7 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 			}
 			f.MaxRetriesGiven = c.Flags().Changed("max-retries")
 			f.AllowedToolsGiven = c.Flags().Changed("allowed-tools")
+			f.WatchdogRestartsGiven = c.Flags().Changed("watchdog-restarts")
 			params, err := f.Params()
 			if err != nil {
 				return controlUsage(env, "spawn: "+err.Error())
@@ -244,5 +245,9 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.StringVar(&f.P.AppendSystemPrompt, "append-system-prompt", "", "standing instructions: TEXT or @FILE")
 	fl.StringVar(&f.AllowedTools, "allowed-tools", "", `exact tool list "a,b" in the runtime's names; "" allows none`)
 	fl.StringVar(&f.P.MCPConfig, "mcp-config", "", "MCP server definitions (JSON file)")
+	fl.StringVar(&f.ProgressTimeout, "progress-timeout", "", "no event this long: the turn is hung (seconds or a Go duration)")
+	fl.StringVar(&f.ToolTimeout, "tool-timeout", "", "a tool call idle this long is hung (needs --watchdog)")
+	fl.StringVar(&f.P.Watchdog, "watchdog", "", "on a hung turn or tool: warn, cancel or restart")
+	fl.IntVar(&f.WatchdogRestarts, "watchdog-restarts", 0, "with --watchdog restart: the most restarts")
 	return cmd
 }

@@ -139,6 +139,8 @@ thinking = "high"
 dir = "sub"
 timeout = "10m"
 progress_timeout = "90s"
+tool_timeout = "5m"
+watchdog = "cancel"
 max_retries = 2
 permission_claim_timeout = "30s"
 auto_approve = true
@@ -146,7 +148,7 @@ server_url = "http://127.0.0.1:4096"
 label = "nightly"
 `,
 		environ: []string{"AVENOR_AUTO_APPROVE=false", "AVENOR_LABEL=from-env", "AVENOR_THINKING="},
-		flags:   map[string]any{"model": "m2", "progress_timeout": "2m"},
+		flags:   map[string]any{"model": "m2", "progress_timeout": "2m", "watchdog_restarts": "3"},
 	}.sources(t)
 	s, prov, err := Load(src)
 	if err != nil {
@@ -155,6 +157,7 @@ label = "nightly"
 	want := Settings{
 		Backend: "pi", Model: "m2", Agent: "build", Thinking: "high", Dir: "sub",
 		Timeout: 10 * time.Minute, ProgressTimeout: 2 * time.Minute, MaxRetries: 2,
+		ToolTimeout: 5 * time.Minute, Watchdog: "cancel", WatchdogRestarts: 3,
 		PermissionClaimTimeout: 30 * time.Second, AutoApprove: false,
 		ServerURL: "http://127.0.0.1:4096", Label: "from-env", Linger: 60 * time.Second,
 	}

@@ -26,6 +26,13 @@ type Settings struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// ProgressTimeout is the no-event watchdog; 0 (the default) means none.
 	ProgressTimeout time.Duration `koanf:"progress_timeout"`
+	// ToolTimeout is the watchdog's tool rule: 0 (the default) means none.
+	ToolTimeout time.Duration `koanf:"tool_timeout"`
+	// Watchdog is the watchdog's action (warn|cancel|restart); "" (the
+	// default) means no watchdog. The caller validates it.
+	Watchdog string `koanf:"watchdog"`
+	// WatchdogRestarts bounds a run's watchdog restarts; default 2.
+	WatchdogRestarts int `koanf:"watchdog_restarts"`
 	// MaxRetries is how many times an attempt ending in exit code 1 is
 	// retried; default 0.
 	MaxRetries int `koanf:"max_retries"`
@@ -89,6 +96,8 @@ func Defaults() Settings {
 		Backend: "opencode-acp",
 		Dir:     ".",
 		Linger:  60 * time.Second,
+
+		WatchdogRestarts: 2,
 	}
 }
 

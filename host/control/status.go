@@ -48,6 +48,9 @@ type Status struct {
 	TurnState         string
 	LatestSeq         int64
 	PID               int // the runtime process, 0 when unknown
+	// Watchdog is the run's last turn-watchdog firing (kind, tool, at,
+	// action, idle_for_ms, count), nil when none: shown only when set.
+	Watchdog map[string]any
 }
 
 // MarshalJSON writes the snapshot with the contract's keys; permission is
@@ -62,6 +65,9 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	}
 	if s.Permission != nil {
 		m["permission"] = s.Permission
+	}
+	if s.Watchdog != nil {
+		m["watchdog"] = s.Watchdog
 	}
 	return json.Marshal(m)
 }

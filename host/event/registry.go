@@ -33,6 +33,9 @@ const TypeSupervisorReattached = sdk.EventSupervisorReattached
 // same session (host/run's Runtime.Restart).
 const TypeRestarted sdk.EventType = "avenor.restarted"
 
+// TypeWatchdog: the turn watchdog fired (docs/unattended.md).
+const TypeWatchdog sdk.EventType = "avenor.watchdog"
+
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
@@ -105,6 +108,12 @@ var HostEventTypes = []EventType{
 		Name:   TypeRestarted,
 		Doc:    "The run's plugin process was stopped and the run goes on in a fresh one, resuming the same session (a watchdog's restart, a sandbox widened after an approval): the stopped turn has no session.end; the fresh turn's session.start follows. reason says why; attempt counts the run's restarts (first: 1).",
 		Fields: []string{"reason", "attempt"},
+	},
+	{
+		Name:     TypeWatchdog,
+		Doc:      "The turn watchdog fired (--watchdog, docs/unattended.md): kind tool (a tool call whose own process subtree gained neither CPU nor I/O past --tool-timeout; tool is its toolCallId) or progress (no event for --progress-timeout, or for --tool-timeout while a tool call with no process of its own runs). action is what follows: warn (the turn goes on), cancel (the turn ends cancelled) or restart (a fresh turn on the same session; restart counts them, restarts_exhausted says they were used up and the turn is cancelled instead). evidence holds the last events, the tool call and its subtree with CPU and I/O gained over the window, the tool calls in flight and the plugin's stderr tail, each bounded (docs/configuration.md#bounds).",
+		Fields:   []string{"kind", "idle_for_ms", "action", "evidence"},
+		Optional: []string{"tool", "restart", "restarts_allowed", "restarts_exhausted"},
 	},
 	{
 		Name:     TypePermissionRequest,

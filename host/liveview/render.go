@@ -105,6 +105,8 @@ func (v *View) render(ev event.Event) {
 		v.line(v.paint(styleDim, "◀ phase "+str(ev, "phase")+": "+str(ev, "stop_reason")))
 	case sdk.EventLoopEnd, sdk.EventTeamEnd:
 		v.line(v.paint(styleDim, strings.TrimPrefix(string(ev.Type()), "avenor.")+": "+str(ev, "exit_reason")))
+	case event.TypeWatchdog:
+		v.line(v.paint(styleYellow, "⏱ ") + v.watchdogLine(ev))
 	case event.TypeSubscriberLagged:
 		v.line(v.paint(styleYellow, "… "+num(ev, "dropped_count")+" events not shown: the live view fell behind (the event log has them all)"))
 	}
@@ -413,6 +415,32 @@ func (v *View) toolTitle(ev event.Event) string {
 		return t
 	}
 	return "tool"
+}
+
+// watchdogLine tells an avenor.watchdog firing (docs/unattended.md): what
+// was hung for how long, and what follows.
+func (v *View) watchdogLine(ev event.Event) string {
+	idle := "?"
+	if ms, err := strconv.ParseFloat(num(ev, "idle_for_ms"), 64); err == nil {
+		idle = (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
+	}
+	what := "no event for " + idle
+	if id := str(ev, "tool"); id != "" {
+		title, ok := v.tools[id]
+		if !ok {
+			title = sanitizeLine(id, 120)
+		}
+		if str(ev, "kind") == "tool" {
+			what = title + ": no CPU, no I/O for " + idle
+		} else {
+			what = title + ": no event for " + idle
+		}
+	}
+	then := map[string]string{"warn": "the turn goes on", "cancel": "cancelling the turn", "restart": "restarting the turn"}[str(ev, "action")]
+	if ev["restarts_exhausted"] == true {
+		then = "restarts used up, cancelling the turn"
+	}
+	return "watchdog: " + what + " → " + firstNonEmpty(then, str(ev, "action"))
 }
 
 func kindSuffix(ev event.Event) string {

@@ -67,6 +67,18 @@ func permissionSchema() *jsonschema.Schema {
 // usageSchema is a run's token usage as the runtime reports it.
 func usageSchema() *jsonschema.Schema { return obj("token usage as the runtime reports it", nil) }
 
+// watchdogSchema is a status's last turn-watchdog firing (docs/unattended.md).
+func watchdogSchema() *jsonschema.Schema {
+	return obj("the run's last turn-watchdog firing, once it fired", map[string]*jsonschema.Schema{
+		"kind":        str("tool (a tool call whose processes did nothing) or progress (no event)"),
+		"tool":        str("the hung tool call's id"),
+		"action":      str("warn, cancel or restart"),
+		"at":          {Type: "integer", Description: "when it fired, Unix ms"},
+		"idle_for_ms": {Type: "integer", Description: "how long nothing happened"},
+		"count":       {Type: "integer", Description: "the run's firings so far"},
+	})
+}
+
 // eventSchema is one event of a run's log (docs/events.md: flat, `event`
 // names the type).
 func eventSchema() *jsonschema.Schema {
@@ -135,7 +147,7 @@ func notNull(s *jsonschema.Schema) {
 // or lifecycle view), or with no run_id the list {"runs": [...], "count": N}.
 func statusOutSchema() *jsonschema.Schema {
 	run := func() *jsonschema.Schema {
-		r := schemaOf[runStatus](map[string]*jsonschema.Schema{"permission": permissionSchema(), "usage": usageSchema()})
+		r := schemaOf[runStatus](map[string]*jsonschema.Schema{"permission": permissionSchema(), "usage": usageSchema(), "watchdog": watchdogSchema()})
 		r.Required, r.AdditionalProperties = nil, nil // the lifecycle view keeps a few keys
 		return r
 	}

@@ -54,14 +54,14 @@ func (a spawnArgs) launch(rec *Record) error {
 	return nil
 }
 
-// spawnCall is the spawn's params: p and, when rec has them, its launch
+// spawnCall is the spawn's params: p with, when rec has them, its launch
 // params.
-func (rec *Record) spawnCall(p client.SpawnParams) any {
-	if rec.Launch == nil {
-		return p
+func (rec *Record) spawnCall(p client.SpawnParams) client.SpawnParams {
+	if l := rec.Launch; l != nil {
+		p.PermissionMode, p.AppendSystemPrompt, p.MCPConfig = l.PermissionMode, l.AppendSystemPrompt, l.MCPConfig
+		if l.AllowedTools != nil {
+			p.AllowedTools = l.AllowedTools
+		}
 	}
-	return struct {
-		client.SpawnParams
-		LaunchParams
-	}{p, *rec.Launch}
+	return p
 }

@@ -58,13 +58,15 @@ type runStatus struct {
 	FinalOutputTruncated bool           `json:"final_output_truncated,omitempty"`
 	SupervisorID         string         `json:"supervisor_id,omitempty"`
 	FollowUps            []string       `json:"follow_ups,omitempty"`
-	TimedOut             bool           `json:"timed_out,omitempty"`
-	WaitClamped          bool           `json:"wait_clamped,omitempty"`
+	// Watchdog is the run's last turn-watchdog firing (docs/unattended.md).
+	Watchdog    any  `json:"watchdog,omitempty"`
+	TimedOut    bool `json:"timed_out,omitempty"`
+	WaitClamped bool `json:"wait_clamped,omitempty"`
 }
 
 // lifecycleKeys are what view:"lifecycle" keeps (the original's list).
 var lifecycleKeys = []string{"run_id", "label", "status", "runtime_id", "phase", "phase_label",
-	"pending_permission", "permission", "latest_seq", "timed_out", "wait_clamped"}
+	"pending_permission", "permission", "latest_seq", "timed_out", "wait_clamped", "watchdog"}
 
 // view shapes a status for view "" / "full" (everything) or "lifecycle".
 func (st runStatus) view(v string) map[string]any {
@@ -121,6 +123,9 @@ func fromRuntime(rec *Record, rt client.Runtime) runStatus {
 	}
 	if raw := rawValue(rt.Usage); raw != nil {
 		st.Usage = raw
+	}
+	if raw := rawValue(rt.Watchdog); raw != nil {
+		st.Watchdog = raw
 	}
 	if rt.PendingPermission {
 		st.Permission = rawValue(rt.Permission)

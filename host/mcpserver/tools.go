@@ -49,6 +49,12 @@ type spawnArgs struct {
 	AppendSystemPrompt string   `json:"append_system_prompt,omitempty" jsonschema:"standing instructions appended to the runtime's system prompt: the text, or @FILE (relative to repo_dir)"`
 	AllowedTools       []string `json:"allowed_tools,omitempty" jsonschema:"the exact tools the run may use, in the runtime's own tool names; [] allows no tool; omitted: the runtime's defaults"`
 	MCPConfig          string   `json:"mcp_config,omitempty" jsonschema:"a JSON file of MCP server definitions ({\"mcpServers\":{...}}, relative to repo_dir) the run may use; credentials as ${ENV_VAR} references"`
+
+	// The turn watchdog (docs/unattended.md).
+	ProgressTimeout  timeoutArg `json:"progress_timeout,omitempty" jsonschema:"no event for this long: the turn is hung"`
+	ToolTimeout      timeoutArg `json:"tool_timeout,omitempty" jsonschema:"a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"`
+	Watchdog         string     `json:"watchdog,omitempty" jsonschema:"what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run"`
+	WatchdogRestarts *int       `json:"watchdog_restarts,omitempty" jsonschema:"with watchdog restart: the most restarts (default 2); then the turn is cancelled"`
 }
 
 type spawnResult struct {
@@ -191,6 +197,10 @@ func (s *Server) addTools() {
 			"timeout":         durationSchema("the run's time limit"),
 			"thinking":        enum("thinking level; omitted: the backend default", thinkingLevels),
 			"permission_mode": enum("", permissionModes),
+			// The turn watchdog's.
+			"progress_timeout": durationSchema("no event for this long: the turn is hung"),
+			"tool_timeout":     durationSchema("a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"),
+			"watchdog":         enum("what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run", watchdogActions),
 		}),
 		schemaOf[spawnResult](nil)),
 		s.spawn)
@@ -275,6 +285,9 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 			return nil, none, err
 		}
 		p.Timeout = secs
+	}
+	if err := a.watchdogParams(&p); err != nil {
+		return nil, none, err
 	}
 	if a.RosterEntry == "" {
 		// A runtime whose CLI is missing or not logged in would be

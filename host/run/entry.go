@@ -65,6 +65,9 @@ func (rt *Runtime) Entry() map[string]any {
 	if o.PermissionMode != "" {
 		e["permission_mode"] = string(o.PermissionMode)
 	}
+	if st.Watchdog != nil {
+		e["watchdog"] = st.Watchdog
+	}
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
 	}

@@ -329,7 +329,7 @@ func (rt *Runtime) GoPhased(initial string) {
 		Base: hostrt.Options{
 			Dir: o.Dir, DirExplicit: o.DirExplicit, ServerURL: o.ServerURL, RunID: o.RunID, Label: o.Label,
 			ProgressTimeout: o.ProgressTimeout, MaxRetries: o.MaxRetries, AutoApprove: o.AutoApprove,
-			PermBase: o.PermBase, Logger: rt.log, Stderr: o.Stderr, Now: o.Now,
+			Watchdog: o.Watchdog, PermBase: o.PermBase, Logger: rt.log, Stderr: o.Stderr, Now: o.Now,
 		},
 		Initial: initial, Backend: rt.spec.Phased.Backend, Admit: rt.admitted, CancelRun: rt.Cancel,
 	})

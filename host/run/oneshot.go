@@ -117,6 +117,10 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		return nil, err
 	}
 	perms.Mode = launch.Mode
+	dog, err := WatchdogSettings(settings, req.LoopFile != "" || req.TeamFile != "", FlagName)
+	if err != nil {
+		return nil, err
+	}
 	permBase := "" // cleaned with the sentinel (docs/run.md#lifecycle step 3)
 	if req.SentinelFile != "" {
 		permBase = perms.FileBase
@@ -131,6 +135,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
+		Watchdog: dog,
 	}
 	backend.Apply(&o)
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil

@@ -67,6 +67,8 @@ type restartState struct {
 	running bool
 	// count is how often it restarted.
 	count int
+	// watchdog is how many of those restarts the watchdog asked for.
+	watchdog int
 	// pending is the restart asked of its current runner, until the loop
 	// takes it.
 	pending *pendingRestart
@@ -295,7 +297,11 @@ func (rt *Runtime) restartable(run func(context.Context) hostrt.Result) func(con
 			if o.Timeout > 0 { // the run's clock goes on
 				o.Timeout = max(o.Timeout-time.Since(started), time.Nanosecond)
 			}
-			run = rt.freshRunner(o, res.Queued).Run
+			fresh := rt.freshRunner(o, res.Queued)
+			if prev != nil { // status views still show why it restarted
+				fresh.CarryWatchdog(prev.WatchdogFired())
+			}
+			run = fresh.Run
 			if p != nil {
 				p.begun <- nil
 			}
@@ -333,6 +339,7 @@ func (rt *Runtime) freshRunner(o hostrt.Options, queued []string) *hostrt.Runner
 	o.Reattach, o.AdoptTurn, o.AdoptedEvents = nil, false, nil
 	o.Observer = observers{rt, o.Observer}
 	o.Launch = rt.tracked(o.Launch)
+	rt.armWatchdog(&o)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	for _, q := range queued { // accepted before the restart: they still run
 		if err := runner.Prompt(q); err != nil {

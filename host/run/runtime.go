@@ -182,6 +182,7 @@ func (rt *Runtime) assemble(deps Deps) {
 		return
 	}
 	opts.Launch = rt.tracked(opts.Launch)
+	rt.armWatchdog(&opts)
 	runner := hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
 	rt.w, rt.cur = runner.Events(), runner
 	run := rt.restartable(runner.Run)
@@ -278,6 +279,7 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 		o.MaxRetries, o.Reattach, o.AdoptTurn, o.AdoptedEvents = 0, a.Reattach, true, a.Events
 	}
 	o.Launch = rt.tracked(o.Launch)
+	rt.armWatchdog(&o)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	rt.begin(runner)
 	if t.Held != nil {

@@ -137,6 +137,9 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
 	}
+	if _, err := WatchdogSettings(sp.Backend.Settings, req.LoopFile != "" || req.TeamFile != "", spawnParam); err != nil {
+		return sp, control.InvalidParams(err.Error())
+	}
 	set := &sp.Backend.Settings
 	if req.RosterEntry != "" {
 		// Direct mode: the entry's thinking is the default under an
@@ -171,6 +174,9 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
 	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
 	r.applyLaunch(o)
+	// Checked when the spawn resolved (ResolveSpawn); a record's spawn
+	// resolved again is the same.
+	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.

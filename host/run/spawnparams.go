@@ -51,6 +51,14 @@ type SpawnParams struct {
 	AppendSystemPrompt string          `json:"append_system_prompt,omitempty"`
 	AllowedTools       json.RawMessage `json:"allowed_tools,omitempty"`
 	MCPConfig          string          `json:"mcp_config,omitempty"`
+
+	// The turn watchdog (docs/unattended.md), as avenor run's
+	// --progress-timeout, --tool-timeout, --watchdog and
+	// --watchdog-restarts; durations as timeout takes them.
+	ProgressTimeout  json.RawMessage `json:"progress_timeout,omitempty"`
+	ToolTimeout      json.RawMessage `json:"tool_timeout,omitempty"`
+	Watchdog         string          `json:"watchdog,omitempty"`
+	WatchdogRestarts *int            `json:"watchdog_restarts,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -73,6 +81,9 @@ func (p *SpawnParams) Validate() error {
 	}
 	if _, err := ParseTimeout(p.Timeout); err != nil {
 		return control.InvalidParams(err.Error())
+	}
+	if err := p.validateWatchdog(); err != nil {
+		return err
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
 		return control.InvalidParams("permission_handler supports file:<path> only")
@@ -114,6 +125,7 @@ func (p SpawnParams) configKeys() map[string]any {
 		out["auto_approve"] = *p.AutoApprove
 	}
 	p.launchKeys(out)
+	p.watchdogKeys(out)
 	return out
 }
 

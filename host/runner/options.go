@@ -45,6 +45,9 @@ type Options struct {
 	// ProgressTimeout ends a turn that emits no event for this long
 	// ("progress_timeout", exit 124). 0: none.
 	ProgressTimeout time.Duration
+	// Watchdog is the turn watchdog (docs/unattended.md); the zero value
+	// is off, and ProgressTimeout then ends a quiet turn as it always did.
+	Watchdog Watchdog
 	// MaxRetries is how many extra attempts follow an attempt that exits 1.
 	MaxRetries int
 

@@ -76,6 +76,8 @@ type Runner struct {
 
 	logReported atomic.Bool // the log's failure was told on stderr
 
+	dog *turnDog // nil: no --watchdog
+
 	saidMu sync.Mutex
 	said   map[string]bool // backend errors already told on stderr
 }
@@ -95,7 +97,7 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 	}
 	r := &Runner{opts: opts, w: w, permissions: permissions, shared: opts.Writer != nil,
 		status:     newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now),
-		turnPrefix: newTurnPrefix()}
+		turnPrefix: newTurnPrefix(), dog: newTurnDog(opts.Watchdog, opts.ProgressTimeout)}
 	r.turns.init()
 	r.turns.n = opts.TurnsBefore
 	return r
@@ -302,6 +304,7 @@ func (r *Runner) writeOne(ev event.Event, owned bool) event.Event {
 	// A log failure (err with the event published) is the watcher's to
 	// report; the event still reaches history and subscribers.
 	r.status.after(stamped)
+	r.observeEvent(stamped)
 	if r.wantsOnEvent(stamped.Type()) {
 		r.opts.OnEvent(stamped)
 	}
@@ -333,6 +336,7 @@ func (r *Runner) writeFields(f *event.Fields) {
 		return
 	}
 	r.status.afterFields(f, stamped)
+	r.observeFields(f)
 	if r.wantsOnEvent(f.Type()) {
 		r.opts.OnEvent(stamped.Event())
 	}
@@ -503,7 +507,11 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 	} else {
 		h.onProcess = onProcess
 		info := l.Backend.Info()
-		if err := checkOpen(info, *o); err != nil {
+		refusal := checkOpen(info, *o)
+		if c := o.Watchdog.CheckBackend; refusal == nil && c != nil {
+			refusal = c(info)
+		}
+		if err := refusal; err != nil {
 			r.fail(nil, "validation", err.Error())
 			res := r.endEarly(nil, sdk.StopError, resume, true)
 			res.refused = true
@@ -709,6 +717,12 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 		defer timer.Stop()
 		progress = timer.C
 	}
+	dog := r.startDog()
+	defer r.stopDog()
+	var restartFailed chan error
+	if dog != nil {
+		restartFailed = make(chan error, 1)
+	}
 	for {
 		select {
 		case pr := <-done:
@@ -717,13 +731,29 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 			if timer != nil {
 				timer.Reset(o.ProgressTimeout)
 			}
+		case <-dog:
+			for _, f := range r.dog.sample(l, h, o.Now()) {
+				if r.fire(l, h, f, restartFailed) == WatchdogCancel {
+					r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+					return r.stopTurn(l, sess, h, done, sdk.StopCancelled, "")
+				}
+			}
+		case err := <-restartFailed:
+			r.fail(h, "watchdog", fmt.Sprintf("the watchdog could not restart the turn, cancelling it instead: %v", err))
+			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+			return r.stopTurn(l, sess, h, done, sdk.StopCancelled, "")
 		case <-ctx.Done():
 			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
 			out := r.stopTurn(l, sess, h, done, stopReasonOf(ctx), "")
 			out.restarted = restarting(ctx)
 			return out
 		case <-progress:
-			return r.stopTurn(l, sess, h, done, sdk.StopProgressTimeout, "")
+			if r.dog == nil { // exactly as without the watchdog
+				return r.stopTurn(l, sess, h, done, sdk.StopProgressTimeout, "")
+			}
+			if out, stop := r.progressFired(l, sess, h, done, timer, restartFailed); stop {
+				return out
+			}
 		case err := <-h.fatal:
 			return r.stopTurn(l, sess, h, done, sdk.StopError, err.Error())
 		case <-r.turns.interrupt:

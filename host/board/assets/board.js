@@ -93,11 +93,20 @@ function fmtCost(c) {
 function waitingFor(key, rt) {
   if (rt.pending_permission) return "waiting for you: permission";
   if (rt.status !== "running") return "";
+  // The turn watchdog warned (docs/unattended.md): the turn goes on, hung.
+  if (rt.watchdog && rt.watchdog.action === "warn") return "watchdog: " + watchdogWhat(rt.watchdog);
   const s = state.seen.get(key);
   if (s && Date.now() - s.at >= state.config.stall_after_ms) {
     return "no progress for " + fmtAge(s.at);
   }
   return "";
+}
+
+// watchdogWhat says what a watchdog firing found hung.
+function watchdogWhat(w) {
+  const idle = Math.round((w.idle_for_ms || 0) / 1000) + "s";
+  if (w.kind === "tool") return "tool " + (w.tool || "") + " made no progress for " + idle;
+  return "no event for " + idle;
 }
 
 function noteProgress(key, rt) {
@@ -117,7 +126,7 @@ function oneShotRow(st) {
     status: ended ? "ended" : (st.turn_state === "idle" ? "idle" : "running"),
     phase: st.phase, phase_label: st.phase_label, started_at: st.started_at, updated_at: st.updated_at,
     pending_permission: st.pending_permission, permission: st.permission, latest_seq: st.latest_seq,
-    backend: st.backend || "", model: st.model || "", oneShot: true,
+    backend: st.backend || "", model: st.model || "", oneShot: true, watchdog: st.watchdog,
   };
 }
 
@@ -487,6 +496,9 @@ function onEvent(v, ev) {
       break;
     case "avenor.error":
       note(v, "error (" + ev.source + "): " + ev.message, "error");
+      break;
+    case "avenor.watchdog":
+      note(v, "watchdog: " + watchdogWhat(ev) + " \u2192 " + (ev.restarts_exhausted ? "restarts used up, cancel" : ev.action), "error");
       break;
     case "avenor.warning":
       note(v, "warning (" + ev.source + "): " + ev.message);

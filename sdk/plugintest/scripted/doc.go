@@ -28,6 +28,22 @@
 //	sleep <d>                     stay silent for <d>; Cancel ends it early
 //	tool <title> [kind=<k>]       tool.call (pending) then tool.call_update
 //	                              (completed); kind defaults to "other"
+//	toolproc <mode> [n=<count>] [for=<d>]
+//	                              n tool calls at once (default 1, at most
+//	                              256), each tool.call in_progress with a
+//	                              process of its own (its own process
+//	                              group, a child of the plugin) living
+//	                              <d> (default 10m), then tool.call_update
+//	                              completed (failed when it exited non-zero);
+//	                              Cancel kills them. Modes: idle (`sleep`),
+//	                              grandchild (`sh -c "sleep <d>; :"`, a shell
+//	                              waiting on a stuck grandchild), busy-cpu
+//	                              (burns ~5% of a core), busy-io (writes 4 KiB
+//	                              to /dev/null every 100 ms, next to no CPU),
+//	                              busy (busy-cpu and busy-io by turns),
+//	                              none (no process: the call just lasts <d>).
+//	                              The busy modes run this package's binary
+//	                              again as the busy process
 //	permission [tool=<t>] [question=<q>] [options=<id>:<kind>,...] [user_input=true]
 //	                              ask the host; default options
 //	                              allow:allow_once,deny:reject. Then says
@@ -75,6 +91,11 @@
 // runtime.ProcessRecorder and from Session.Process; Close kills its process
 // group. If the environment (OpenRequest.Env first, then the plugin's own)
 // sets SCRIPTED_CHILD_PIDFILE, the child's pid is written to that file.
+//
+// A prompt that is not a script fails the turn with a user-fault error,
+// unless SCRIPTED_PROSE_SCRIPT (OpenRequest.Env first, then the plugin's
+// own) holds a script: that script runs instead, as the turn after a
+// host's note to the agent (a watchdog restart's) would.
 //
 // Open's options: {"fail_open": "<message>"} makes Open fail with a
 // runtime-fault error carrying the message; {"not_ready": "<message>"}

@@ -43,6 +43,8 @@ type Step struct {
 const (
 	maxCount    = 10_000_000
 	maxDuration = 24 * time.Hour
+	// maxToolprocs bounds toolproc's n.
+	maxToolprocs = 256
 )
 
 // defaultOptions are the options of a permission without options=.
@@ -128,6 +130,8 @@ func parseStep(cmd, rest string) (Step, error) {
 		err = parseChunks(&st, rest)
 	case "tool":
 		err = parseTool(&st, rest)
+	case "toolproc":
+		err = parseToolproc(&st, rest)
 	case "permission":
 		err = parsePermission(&st, rest)
 	case "usage":
@@ -175,6 +179,36 @@ func parseTool(st *Step, rest string) error {
 	st.Kind = a.opts["kind"]
 	if st.Kind == "" {
 		st.Kind = "other"
+	}
+	return nil
+}
+
+func parseToolproc(st *Step, rest string) error {
+	a, err := parseArgs(rest, "n", "for")
+	if err != nil {
+		return err
+	}
+	if st.Text, err = a.one("a mode (idle, grandchild, busy-cpu, busy-io, none)"); err != nil {
+		return err
+	}
+	switch st.Text {
+	case ModeIdle, ModeGrandchild, ModeBusyCPU, ModeBusyIO, ModeBusy, ModeNone:
+	default:
+		return fmt.Errorf("unknown toolproc mode %q: want idle, grandchild, busy-cpu, busy-io, busy or none", st.Text)
+	}
+	st.N, st.Duration = 1, 10*time.Minute
+	if v, ok := a.opts["n"]; ok {
+		if st.N, err = count(v); err != nil {
+			return err
+		}
+		if st.N < 1 || st.N > maxToolprocs {
+			return fmt.Errorf("n=%s: between 1 and %d tool calls", v, maxToolprocs)
+		}
+	}
+	if v, ok := a.opts["for"]; ok {
+		if st.Duration, err = duration(v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 			"session_id": s.id, "session_update": "tool_call_update",
 			"toolCallId": id, "kind": st.Kind, "status": "completed",
 		}))
+	case "toolproc":
+		return r.toolproc(st)
 	case "permission":
 		return r.permission(st)
 	case "usage":

@@ -30,6 +30,11 @@ const EventError = "avenor.error"
 // child's pid to that file.
 const PIDFileEnv = "SCRIPTED_CHILD_PIDFILE"
 
+// ProseEnv names the variable (OpenRequest.Env first, then the plugin's
+// own) that, when set, holds the script a prompt that is not a script runs
+// instead of failing: the note a host writes to the agent (a restart's).
+const ProseEnv = "SCRIPTED_PROSE_SCRIPT"
+
 // maxScriptFile bounds an @file: script.
 const maxScriptFile = 1 << 20
 
@@ -138,7 +143,11 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if pidFile == "" {
 		pidFile = os.Getenv(PIDFileEnv)
 	}
-	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, store: st, host: host,
+	prose := req.Env[ProseEnv]
+	if prose == "" {
+		prose = os.Getenv(ProseEnv)
+	}
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host,
 		Runner: turn.New(turn.Config{Backend: Name})}, nil
 }
 
@@ -147,6 +156,7 @@ type session struct {
 	dir          string
 	env          map[string]string
 	pidFile      string
+	prose        string // ProseEnv's script, "" for none
 	store        sessionstate.Store[int]
 	host         runtime.Host
 	*turn.Runner // keeps a Cancel that arrives while a turn starts
@@ -222,6 +232,9 @@ func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResul
 		return failed, err
 	}
 	steps, err := Parse(script)
+	if err != nil && s.prose != "" {
+		steps, err = Parse(s.prose)
+	}
 	if err != nil {
 		return failed, runtime.Errorf(runtime.FaultUser, "scripted: %v", err)
 	}
