@@ -44,7 +44,8 @@ func StatPath(p string) PathKind {
 // argv, in dir, inside sb (docs/sandbox.md#bubblewrap): the whole
 // filesystem bound read-only; /dev and /proc as bwrap makes them; a
 // private /tmp; sb's writable paths and runtime directories bound
-// writable over it (workspace only); the deny list hidden last, so that a
+// writable over it (workspace only); the runtime's own files read-only;
+// the deny list hidden last, so that a
 // secret inside a writable path stays hidden — a directory under a
 // read-only empty tmpfs, a file under /dev/null; a missing deny path is
 // skipped (there is nothing to read). bwrap dies with its parent; with
@@ -72,6 +73,12 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 	case runtime.SandboxReadOnly:
 	default:
 		return nil, fmt.Errorf("agentproc: sandbox profile %q is not supported", sb.Profile)
+	}
+	for _, p := range sb.RuntimeFiles {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("agentproc: runtime file %q is not absolute", p)
+		}
+		args = append(args, "--ro-bind", p, p)
 	}
 	for _, p := range sb.DenyRead {
 		if !filepath.IsAbs(p) {
@@ -122,6 +129,9 @@ func sandboxed(spec Spec, path string) (string, []string, error) {
 		dirs = append(dirs, d)
 	}
 	sb.RuntimeDirs = dirs
+	// The runtime's binary stays visible where the private /tmp would
+	// hide it.
+	sb.RuntimeFiles = append(append([]string(nil), sb.RuntimeFiles...), path)
 	args, err := BwrapArgs(sb, spec.Dir, append([]string{path}, spec.Args...), StatPath)
 	if err != nil {
 		return "", nil, err

@@ -44,8 +44,9 @@ func TestBwrapArgs(t *testing.T) {
 		{
 			name: "workspace binds the dir and runtime dirs writable, then hides the deny list",
 			sb: runtime.Sandbox{Profile: runtime.SandboxWorkspace, Mechanism: runtime.MechanismBubblewrap,
-				Writable: []string{"/w"}, RuntimeDirs: []string{"/h/.local/share/rt"}, DenyRead: []string{"/h/.ssh", "/h/.netrc", "/h/.aws"}},
-			want: tail("--bind", "/w", "/w", "--bind", "/h/.local/share/rt", "/h/.local/share/rt",
+				Writable: []string{"/w"}, RuntimeDirs: []string{"/h/.local/share/rt"}, RuntimeFiles: []string{"/tmp/rt.json"},
+				DenyRead: []string{"/h/.ssh", "/h/.netrc", "/h/.aws"}},
+			want: tail("--bind", "/w", "/w", "--bind", "/h/.local/share/rt", "/h/.local/share/rt", "--ro-bind", "/tmp/rt.json", "/tmp/rt.json",
 				"--tmpfs", "/h/.ssh", "--remount-ro", "/h/.ssh", "--ro-bind", "/dev/null", "/h/.netrc"),
 		},
 		{

@@ -62,6 +62,10 @@ type Sandbox struct {
 	// must stay writable under SandboxWorkspace; the plugin sets them
 	// (WithRuntimeDirs) and they are created when missing.
 	RuntimeDirs []string
+	// RuntimeFiles are files the plugin made for its runtime outside the
+	// writable paths (a config under the host's /tmp, which the private
+	// /tmp hides); they are bound read-only.
+	RuntimeFiles []string
 }
 
 // Active reports whether s asks for a sandbox at all.
