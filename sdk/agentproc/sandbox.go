@@ -71,6 +71,11 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 			args = append(args, "--bind", p, p)
 		}
 	case runtime.SandboxReadOnly:
+		// The working directory stays visible, read-only, where the
+		// private /tmp would hide it.
+		if dir != "" {
+			args = append(args, "--ro-bind", dir, dir)
+		}
 	default:
 		return nil, fmt.Errorf("agentproc: sandbox profile %q is not supported", sb.Profile)
 	}

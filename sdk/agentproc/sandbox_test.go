@@ -53,12 +53,12 @@ func TestBwrapArgs(t *testing.T) {
 			name: "read-only binds nothing writable, not even runtime dirs",
 			sb: runtime.Sandbox{Profile: runtime.SandboxReadOnly, Mechanism: runtime.MechanismBubblewrap,
 				Writable: []string{"/w"}, RuntimeDirs: []string{"/h/rt"}},
-			want: tail(),
+			want: tail("--ro-bind", "/w", "/w"),
 		},
 		{
 			name: "network none unshares the network",
 			sb:   runtime.Sandbox{Profile: runtime.SandboxReadOnly, Mechanism: runtime.MechanismBubblewrap, Network: runtime.SandboxNetworkNone},
-			want: tail("--unshare-net"),
+			want: tail("--ro-bind", "/w", "/w", "--unshare-net"),
 		},
 		{
 			name: "off is refused: no wrapping without a sandbox",
@@ -120,7 +120,13 @@ func TestXDGDirs(t *testing.T) {
 // runtime dir it was given is created and writable.
 func TestStartSandboxed(t *testing.T) {
 	requireBwrap(t)
-	root := t.TempDir()
+	// Beyond /tmp, which the sandbox's private /tmp would hide anyway:
+	// only the boundary stands between these paths and the shell.
+	root, err := os.MkdirTemp("/var/tmp", "agentproc-sandbox-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	dir, outside, home := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "home")
 	for _, d := range []string{dir, outside, filepath.Join(home, ".ssh")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
