@@ -43,7 +43,7 @@ func StatPath(p string) PathKind {
 // BwrapArgs is the bwrap command line (without the program name) that runs
 // argv, in dir, inside sb (docs/sandbox.md#bubblewrap): the whole
 // filesystem bound read-only; /dev and /proc as bwrap makes them; a
-// private /tmp; sb's writable paths and runtime directories bound
+// private /tmp, which TMPDIR names; sb's writable paths and runtime directories bound
 // writable over it (workspace only); the runtime's own files read-only;
 // the deny list hidden last, so that a
 // secret inside a writable path stays hidden — a directory under a
@@ -61,7 +61,8 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 	if len(argv) == 0 {
 		return nil, ErrNoPath
 	}
-	args := []string{"--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+	args := []string{"--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--setenv", "TMPDIR", "/tmp"}
 	switch sb.Profile {
 	case runtime.SandboxWorkspace:
 		for _, p := range append(append([]string(nil), sb.Writable...), sb.RuntimeDirs...) {
