@@ -41,7 +41,7 @@ func StatPath(p string) PathKind {
 }
 
 // BwrapArgs is the bwrap command line (without the program name) that runs
-// argv, in dir, inside sb (docs/sandbox.md#bubblewrap): the whole
+// argv, in dir, inside sb (docs/sandbox.md#mechanism-bubblewrap): the whole
 // filesystem bound read-only; /dev and /proc as bwrap makes them; a
 // private /tmp, which TMPDIR names; sb's writable paths and runtime directories bound
 // writable over it (workspace only); the runtime's own files read-only;
