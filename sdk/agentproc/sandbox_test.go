@@ -1,12 +1,16 @@
 package agentproc
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -174,5 +178,29 @@ func TestStartSandboxedWithoutBwrap(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "apt-get install bubblewrap") {
 		t.Errorf("err = %v, want the install hint", err)
+	}
+}
+
+// TestStopSandboxed: stopping a sandboxed CLI leaves nothing behind — not
+// bwrap, not the CLI, not a grandchild, not one that left the process
+// group with setsid (the cgroup and the tree token still hold it).
+func TestStopSandboxed(t *testing.T) {
+	requireBwrap(t)
+	sb := runtime.Sandbox{Profile: runtime.SandboxReadOnly, Mechanism: runtime.MechanismBubblewrap}
+	for _, script := range []string{
+		`trap '' TERM; sleep 100 & echo $!; sleep 100`,
+		`setsid sleep 100 & echo $!; sleep 100`,
+	} {
+		p := startSh(t, Spec{Sandbox: sb, Dir: t.TempDir()}, script)
+		l := nextLine(t, p)
+		grandchild, err := strconv.Atoi(string(l.Data))
+		if err != nil {
+			t.Fatalf("%s: grandchild pid line %q: %v", script, l.Data, err)
+		}
+		_ = p.Stop(200 * time.Millisecond)
+		if err := syscall.Kill(p.PID(), 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("%s: kill(bwrap, 0) after Stop = %v, want ESRCH", script, err)
+		}
+		waitGone(t, grandchild)
 	}
 }
