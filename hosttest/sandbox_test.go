@@ -166,6 +166,9 @@ func TestSandboxRefused(t *testing.T) {
 		{"allow-write without a sandbox", "scripted", false, nil, func(w *world) []string {
 			return []string{"--sandbox-allow-write", w.root}
 		}, "--sandbox-network, --sandbox-allow-write and --sandbox-deny-read need --sandbox workspace or read-only"},
+		{"a loop run, whose phases do not carry a sandbox", "scripted", true, nil, func(w *world) []string {
+			return []string{"--sandbox", "workspace", "--loop-file", w.writeFile("loop.toml", "")}
+		}, "--sandbox is not supported with --loop-file or --team-file yet; run the phases without it or one at a time with avenor run --sandbox"},
 		{"a backend that cannot launch its runtime inside one", "echo", true, nil, func(w *world) []string {
 			return []string{"--sandbox", "workspace"}
 		}, `backend "echo" cannot launch its runtime inside a sandbox (--sandbox workspace); run it with --sandbox off or choose a backend that declares capability "sandbox"`},
