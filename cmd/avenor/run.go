@@ -61,6 +61,11 @@ func newRunCmd(env Env) *cobra.Command {
 	fl.String("append-system-prompt", "", "standing instructions appended to the system prompt: TEXT, or @FILE (UTF-8)")
 	fl.String("allowed-tools", "", "exact tool list, comma-separated, in the backend's own tool names; \"\" allows no tool (default: the backend's tools)")
 	fl.String("mcp-config", "", "JSON file of MCP servers ({\"mcpServers\":{...}}: stdio command/args/env or http url/headers; ${NAME} values from the environment)")
+	// The sandbox (docs/sandbox.md).
+	fl.String("sandbox", "", "launch the runtime inside a sandbox: off, workspace (only --dir, the runtime's own dirs and --sandbox-allow-write writable) or read-only; refused where this machine or the backend cannot enforce it (default off)")
+	fl.String("sandbox-network", "", "network inside the sandbox: host or none (default host)")
+	fl.StringArrayVar(&f.Sandbox.AllowWrite, "sandbox-allow-write", nil, "absolute, existing path also writable under --sandbox workspace (repeatable)")
+	fl.StringArrayVar(&f.Sandbox.DenyRead, "sandbox-deny-read", nil, "absolute path made unreadable in the sandbox, besides the secrets under $HOME it always hides (repeatable)")
 	fl.StringVar(&f.PermissionHandler, "permission-handler", "", "file:<base> permission file protocol (default: derived from --sentinel-file)")
 	fl.Duration("permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
 	fl.String("server-url", "", "external runtime server (opencode-http)")

@@ -63,6 +63,9 @@ var keySpecs = []keySpec{
 	{"append_system_prompt", kindString, "", "standing instructions appended to the runtime's system prompt: TEXT, or @FILE (UTF-8)"},
 	{"allowed_tools", kindString, "", "exact comma-separated tool list in the runtime's own names; set to \"\" allows no tool; unset keeps the runtime's defaults"},
 	{"mcp_config", kindString, "", "JSON file of MCP server definitions ({\"mcpServers\":{...}}, the shape Claude Code uses); values as ${NAME} come from the environment"},
+	// The sandbox (docs/sandbox.md).
+	{"sandbox", kindString, "", "boundary the runtime is launched inside: off|workspace|read-only; \"\" is off"},
+	{"sandbox_network", kindString, "", "network inside a sandbox: host|none; \"\" is host"},
 	{"server_url", kindString, "", "external runtime server URL"},
 	{"label", kindString, "", "free-form label stamped on events as run_label"},
 	{"linger", kindDuration, 60 * time.Second, "avenor stable: how long runtimes outlive a supervisor that died, for one restarted on the same socket to take them over (Go duration); 0 stops them at once"},

@@ -51,6 +51,11 @@ type Settings struct {
 	AllowedTools string `koanf:"allowed_tools"`
 	// MCPConfig is the path of an MCP server definitions file; "" for none.
 	MCPConfig string `koanf:"mcp_config"`
+	// Sandbox is the profile the runtime is launched inside: off,
+	// workspace or read-only; "" (the default) is off. SandboxNetwork is
+	// host or none; "" is host. host/sandbox validates them.
+	Sandbox        string `koanf:"sandbox"`
+	SandboxNetwork string `koanf:"sandbox_network"`
 	// ServerURL is an external runtime server; "" for none. AVENOR_OPENCODE_URL
 	// is not read here: it applies to opencode-http only, which the caller knows.
 	ServerURL string `koanf:"server_url"`

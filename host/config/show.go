@@ -42,6 +42,8 @@ func Explain(s Settings, prov Provenance, src Sources) []Entry {
 		"allowed_tools": s.AllowedTools, "mcp_config": s.MCPConfig,
 		"server_url": s.ServerURL, "label": s.Label, "linger": s.Linger,
 	}
+	// The sandbox's keys.
+	values["sandbox"], values["sandbox_network"] = s.Sandbox, s.SandboxNetwork
 	var out []Entry
 	for _, spec := range keySpecs {
 		if spec.kind == kindBackends {

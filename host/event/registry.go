@@ -61,9 +61,9 @@ type EventType struct {
 var HostEventTypes = []EventType{
 	{
 		Name:     TypeSessionStart,
-		Doc:      "A session opened: the first event of every attempt. Plugins may add backend-specific fields (claude: dangerously_load; claude-channel: broker_url). With --permission-mode, permission_mode and permission_allows {edits, commands: allow|ask|deny}; with the launch context, append_system_prompt_length (bytes), allowed_tools and mcp_servers (names only).",
+		Doc:      "A session opened: the first event of every attempt. Plugins may add backend-specific fields (claude: dangerously_load; claude-channel: broker_url). With --permission-mode, permission_mode and permission_allows {edits, commands: allow|ask|deny}; with the launch context, append_system_prompt_length (bytes), allowed_tools and mcp_servers (names only); with --sandbox, sandbox {mechanism, profile, network}.",
 		Fields:   []string{"backend", "dir", "plugin", "plugin_version", "protocol_version"},
-		Optional: []string{"dangerously_load", "broker_url", "permission_mode", "permission_allows", "append_system_prompt_length", "allowed_tools", "mcp_servers"},
+		Optional: []string{"dangerously_load", "broker_url", "permission_mode", "permission_allows", "append_system_prompt_length", "allowed_tools", "mcp_servers", "sandbox"},
 	},
 	{
 		Name:     TypeSessionEnd,

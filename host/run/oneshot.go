@@ -46,6 +46,9 @@ type Request struct {
 	HTTPDebug, HTTPDebugTokenFile string
 	// Stderr gets the runner's own messages.
 	Stderr io.Writer
+	// Sandbox holds the repeatable sandbox flags; --sandbox and
+	// --sandbox-network arrive through Settings.
+	Sandbox SandboxFlags
 }
 
 // Prepared is a validated one-shot run: Spec holds its options and its
@@ -121,6 +124,10 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	sb, err := req.sandboxFor(settings, dir, env)
+	if err != nil {
+		return nil, err
+	}
 	permBase := "" // cleaned with the sentinel (docs/run.md#lifecycle step 3)
 	if req.SentinelFile != "" {
 		permBase = perms.FileBase
@@ -135,7 +142,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
-		Watchdog: dog,
+		Watchdog: dog, Sandbox: sb,
 	}
 	backend.Apply(&o)
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil

@@ -5,13 +5,30 @@ import (
 )
 
 // checkOpen refuses, before Open, what the backend does not declare: a
-// thinking level, a permission mode or a launch-context field
+// thinking level, a permission mode, a launch-context field or a sandbox
 // (docs/backends.md#capability-matrix).
 func checkOpen(info sdk.BackendInfo, o Options) error {
 	if err := CheckThinking(info, o.Thinking); err != nil {
 		return err
 	}
-	return sdk.CheckLaunch(info, o.PermissionMode, o.LaunchContext)
+	if err := sdk.CheckLaunch(info, o.PermissionMode, o.LaunchContext); err != nil {
+		return err
+	}
+	return sdk.CheckSandbox(info, o.Sandbox)
+}
+
+// addSandboxFields records in session.start the boundary the runtime runs
+// inside (docs/events.md#sessionstart): its mechanism, profile and
+// network. Nothing is added without one.
+func addSandboxFields(start map[string]any, sb sdk.Sandbox) {
+	if !sb.Active() {
+		return
+	}
+	network := sb.Network
+	if network == "" {
+		network = sdk.SandboxNetworkHost
+	}
+	start["sandbox"] = map[string]any{"mechanism": sb.Mechanism, "profile": string(sb.Profile), "network": network}
 }
 
 // addLaunchFields records in session.start what the session was asked to

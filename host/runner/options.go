@@ -31,6 +31,9 @@ type Options struct {
 	// after CheckLaunch; zero values ask for nothing, exactly as before.
 	PermissionMode sdk.PermissionMode
 	LaunchContext  sdk.LaunchContext
+	// Sandbox is the boundary the plugin launches the runtime inside, after
+	// CheckSandbox; inactive (the zero value) launches it as before.
+	Sandbox sdk.Sandbox
 	// Resume is the session id to resume on the first attempt; retries
 	// resume the previous attempt's session.
 	Resume    string

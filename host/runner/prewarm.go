@@ -53,7 +53,7 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 		Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 		ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 		StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-		PermissionMode: o.PermissionMode, Launch: o.LaunchContext,
+		PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox,
 	}, h)
 	if err != nil {
 		return fail(h, fmt.Errorf("backend %s: open session: %w", o.Backend, err))

@@ -524,7 +524,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 			StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-			PermissionMode: o.PermissionMode, Launch: o.LaunchContext,
+			PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox,
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -557,6 +557,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		start["model"] = o.Model
 	}
 	addLaunchFields(start, o.PermissionMode, o.LaunchContext)
+	addSandboxFields(start, o.Sandbox)
 	if o.Observer != nil {
 		o.Observer.Opened(sessID)
 	}

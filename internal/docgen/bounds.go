@@ -100,6 +100,10 @@ var Bounds = []Bound{
 	{"host/run", "MaxMCPConfigBytes", "`--mcp-config`", "size of the MCP server definitions file"},
 	{"host/run", "MaxMCPServers", "`--mcp-config`", "servers one file defines"},
 	{"host/run", "MaxAllowedToolsParam", "spawn `allowed_tools`", "bytes of the param's JSON; its entries have `--allowed-tools`' bounds"},
+	// The sandbox (docs/sandbox.md).
+	{"host/sandbox", "MaxAllowWrite", "`--sandbox-allow-write`", "paths one run allows written besides `--dir`"},
+	{"host/sandbox", "MaxDenyRead", "`--sandbox-deny-read`", "paths one run hides besides the default deny list"},
+	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --ro-bind / / true` that checks this machine can enforce a sandbox"},
 	{"host/run", "ListTimeout", "`avenor backends`", "time for one plugin to start and describe its backends"},
 	{"host/run", "HTTPDebugDrain", "`--http-debug`", "wait at exit for the event streams to deliver the last events"},
 	{"client", "AwaitPoll", "`avenor await`, `client.Await`", "how often the status is read again while a `session.end` settles"},

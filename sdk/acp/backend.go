@@ -32,6 +32,10 @@ type BackendSpec struct {
 	// extensions…) from the request, after the common parts are set. It
 	// may return a cleanup run when the session closes (or Open fails).
 	Configure func(req runtime.OpenRequest, cfg *Config) (cleanup func(), err error)
+	// RuntimeDirs, for a backend that declares runtime.CapSandbox, are the
+	// agent's own state and config directories under its environment env,
+	// kept writable in a workspace sandbox. Nil: none.
+	RuntimeDirs func(env []string) []string
 	// Opened, when set, runs once the session is open (before Open
 	// returns), e.g. to start warming the agent up for its first prompt.
 	// It must not block; the cleanup it returns runs once the agent is
@@ -79,11 +83,14 @@ func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtim
 	if err := runtime.CheckLaunch(b.spec.Info, req.PermissionMode, req.Launch); err != nil {
 		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
 	}
+	if err := runtime.CheckSandbox(b.spec.Info, req.Sandbox); err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
 	cfg := Config{
 		Backend: b.spec.Info.Name, Binary: b.binary(req.Options, req.Env), Dir: req.Dir,
 		Env: agentproc.Environ(req.Env, b.spec.EnvDefaults), InstallHint: b.spec.InstallHint,
 		ResumeSessionID: req.ResumeSessionID, Model: req.Model, Mode: req.Agent,
-		MCPServers: req.Launch.MCPServers,
+		MCPServers: req.Launch.MCPServers, Sandbox: req.Sandbox,
 	}
 	var cleanup func()
 	if b.spec.Configure != nil {
@@ -94,6 +101,9 @@ func (b *backend) Open(ctx context.Context, req runtime.OpenRequest, host runtim
 			}
 			return nil, err
 		}
+	}
+	if cfg.Sandbox.Active() && b.spec.RuntimeDirs != nil {
+		cfg.Sandbox = cfg.Sandbox.WithRuntimeDirs(b.spec.RuntimeDirs(cfg.Env)...)
 	}
 	s, err := Open(ctx, cfg, host)
 	if err != nil {

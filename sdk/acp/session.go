@@ -66,6 +66,9 @@ type Config struct {
 	// the launch context's. An http or sse server the agent does not
 	// advertise (mcpCapabilities) fails Open as the user's to fix.
 	MCPServers []runtime.MCPServer
+	// Sandbox, when active, is the boundary the agent is launched inside
+	// (agentproc.Spec.Sandbox); zero launches it as always.
+	Sandbox runtime.Sandbox
 
 	// Extensions serve agent→client methods beyond ACP — requests and
 	// notifications alike, such as Cursor's cursor/ask_question — by
@@ -185,6 +188,7 @@ func Open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	proc, err := procsession.Start(cfg.Backend, agentproc.Spec{
 		Path: cfg.Binary, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
 		InstallHint: cfg.InstallHint, CancelGrace: cfg.StopGrace, Logger: log.Named(cfg.Binary),
+		Sandbox: cfg.Sandbox,
 	})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	sdkruntime "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Spec is how to start a runtime CLI. Zero values are valid defaults, except
@@ -45,6 +47,10 @@ type Spec struct {
 	CancelGrace time.Duration
 	// Logger receives each stderr line at debug level; nil discards them.
 	Logger hclog.Logger
+	// Sandbox, when active, launches the CLI inside it (sandbox.go): the
+	// CLI and every process it starts. Start fails rather than launch
+	// without it.
+	Sandbox sdkruntime.Sandbox
 }
 
 // Line is one line of the CLI's stdout, or why one could not be delivered.
@@ -135,6 +141,12 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, lookPathError(spec, err)
 	}
+	argv := append([]string{spec.Path}, spec.Args...)
+	if spec.Sandbox.Active() {
+		if path, argv, err = sandboxed(spec, path); err != nil {
+			return nil, err
+		}
+	}
 	maxLine := spec.MaxLineBytes
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
@@ -201,7 +213,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	newCmd := func(cg *Cgroup, pgid int) *exec.Cmd {
 		return &exec.Cmd{
 			Path:        path,
-			Args:        append([]string{spec.Path}, spec.Args...),
+			Args:        argv,
 			Dir:         spec.Dir,
 			Env:         env,
 			Stdin:       stdinR,

@@ -209,6 +209,11 @@ func (s *server) session(stream grpc.ServerStream) error {
 		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)))
 		return ss.out.flush()
 	}
+	// Nor does any run outside a sandbox it was asked for.
+	if err := runtime.CheckSandbox(b.Info(), req.Sandbox); err != nil {
+		ss.out.push(toproto.Closed(runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)))
+		return ss.out.flush()
+	}
 	// A backend may keep Open's context for the session's life (its
 	// runtime's process, its turns): it ends with the session, not with
 	// this stream, which a lingering session outlives. Only while Open

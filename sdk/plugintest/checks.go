@@ -743,13 +743,16 @@ func (x *run) afterDeath(resume bool) error {
 	return x.endTurn(again, text, "a turn in the resumed session")
 }
 
-// undeclaredOffers are a request for each permission mode and
-// launch-context field, by the capability that declares it.
+// undeclaredOffers are a request for each permission mode, launch-context
+// field and the sandbox, by the capability that declares it.
 var undeclaredOffers = map[runtime.Capability]func(*runtime.OpenRequest){
 	runtime.CapAppendSystemPrompt: func(r *runtime.OpenRequest) { r.Launch.AppendSystemPrompt = "plugintest" },
 	runtime.CapAllowedTools:       func(r *runtime.OpenRequest) { r.Launch.AllowedTools = []string{} },
 	runtime.CapMCPServers: func(r *runtime.OpenRequest) {
 		r.Launch.MCPServers = []runtime.MCPServer{{Name: "plugintest", Type: runtime.MCPStdio, Command: "/bin/false"}}
+	},
+	runtime.CapSandbox: func(r *runtime.OpenRequest) {
+		r.Sandbox = runtime.Sandbox{Profile: runtime.SandboxWorkspace, Mechanism: runtime.MechanismBubblewrap, Writable: []string{r.Dir}}
 	},
 }
 
@@ -772,7 +775,7 @@ func (x *run) refusesUndeclared() error {
 		sess, err := x.open(nil, newRecorder(x.c.s.h.Logger, nil), "", "")
 		x.offer = nil
 		if err == nil && sess != nil {
-			return fmt.Errorf("Open accepted %s, which the backend does not declare; refuse it (runtime.CheckLaunch) so the session never runs broader than asked", capName)
+			return fmt.Errorf("Open accepted %s, which the backend does not declare; refuse it (runtime.CheckLaunch, runtime.CheckSandbox) so the session never runs broader than asked", capName)
 		}
 		if runtime.FaultOf(err) != runtime.FaultUser {
 			return fmt.Errorf("Open refused %s as a %s fault (%v); it is the user's: say which modes and fields the backend supports", capName, runtime.FaultOf(err), err)

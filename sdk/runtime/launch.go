@@ -75,10 +75,12 @@ const (
 )
 
 // LaunchCapabilityNames lists the rows of the launch matrix in display
-// order: one per permission mode, then one per launch-context field.
+// order: one per permission mode, then one per launch-context field, then
+// whether the runtime can be launched inside a sandbox.
 var LaunchCapabilityNames = []Capability{
 	ModeCapability(ModeDefault), ModeCapability(ModeAcceptEdits), ModeCapability(ModePlan),
 	ModeCapability(ModeFullAccess), CapAppendSystemPrompt, CapAllowedTools, CapMCPServers,
+	CapSandbox,
 }
 
 // SupportedModes lists the modes b declares supported.

@@ -124,6 +124,11 @@ type OpenRequest struct {
 	// servers; zero asks for nothing. A backend refuses a field it does
 	// not declare (CheckLaunch).
 	Launch LaunchContext
+	// Sandbox is the boundary the runtime is launched inside; inactive
+	// launches it as always. A backend that does not declare CapSandbox
+	// refuses an active one (CheckSandbox); one that does launches its
+	// runtime inside it (agentproc.Spec.Sandbox) or fails.
+	Sandbox Sandbox
 }
 
 // Turn is one prompt.

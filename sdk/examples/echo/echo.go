@@ -56,10 +56,13 @@ func (backend) Check(context.Context, runtime.CheckRequest) runtime.Readiness {
 }
 
 func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.Host) (runtime.Session, error) {
-	// A permission mode or launch-context field the backend does not
-	// declare is refused, never ignored: the session must not run broader
-	// than asked. (plugin.Serve refuses them too, before Open.)
+	// A permission mode, launch-context field or sandbox the backend does
+	// not declare is refused, never ignored: the session must not run
+	// broader than asked. (plugin.Serve refuses them too, before Open.)
 	if err := runtime.CheckLaunch(b.Info(), req.PermissionMode, req.Launch); err != nil {
+		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
+	if err := runtime.CheckSandbox(b.Info(), req.Sandbox); err != nil {
 		return nil, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
 	}
 	st := sessionstate.Store[int]{Dir: req.StateDir, Name: Name + "-sessions"}

@@ -616,7 +616,12 @@ type Open struct {
 	PermissionMode string `protobuf:"bytes,13,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
 	// Standing instructions, tool list and MCP servers; absent asks for
 	// nothing. A plugin refuses a field its backend does not declare.
-	Launch        *LaunchContext `protobuf:"bytes,14,opt,name=launch,proto3" json:"launch,omitempty"`
+	Launch *LaunchContext `protobuf:"bytes,14,opt,name=launch,proto3" json:"launch,omitempty"`
+	// The boundary the runtime is launched inside; absent launches it as
+	// always. A plugin refuses one its backend does not declare (capability
+	// "sandbox"), and never launches its runtime outside one it was asked
+	// for.
+	Sandbox       *Sandbox `protobuf:"bytes,15,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -745,6 +750,13 @@ func (x *Open) GetPermissionMode() string {
 func (x *Open) GetLaunch() *LaunchContext {
 	if x != nil {
 		return x.Launch
+	}
+	return nil
+}
+
+func (x *Open) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
 	}
 	return nil
 }
@@ -2079,6 +2091,91 @@ func (x *Closed) GetError() *Error {
 	return nil
 }
 
+// Sandbox is the filesystem and network boundary a plugin launches its
+// runtime inside (docs/sandbox.md): the runtime and every process it
+// starts. Paths are absolute, symlinks resolved by the host.
+type Sandbox struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "workspace" or "read-only".
+	Profile string `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	// How it is enforced: "bubblewrap".
+	Mechanism string `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	// Writable inside the boundary (workspace: the run's dir and the paths
+	// allowed); the plugin adds its runtime's own state and config dirs.
+	Writable []string `protobuf:"bytes,3,rep,name=writable,proto3" json:"writable,omitempty"`
+	// Made unreadable inside the boundary.
+	DenyRead []string `protobuf:"bytes,4,rep,name=deny_read,json=denyRead,proto3" json:"deny_read,omitempty"`
+	// "host" or "none".
+	Network       string `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sandbox) Reset() {
+	*x = Sandbox{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sandbox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sandbox) ProtoMessage() {}
+
+func (x *Sandbox) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
+func (*Sandbox) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Sandbox) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *Sandbox) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *Sandbox) GetWritable() []string {
+	if x != nil {
+		return x.Writable
+	}
+	return nil
+}
+
+func (x *Sandbox) GetDenyRead() []string {
+	if x != nil {
+		return x.DenyRead
+	}
+	return nil
+}
+
+func (x *Sandbox) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
 var File_avenor_runtime_v1_runtime_proto protoreflect.FileDescriptor
 
 const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
@@ -2128,7 +2225,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x03msg\")\n" +
 	"\bReattach\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x8e\x04\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xc4\x04\n" +
 	"\x04Open\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -2145,7 +2242,8 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06run_id\x18\v \x01(\tR\x05runId\x12!\n" +
 	"\fdir_explicit\x18\f \x01(\bR\vdirExplicit\x12'\n" +
 	"\x0fpermission_mode\x18\r \x01(\tR\x0epermissionMode\x128\n" +
-	"\x06launch\x18\x0e \x01(\v2 .avenor.runtime.v1.LaunchContextR\x06launch\x1a6\n" +
+	"\x06launch\x18\x0e \x01(\v2 .avenor.runtime.v1.LaunchContextR\x06launch\x124\n" +
+	"\asandbox\x18\x0f \x01(\v2\x1a.avenor.runtime.v1.SandboxR\asandbox\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc2\x01\n" +
@@ -2247,7 +2345,13 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
 	"\x04code\x18\x03 \x01(\tR\x04code\"8\n" +
 	"\x06Closed\x12.\n" +
-	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error2\xfb\x01\n" +
+	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\"\x94\x01\n" +
+	"\aSandbox\x12\x18\n" +
+	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
+	"\bwritable\x18\x03 \x03(\tR\bwritable\x12\x1b\n" +
+	"\tdeny_read\x18\x04 \x03(\tR\bdenyRead\x12\x18\n" +
+	"\anetwork\x18\x05 \x01(\tR\anetwork2\xfb\x01\n" +
 	"\aRuntime\x12S\n" +
 	"\bDescribe\x12\".avenor.runtime.v1.DescribeRequest\x1a#.avenor.runtime.v1.DescribeResponse\x12J\n" +
 	"\x05Check\x12\x1f.avenor.runtime.v1.CheckRequest\x1a .avenor.runtime.v1.CheckResponse\x12O\n" +
@@ -2265,7 +2369,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -2294,49 +2398,51 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*TurnEnded)(nil),          // 24: avenor.runtime.v1.TurnEnded
 	(*Error)(nil),              // 25: avenor.runtime.v1.Error
 	(*Closed)(nil),             // 26: avenor.runtime.v1.Closed
-	nil,                        // 27: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 28: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 29: avenor.runtime.v1.Open.EnvEntry
+	(*Sandbox)(nil),            // 27: avenor.runtime.v1.Sandbox
+	nil,                        // 28: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 29: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 30: avenor.runtime.v1.Open.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	27, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	28, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	28, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	29, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
 	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
 	12, // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
 	13, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
 	14, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
 	15, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
 	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
-	29, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	30, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
 	8,  // 10: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
-	9,  // 11: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
-	10, // 12: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
-	11, // 13: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
-	11, // 14: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
-	17, // 15: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
-	20, // 16: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
-	22, // 17: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
-	24, // 18: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
-	26, // 19: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
-	18, // 20: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
-	18, // 21: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
-	19, // 22: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
-	21, // 23: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
-	23, // 24: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
-	25, // 25: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
-	25, // 26: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 27: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 28: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 29: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 30: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 31: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	16, // 32: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	30, // [30:33] is the sub-list for method output_type
-	27, // [27:30] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	27, // 11: avenor.runtime.v1.Open.sandbox:type_name -> avenor.runtime.v1.Sandbox
+	9,  // 12: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
+	10, // 13: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
+	11, // 14: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
+	11, // 15: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
+	17, // 16: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
+	20, // 17: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
+	22, // 18: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
+	24, // 19: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
+	26, // 20: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
+	18, // 21: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
+	18, // 22: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
+	19, // 23: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
+	21, // 24: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
+	23, // 25: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
+	25, // 26: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
+	25, // 27: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
+	0,  // 28: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 29: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 30: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	1,  // 31: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 32: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	16, // 33: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	31, // [31:34] is the sub-list for method output_type
+	28, // [28:31] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -2366,7 +2472,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -61,7 +61,9 @@
 //	                              non-zero exit fails the turn
 //	lines <command...>            run /bin/sh -c through agentproc like a
 //	                              runtime: each stdout line one message chunk,
-//	                              a line over the bound an avenor.warning
+//	                              a line over the bound an avenor.warning;
+//	                              inside the Open's sandbox when it has one
+//	                              (shell then refuses to run)
 //	child <seconds>               start `sleep <seconds>` in its own process
 //	                              group as the session's runtime process (see
 //	                              below)

@@ -173,7 +173,7 @@ func (r *run) write(st Step) (runtime.TurnResult, error) {
 // stdout framed into bounded lines, each line one message chunk. A line over
 // the bound becomes an avenor.warning and reading goes on — the turn ends.
 func (r *run) lines(st Step) (runtime.TurnResult, error) {
-	p, err := agentproc.Start(r.ctx, agentproc.Spec{Path: "/bin/sh", Args: []string{"-c", st.Text}, Dir: r.s.dir})
+	p, err := agentproc.Start(r.ctx, agentproc.Spec{Path: "/bin/sh", Args: []string{"-c", st.Text}, Dir: r.s.dir, Sandbox: r.s.sandbox})
 	if err != nil {
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: lines: %v", st.Line, err)
 	}
@@ -194,6 +194,10 @@ func (r *run) lines(st Step) (runtime.TurnResult, error) {
 }
 
 func (r *run) shell(st Step) (runtime.TurnResult, error) {
+	if r.s.sandbox.Active() {
+		// Never outside the boundary asked for: lines runs inside it.
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: shell does not run inside a sandbox; use lines", st.Line)
+	}
 	cmd := exec.CommandContext(r.ctx, "/bin/sh", "-c", st.Text)
 	cmd.Dir = r.s.dir
 	cmd.Env = os.Environ()

@@ -92,7 +92,7 @@ func (b backend) Info() runtime.BackendInfo {
 		Capabilities: runtime.Supports(append([]runtime.Capability{
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			runtime.CapPrewarm,
+			runtime.CapPrewarm, runtime.CapSandbox,
 		}, runtime.LaunchCapabilityNames...)...),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
@@ -147,11 +147,14 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if prose == "" {
 		prose = os.Getenv(ProseEnv)
 	}
-	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host,
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host, sandbox: req.Sandbox,
 		Runner: turn.New(turn.Config{Backend: Name})}, nil
 }
 
 type session struct {
+	// sandbox is the boundary the script's runtime commands (lines) run
+	// inside; shell, which runs beside agentproc, refuses to run under one.
+	sandbox      runtime.Sandbox
 	id           string
 	dir          string
 	env          map[string]string

@@ -3,6 +3,7 @@ package appserver
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/avenor-go/avenor/sdk/agentproc"
@@ -77,7 +78,7 @@ func (backend) Info() runtime.BackendInfo {
 		// rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
-			runtime.ModeCapability(runtime.ModePlan),
+			runtime.ModeCapability(runtime.ModePlan), runtime.CapSandbox,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
@@ -150,5 +151,22 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 	if err := runtime.CheckLaunch(backend{}.Info(), req.PermissionMode, req.Launch); err != nil {
 		return Config{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
 	}
+	if err := runtime.CheckSandbox(backend{}.Info(), req.Sandbox); err != nil {
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
+	}
+	cfg.Boundary = req.Sandbox.WithRuntimeDirs(runtimeDirs(cfg.Env)...)
 	return cfg, nil
+}
+
+// runtimeDirs are what Codex writes besides the workspace: $CODEX_HOME
+// (threads, config, logs; ~/.codex by default), which a workspace sandbox
+// keeps writable.
+func runtimeDirs(env []string) []string {
+	if h := agentproc.Lookup(env, "CODEX_HOME"); filepath.IsAbs(h) {
+		return []string{h}
+	}
+	if home := agentproc.Lookup(env, "HOME"); filepath.IsAbs(home) {
+		return []string{filepath.Join(home, ".codex")}
+	}
+	return nil
 }

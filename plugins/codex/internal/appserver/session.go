@@ -48,6 +48,9 @@ type Config struct {
 	Effort         string   // turn/start effort every turn; "" leaves Codex's
 	Sandbox        string   // thread/start sandbox; "" lets Codex's config decide
 	ResumeThreadID string   // thread/resume this thread instead of starting one
+	// Boundary is the sandbox the app-server is launched inside
+	// (agentproc.Spec.Sandbox); zero launches it as always.
+	Boundary runtime.Sandbox
 
 	InitTimeout time.Duration
 	CancelWait  time.Duration
@@ -106,6 +109,7 @@ func open(ctx context.Context, cfg Config, host runtime.Host) (*Session, error) 
 	proc, err := procsession.Start(Name, agentproc.Spec{
 		Path: cfg.Binary, Args: []string{"app-server"}, Dir: cfg.Dir, Env: cfg.Env,
 		MaxLineBytes: MaxLineBytes, InstallHint: installHint, CancelGrace: cfg.StopGrace, Logger: log.Named("codex"),
+		Sandbox: cfg.Boundary,
 	})
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func New() runtime.Backend {
 				runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 				runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
 				runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
-				runtime.CapMCPServers,
+				runtime.CapMCPServers, runtime.CapSandbox,
 			),
 			ResumeScope: runtime.ResumeCrossProcess,
 			EventTypes:  acp.EventTypes,
@@ -49,7 +49,15 @@ func New() runtime.Backend {
 		InstallHint: installHint,
 		Configure:   configure,
 		Opened:      warmUp,
+		RuntimeDirs: runtimeDirs,
 	})
+}
+
+// runtimeDirs are what opencode writes besides the workspace: its data
+// (sessions, the database), state, cache and config directories under
+// the XDG base directories, which a workspace sandbox keeps writable.
+func runtimeDirs(env []string) []string {
+	return agentproc.XDGDirs(env, "opencode")
 }
 
 // warmUp has the fresh opencode build what its first prompt needs for the
@@ -110,6 +118,11 @@ func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
 	}
 	cfg.Env = setEnv(cfg.Env, "OPENCODE_CONFIG", rc.Path)
 	cfg.Env = setEnv(cfg.Env, "OPENCODE_CONFIG_CONTENT", rc.Content)
+	// The config lies in the host's temp dir, which a sandbox's private
+	// /tmp hides: opencode reads it through a read-only bind.
+	if cfg.Sandbox.Active() {
+		cfg.Sandbox.RuntimeFiles = append(cfg.Sandbox.RuntimeFiles, rc.Path)
+	}
 	return func() { _ = os.Remove(rc.Path) }, nil
 }
 

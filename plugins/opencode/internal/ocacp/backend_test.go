@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avenor-go/avenor/sdk/acp/acptest"
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/plugin"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -337,5 +339,37 @@ func TestPermissionModeAndMCP(t *testing.T) {
 				t.Errorf("session/new mcpServers = %s", got)
 			}
 		}
+	}
+}
+
+// Under a workspace sandbox the agent is launched inside bwrap, and
+// opencode's own XDG directories are created to stay writable.
+func TestOpensInsideSandbox(t *testing.T) {
+	if _, err := exec.LookPath(agentproc.BwrapBinary); err != nil {
+		if os.Getenv("AVENOR_REQUIRE_SANDBOX") != "" {
+			t.Fatal("AVENOR_REQUIRE_SANDBOX is set but bwrap is not on PATH")
+		}
+		t.Skip("bubblewrap not installed")
+	}
+	w := newWorld(t)
+	tmp := filepath.Dir(w.dir)
+	h := &acptest.Host{}
+	sb := runtime.Sandbox{Profile: runtime.SandboxWorkspace, Mechanism: runtime.MechanismBubblewrap, Writable: []string{tmp}}
+	if _, err := w.open(runtime.OpenRequest{Sandbox: sb}, h); err != nil {
+		t.Fatal(err)
+	}
+	procs := h.Processes()
+	if len(procs) == 0 {
+		t.Fatal("no process recorded")
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", procs[0].PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if argv := strings.Split(string(cmdline), "\x00"); argv[0] != agentproc.BwrapBinary {
+		t.Errorf("the agent was launched as %q, not inside bwrap", argv)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "config", "opencode")); err != nil {
+		t.Errorf("opencode's config dir was not kept writable: %v", err)
 	}
 }

@@ -19,8 +19,20 @@ func Open(o *pb.Open) (runtime.OpenRequest, error) {
 		Thinking: o.GetThinking(), ResumeSessionID: o.GetResumeSessionId(), ServerURL: o.GetServerUrl(),
 		Env: o.GetEnv(), Options: opts, StateDir: o.GetStateDir(), RunID: o.GetRunId(),
 		DirExplicit: o.GetDirExplicit(), PermissionMode: runtime.PermissionMode(o.GetPermissionMode()),
-		Launch: launch(o.GetLaunch()),
+		Launch: launch(o.GetLaunch()), Sandbox: sandbox(o.GetSandbox()),
 	}, nil
+}
+
+// sandbox reads the boundary the runtime is launched inside; absent is
+// none.
+func sandbox(s *pb.Sandbox) runtime.Sandbox {
+	if s == nil {
+		return runtime.Sandbox{}
+	}
+	return runtime.Sandbox{
+		Profile: runtime.SandboxProfile(s.GetProfile()), Mechanism: s.GetMechanism(),
+		Writable: s.GetWritable(), DenyRead: s.GetDenyRead(), Network: s.GetNetwork(),
+	}
 }
 
 // launch reads the launch context; an absent tool list stays nil (the

@@ -17,8 +17,20 @@ func Open(r runtime.OpenRequest) (*pb.Open, error) {
 		Backend: r.Backend, Dir: r.Dir, Model: r.Model, Agent: r.Agent, Thinking: r.Thinking,
 		ResumeSessionId: r.ResumeSessionID, ServerUrl: r.ServerURL, Env: r.Env,
 		OptionsJson: opts, StateDir: r.StateDir, RunId: r.RunID, DirExplicit: r.DirExplicit,
-		PermissionMode: string(r.PermissionMode), Launch: launch(r.Launch),
+		PermissionMode: string(r.PermissionMode), Launch: launch(r.Launch), Sandbox: sandbox(r.Sandbox),
 	}, nil
+}
+
+// sandbox is the boundary on the wire; nil when none is asked for, so an
+// older plugin sees exactly the Open it always did.
+func sandbox(s runtime.Sandbox) *pb.Sandbox {
+	if !s.Active() {
+		return nil
+	}
+	return &pb.Sandbox{
+		Profile: string(s.Profile), Mechanism: s.Mechanism, Writable: s.Writable,
+		DenyRead: s.DenyRead, Network: s.Network,
+	}
 }
 
 // launch is the launch context on the wire; nil when it asks for nothing,

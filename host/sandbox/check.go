@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/avenor-go/avenor/sdk/agentproc"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// CheckTimeout bounds the trial bwrap run of Check.
+const CheckTimeout = 5 * time.Second
+
+// MissingError says this machine cannot enforce a sandbox, what is
+// missing and how to get it.
+type MissingError struct {
+	Mechanism string
+	Reason    string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("the sandbox cannot be enforced on this machine: %s (%s); %s; nothing was started", e.Mechanism, e.Reason, agentproc.BwrapInstallHint)
+}
+
+// Check says whether this machine can enforce sb: for bubblewrap, bwrap
+// is on PATH (lookPath) and a trial `bwrap --ro-bind / / true` succeeds
+// within CheckTimeout (user namespaces, mount permission). No sandbox
+// needs nothing. The error is a *MissingError.
+func Check(ctx context.Context, sb sdk.Sandbox, lookPath func(string) (string, error)) error {
+	if !sb.Active() {
+		return nil
+	}
+	if sb.Mechanism != sdk.MechanismBubblewrap {
+		return &MissingError{Mechanism: sb.Mechanism, Reason: "not a mechanism this avenor knows"}
+	}
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	path, err := lookPath(agentproc.BwrapBinary)
+	if err != nil {
+		return &MissingError{Mechanism: sdk.MechanismBubblewrap, Reason: agentproc.BwrapBinary + " not found in PATH"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--ro-bind", "/", "/", "true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		reason := strings.TrimSpace(stderr.String())
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = fmt.Sprintf("a trial run did not end within %s", CheckTimeout)
+		}
+		if reason == "" {
+			reason = err.Error()
+		}
+		if len(reason) > 200 {
+			reason = reason[:200]
+		}
+		return &MissingError{Mechanism: sdk.MechanismBubblewrap, Reason: path + " cannot run here: " + reason}
+	}
+	return nil
+}
