@@ -400,6 +400,7 @@ type HostMessage struct {
 	//	*HostMessage_PermissionDecision
 	//	*HostMessage_Close
 	//	*HostMessage_Reattach
+	//	*HostMessage_QuestionAnswer
 	Msg           isHostMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -496,6 +497,15 @@ func (x *HostMessage) GetReattach() *Reattach {
 	return nil
 }
 
+func (x *HostMessage) GetQuestionAnswer() *QuestionAnswer {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMessage_QuestionAnswer); ok {
+			return x.QuestionAnswer
+		}
+	}
+	return nil
+}
+
 type isHostMessage_Msg interface {
 	isHostMessage_Msg()
 }
@@ -531,6 +541,12 @@ type HostMessage_Reattach struct {
 	Reattach *Reattach `protobuf:"bytes,6,opt,name=reattach,proto3,oneof"`
 }
 
+type HostMessage_QuestionAnswer struct {
+	// The answer to a QuestionRequest. Added in 1.x: sent only to a
+	// backend that declares the "questions" capability.
+	QuestionAnswer *QuestionAnswer `protobuf:"bytes,7,opt,name=question_answer,json=questionAnswer,proto3,oneof"`
+}
+
 func (*HostMessage_Open) isHostMessage_Msg() {}
 
 func (*HostMessage_Prompt) isHostMessage_Msg() {}
@@ -542,6 +558,8 @@ func (*HostMessage_PermissionDecision) isHostMessage_Msg() {}
 func (*HostMessage_Close) isHostMessage_Msg() {}
 
 func (*HostMessage_Reattach) isHostMessage_Msg() {}
+
+func (*HostMessage_QuestionAnswer) isHostMessage_Msg() {}
 
 type Reattach struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1225,6 +1243,7 @@ type PluginMessage struct {
 	//	*PluginMessage_TurnEnded
 	//	*PluginMessage_Closed
 	//	*PluginMessage_Process
+	//	*PluginMessage_QuestionRequest
 	Msg           isPluginMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1321,6 +1340,15 @@ func (x *PluginMessage) GetProcess() *ProcessInfo {
 	return nil
 }
 
+func (x *PluginMessage) GetQuestionRequest() *QuestionRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*PluginMessage_QuestionRequest); ok {
+			return x.QuestionRequest
+		}
+	}
+	return nil
+}
+
 type isPluginMessage_Msg interface {
 	isPluginMessage_Msg()
 }
@@ -1349,6 +1377,12 @@ type PluginMessage_Process struct {
 	Process *ProcessInfo `protobuf:"bytes,6,opt,name=process,proto3,oneof"`
 }
 
+type PluginMessage_QuestionRequest struct {
+	// The runtime's own question to the user. Added in 1.x: sent only by a
+	// backend that declares the "questions" capability.
+	QuestionRequest *QuestionRequest `protobuf:"bytes,7,opt,name=question_request,json=questionRequest,proto3,oneof"`
+}
+
 func (*PluginMessage_Opened) isPluginMessage_Msg() {}
 
 func (*PluginMessage_Events) isPluginMessage_Msg() {}
@@ -1360,6 +1394,8 @@ func (*PluginMessage_TurnEnded) isPluginMessage_Msg() {}
 func (*PluginMessage_Closed) isPluginMessage_Msg() {}
 
 func (*PluginMessage_Process) isPluginMessage_Msg() {}
+
+func (*PluginMessage_QuestionRequest) isPluginMessage_Msg() {}
 
 type Opened struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1800,6 +1836,250 @@ func (x *PermissionRequest) GetJson() []byte {
 	return nil
 }
 
+// QuestionPrompt is one question of a QuestionRequest.
+type QuestionPrompt struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Question string                 `protobuf:"bytes,1,opt,name=question,proto3" json:"question,omitempty"`
+	// Choices offered; empty: a free-text answer.
+	Options []string `protobuf:"bytes,2,rep,name=options,proto3" json:"options,omitempty"`
+	// More than one option may be chosen.
+	Multi bool `protobuf:"varint,3,opt,name=multi,proto3" json:"multi,omitempty"`
+	// Short label of the question, when the runtime gives one.
+	Header        string `protobuf:"bytes,4,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionPrompt) Reset() {
+	*x = QuestionPrompt{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionPrompt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionPrompt) ProtoMessage() {}
+
+func (x *QuestionPrompt) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionPrompt.ProtoReflect.Descriptor instead.
+func (*QuestionPrompt) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *QuestionPrompt) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *QuestionPrompt) GetOptions() []string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *QuestionPrompt) GetMulti() bool {
+	if x != nil {
+		return x.Multi
+	}
+	return false
+}
+
+func (x *QuestionPrompt) GetHeader() string {
+	if x != nil {
+		return x.Header
+	}
+	return ""
+}
+
+// QuestionRequest is the runtime asking the user something; it waits for a
+// QuestionAnswer with the same request_id.
+type QuestionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Prompts   []*QuestionPrompt      `protobuf:"bytes,2,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	// JSON object of raw backend fields copied into question.request.
+	Json          []byte `protobuf:"bytes,3,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionRequest) Reset() {
+	*x = QuestionRequest{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionRequest) ProtoMessage() {}
+
+func (x *QuestionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionRequest.ProtoReflect.Descriptor instead.
+func (*QuestionRequest) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *QuestionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *QuestionRequest) GetPrompts() []*QuestionPrompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *QuestionRequest) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+// QuestionReply is the answer to one prompt: the chosen options or the
+// free text (one value).
+type QuestionReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionReply) Reset() {
+	*x = QuestionReply{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionReply) ProtoMessage() {}
+
+func (x *QuestionReply) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionReply.ProtoReflect.Descriptor instead.
+func (*QuestionReply) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *QuestionReply) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type QuestionAnswer struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// False: nobody answered (the host's wait ran out, the turn ended); the
+	// runtime is told there is no answer.
+	Answered bool `protobuf:"varint,2,opt,name=answered,proto3" json:"answered,omitempty"`
+	// One reply per prompt, in the prompts' order, when answered.
+	Replies       []*QuestionReply `protobuf:"bytes,3,rep,name=replies,proto3" json:"replies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionAnswer) Reset() {
+	*x = QuestionAnswer{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionAnswer) ProtoMessage() {}
+
+func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionAnswer.ProtoReflect.Descriptor instead.
+func (*QuestionAnswer) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *QuestionAnswer) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *QuestionAnswer) GetAnswered() bool {
+	if x != nil {
+		return x.Answered
+	}
+	return false
+}
+
+func (x *QuestionAnswer) GetReplies() []*QuestionReply {
+	if x != nil {
+		return x.Replies
+	}
+	return nil
+}
+
 type Usage struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	InputTokens      int64                  `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
@@ -1812,7 +2092,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +2104,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +2117,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1886,7 +2166,7 @@ type TurnEnded struct {
 
 func (x *TurnEnded) Reset() {
 	*x = TurnEnded{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2178,7 @@ func (x *TurnEnded) String() string {
 func (*TurnEnded) ProtoMessage() {}
 
 func (x *TurnEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2191,7 @@ func (x *TurnEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEnded.ProtoReflect.Descriptor instead.
 func (*TurnEnded) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TurnEnded) GetTurnId() string {
@@ -1986,7 +2266,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2278,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2291,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Error) GetFault() string {
@@ -2044,7 +2324,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2336,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2349,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Closed) GetError() *Error {
@@ -2117,14 +2397,15 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06binary\x18\x02 \x01(\tR\x06binary\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12\x12\n" +
 	"\x04auth\x18\x04 \x01(\tR\x04auth\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\xf4\x02\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xc2\x03\n" +
 	"\vHostMessage\x12-\n" +
 	"\x04open\x18\x01 \x01(\v2\x17.avenor.runtime.v1.OpenH\x00R\x04open\x123\n" +
 	"\x06prompt\x18\x02 \x01(\v2\x19.avenor.runtime.v1.PromptH\x00R\x06prompt\x123\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x19.avenor.runtime.v1.CancelH\x00R\x06cancel\x12X\n" +
 	"\x13permission_decision\x18\x04 \x01(\v2%.avenor.runtime.v1.PermissionDecisionH\x00R\x12permissionDecision\x120\n" +
 	"\x05close\x18\x05 \x01(\v2\x18.avenor.runtime.v1.CloseH\x00R\x05close\x129\n" +
-	"\breattach\x18\x06 \x01(\v2\x1b.avenor.runtime.v1.ReattachH\x00R\breattachB\x05\n" +
+	"\breattach\x18\x06 \x01(\v2\x1b.avenor.runtime.v1.ReattachH\x00R\breattach\x12L\n" +
+	"\x0fquestion_answer\x18\a \x01(\v2!.avenor.runtime.v1.QuestionAnswerH\x00R\x0equestionAnswerB\x05\n" +
 	"\x03msg\")\n" +
 	"\bReattach\x12\x1d\n" +
 	"\n" +
@@ -2179,7 +2460,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\toption_id\x18\x03 \x01(\tR\boptionId\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x12\n" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\"\a\n" +
-	"\x05Close\"\x87\x03\n" +
+	"\x05Close\"\xd8\x03\n" +
 	"\rPluginMessage\x123\n" +
 	"\x06opened\x18\x01 \x01(\v2\x19.avenor.runtime.v1.OpenedH\x00R\x06opened\x123\n" +
 	"\x06events\x18\x02 \x01(\v2\x19.avenor.runtime.v1.EventsH\x00R\x06events\x12U\n" +
@@ -2187,7 +2468,8 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\n" +
 	"turn_ended\x18\x04 \x01(\v2\x1c.avenor.runtime.v1.TurnEndedH\x00R\tturnEnded\x123\n" +
 	"\x06closed\x18\x05 \x01(\v2\x19.avenor.runtime.v1.ClosedH\x00R\x06closed\x12:\n" +
-	"\aprocess\x18\x06 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoH\x00R\aprocessB\x05\n" +
+	"\aprocess\x18\x06 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoH\x00R\aprocess\x12O\n" +
+	"\x10question_request\x18\a \x01(\v2\".avenor.runtime.v1.QuestionRequestH\x00R\x0fquestionRequestB\x05\n" +
 	"\x03msg\"\xce\x02\n" +
 	"\x06Opened\x12\x1d\n" +
 	"\n" +
@@ -2224,7 +2506,24 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x1a\n" +
 	"\bquestion\x18\x04 \x01(\tR\bquestion\x12.\n" +
 	"\x13requires_user_input\x18\x05 \x01(\bR\x11requiresUserInput\x12\x12\n" +
-	"\x04json\x18\x06 \x01(\fR\x04json\"\xa0\x01\n" +
+	"\x04json\x18\x06 \x01(\fR\x04json\"t\n" +
+	"\x0eQuestionPrompt\x12\x1a\n" +
+	"\bquestion\x18\x01 \x01(\tR\bquestion\x12\x18\n" +
+	"\aoptions\x18\x02 \x03(\tR\aoptions\x12\x14\n" +
+	"\x05multi\x18\x03 \x01(\bR\x05multi\x12\x16\n" +
+	"\x06header\x18\x04 \x01(\tR\x06header\"\x81\x01\n" +
+	"\x0fQuestionRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12;\n" +
+	"\aprompts\x18\x02 \x03(\v2!.avenor.runtime.v1.QuestionPromptR\aprompts\x12\x12\n" +
+	"\x04json\x18\x03 \x01(\fR\x04json\"'\n" +
+	"\rQuestionReply\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\x87\x01\n" +
+	"\x0eQuestionAnswer\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
+	"\banswered\x18\x02 \x01(\bR\banswered\x12:\n" +
+	"\areplies\x18\x03 \x03(\v2 .avenor.runtime.v1.QuestionReplyR\areplies\"\xa0\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12!\n" +
@@ -2265,7 +2564,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -2290,53 +2589,61 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*Events)(nil),             // 20: avenor.runtime.v1.Events
 	(*PermissionOption)(nil),   // 21: avenor.runtime.v1.PermissionOption
 	(*PermissionRequest)(nil),  // 22: avenor.runtime.v1.PermissionRequest
-	(*Usage)(nil),              // 23: avenor.runtime.v1.Usage
-	(*TurnEnded)(nil),          // 24: avenor.runtime.v1.TurnEnded
-	(*Error)(nil),              // 25: avenor.runtime.v1.Error
-	(*Closed)(nil),             // 26: avenor.runtime.v1.Closed
-	nil,                        // 27: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 28: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 29: avenor.runtime.v1.Open.EnvEntry
+	(*QuestionPrompt)(nil),     // 23: avenor.runtime.v1.QuestionPrompt
+	(*QuestionRequest)(nil),    // 24: avenor.runtime.v1.QuestionRequest
+	(*QuestionReply)(nil),      // 25: avenor.runtime.v1.QuestionReply
+	(*QuestionAnswer)(nil),     // 26: avenor.runtime.v1.QuestionAnswer
+	(*Usage)(nil),              // 27: avenor.runtime.v1.Usage
+	(*TurnEnded)(nil),          // 28: avenor.runtime.v1.TurnEnded
+	(*Error)(nil),              // 29: avenor.runtime.v1.Error
+	(*Closed)(nil),             // 30: avenor.runtime.v1.Closed
+	nil,                        // 31: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 32: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 33: avenor.runtime.v1.Open.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	27, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	28, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	31, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	32, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
 	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
 	12, // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
 	13, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
 	14, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
 	15, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
 	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
-	29, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
-	8,  // 10: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
-	9,  // 11: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
-	10, // 12: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
-	11, // 13: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
-	11, // 14: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
-	17, // 15: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
-	20, // 16: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
-	22, // 17: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
-	24, // 18: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
-	26, // 19: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
-	18, // 20: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
-	18, // 21: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
-	19, // 22: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
-	21, // 23: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
-	23, // 24: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
-	25, // 25: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
-	25, // 26: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 27: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 28: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 29: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 30: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 31: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	16, // 32: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	30, // [30:33] is the sub-list for method output_type
-	27, // [27:30] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	26, // 9: avenor.runtime.v1.HostMessage.question_answer:type_name -> avenor.runtime.v1.QuestionAnswer
+	33, // 10: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	8,  // 11: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
+	9,  // 12: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
+	10, // 13: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
+	11, // 14: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
+	11, // 15: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
+	17, // 16: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
+	20, // 17: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
+	22, // 18: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
+	28, // 19: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
+	30, // 20: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
+	18, // 21: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
+	24, // 22: avenor.runtime.v1.PluginMessage.question_request:type_name -> avenor.runtime.v1.QuestionRequest
+	18, // 23: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
+	19, // 24: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
+	21, // 25: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
+	23, // 26: avenor.runtime.v1.QuestionRequest.prompts:type_name -> avenor.runtime.v1.QuestionPrompt
+	25, // 27: avenor.runtime.v1.QuestionAnswer.replies:type_name -> avenor.runtime.v1.QuestionReply
+	27, // 28: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
+	29, // 29: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
+	29, // 30: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
+	0,  // 31: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 32: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 33: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	1,  // 34: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 35: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	16, // 36: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	34, // [34:37] is the sub-list for method output_type
+	31, // [31:34] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -2351,6 +2658,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 		(*HostMessage_PermissionDecision)(nil),
 		(*HostMessage_Close)(nil),
 		(*HostMessage_Reattach)(nil),
+		(*HostMessage_QuestionAnswer)(nil),
 	}
 	file_avenor_runtime_v1_runtime_proto_msgTypes[16].OneofWrappers = []any{
 		(*PluginMessage_Opened)(nil),
@@ -2359,6 +2667,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 		(*PluginMessage_TurnEnded)(nil),
 		(*PluginMessage_Closed)(nil),
 		(*PluginMessage_Process)(nil),
+		(*PluginMessage_QuestionRequest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2366,7 +2675,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	HostCancel
 	HostPermissionDecision
 	HostClose
+	HostQuestionAnswer
 )
 
 // HostMessage is one message a host sent on a session stream, read by its
@@ -64,6 +65,8 @@ func (m HostMessage) Kind() HostKind {
 		return HostPermissionDecision
 	case *pb.HostMessage_Close:
 		return HostClose
+	case *pb.HostMessage_QuestionAnswer:
+		return HostQuestionAnswer
 	}
 	return HostOther
 }
