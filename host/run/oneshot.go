@@ -63,6 +63,10 @@ type Prepared struct {
 // a Go duration; it exists for tests and is not part of the contract.
 const PermissionFileTimeoutEnv = "AVENOR_PERMISSION_FILE_TIMEOUT"
 
+// QuestionTimeoutEnv replaces the 10 min bound on a runtime's question
+// (permission.DefaultQuestionTimeout) with a Go duration.
+const QuestionTimeoutEnv = "AVENOR_QUESTION_TIMEOUT"
+
 // MaxStdinPrompt bounds a prompt read from stdin (--prompt-file -).
 const MaxStdinPrompt = 16 << 20
 
@@ -242,6 +246,13 @@ func (req Request) permissions(s config.Settings, getenv func(string) string) (p
 			return o, fmt.Errorf("%s=%q is not a positive Go duration", PermissionFileTimeoutEnv, v)
 		}
 		o.File.Timeout = d
+	}
+	if v := getenv(QuestionTimeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return o, fmt.Errorf("%s=%q is not a positive Go duration", QuestionTimeoutEnv, v)
+		}
+		o.QuestionTimeout = d
 	}
 	return o, nil
 }

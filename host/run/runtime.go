@@ -514,6 +514,11 @@ func (rt *Runtime) AnswerPermissionAs(source, requestID, optionID, message strin
 	return control.BrokerAnswerer{Broker: rt.broker}.AnswerAs(source, requestID, optionID, message)
 }
 
+// AnswerQuestion implements control.QuestionTarget through the broker.
+func (rt *Runtime) AnswerQuestion(source, requestID string, answers [][]string) error {
+	return rt.broker.AnswerQuestion(requestID, answers, source)
+}
+
 // Pending reports whether a permission request waits for an answer.
 func (rt *Runtime) Pending() bool { return control.BrokerAnswerer{Broker: rt.broker}.Pending() }
 

@@ -192,6 +192,31 @@ func (h *sessionHost) RecordPermission(ctx context.Context, req sdk.PermissionRe
 	}
 }
 
+// Questions hears a session's questions; host/permission's Session
+// implements it beside Permissions.
+type Questions interface {
+	RecordQuestion(ctx context.Context, req sdk.QuestionRequest, emit func(event.Event)) func(context.Context) (sdk.QuestionAnswer, error)
+}
+
+// AskQuestion implements sdk.QuestionAsker; the plugin client prefers
+// RecordQuestion.
+func (h *sessionHost) AskQuestion(ctx context.Context, req sdk.QuestionRequest) (sdk.QuestionAnswer, error) {
+	return h.RecordQuestion(ctx, req)(ctx)
+}
+
+// RecordQuestion implements sdk.QuestionRecorder: the question goes to the
+// run's broker, which announces it in stream order; a session no run owns,
+// or a broker that cannot hear questions, answers "no answer" at once.
+func (h *sessionHost) RecordQuestion(ctx context.Context, req sdk.QuestionRequest) func(context.Context) (sdk.QuestionAnswer, error) {
+	h.mu.Lock()
+	q, ok := h.permissions.(Questions)
+	h.mu.Unlock()
+	if !ok {
+		return func(context.Context) (sdk.QuestionAnswer, error) { return sdk.QuestionAnswer{}, nil }
+	}
+	return q.RecordQuestion(ctx, req, h.emit)
+}
+
 // RecordProcess implements sdk.ProcessRecorder.
 func (h *sessionHost) RecordProcess(p sdk.ProcessInfo) {
 	h.mu.Lock()

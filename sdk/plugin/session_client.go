@@ -463,7 +463,9 @@ func (s *remoteSession) question(req runtime.QuestionRequest, err error) {
 	if r, ok := s.host.(runtime.QuestionRecorder); ok {
 		wait = r.RecordQuestion(ctx, req)
 	} else {
-		wait = func(ctx context.Context) (runtime.QuestionAnswer, error) { return runtime.AskQuestion(ctx, s.host, req) }
+		wait = func(ctx context.Context) (runtime.QuestionAnswer, error) {
+			return runtime.AskQuestion(ctx, s.host, req)
+		}
 	}
 	go func() {
 		defer cancel()
