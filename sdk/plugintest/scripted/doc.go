@@ -34,6 +34,12 @@
 //	                              "permission <option> (<kind>)", or
 //	                              "permission cancelled" and ends the turn
 //	                              cancelled
+//	question <text> [options=<a>|<b>...] [multi=true] [and=<text>]
+//	                              ask the user (a question, not a
+//	                              permission): one prompt with its options,
+//	                              and with and= a second free-text prompt.
+//	                              Then says "answer <JSON of the answers>",
+//	                              or "no answer" when the host gave up
 //	usage in=<n> out=<n>          the usage reported when the turn ends
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error

@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"encoding/json"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 
 	"context"
@@ -73,6 +74,8 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		}))
 	case "permission":
 		return r.permission(st)
+	case "question":
+		return r.question(st)
 	case "usage":
 		u := st.Usage
 		r.usage = &u
@@ -149,6 +152,29 @@ func (r *run) permission(st Step) (runtime.TurnResult, error) {
 		}
 	}
 	s.say(fmt.Sprintf("permission %s (%s)", d.OptionID, kind))
+	return runtime.TurnResult{}, nil
+}
+
+// question asks the host and says what came back: "answer <JSON of the
+// answers>", or "no answer". A cancelled turn ends cancelled.
+func (r *run) question(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	a, err := runtime.AskQuestion(r.ctx, s.host, runtime.QuestionRequest{
+		ID: s.nextID("question"), Prompts: st.Prompts, Fields: map[string]any{"session_id": s.id},
+	})
+	if r.ctx.Err() != nil {
+		s.say("question cancelled")
+		return r.result(runtime.StopCancelled), nil
+	}
+	if err != nil {
+		return r.result(runtime.StopError), err
+	}
+	if !a.Answered {
+		s.say("no answer")
+		return runtime.TurnResult{}, nil
+	}
+	b, _ := json.Marshal(a.Answers)
+	s.say("answer " + string(b))
 	return runtime.TurnResult{}, nil
 }
 
