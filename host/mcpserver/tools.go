@@ -23,6 +23,7 @@ import (
 var ToolNames = []string{
 	"avenor_spawn", "avenor_status", "avenor_result", "avenor_answer_permission",
 	"avenor_events", "avenor_follow_up", "avenor_shutdown", "avenor_cancel", "avenor_list_backends",
+	"avenor_answer_question",
 }
 
 // Every args struct is decoded against a schema inferred from it, which
@@ -93,6 +94,13 @@ type permissionArgs struct {
 	RequestID    string `json:"request_id,omitempty" jsonschema:"the request (default: the pending one)"`
 	Message      string `json:"message,omitempty" jsonschema:"a write-in answer, for a request that takes one"`
 	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type questionArgs struct {
+	RunID        string     `json:"run_id" jsonschema:"run ID or label"`
+	RequestID    string     `json:"request_id" jsonschema:"the question's request_id (its question.request event, see avenor_events)"`
+	Answers      [][]string `json:"answers" jsonschema:"one answer per prompt, in order: the chosen option(s), or one free-text value"`
+	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
 }
 
 type okResult struct {
@@ -209,6 +217,11 @@ func (s *Server) addTools() {
 		&mcp.ToolAnnotations{},
 		schemaOf[permissionArgs](nil), schemaOf[okResult](nil)),
 		s.answer)
+	mcp.AddTool(s.mcp, tool("avenor_answer_question", "Answer a question",
+		"Answer the question a run's agent asks (a question.request event in avenor_events): one answer per prompt, in order. A question not answered within its bound (timeout_ms) is given up and the agent goes on without an answer.",
+		&mcp.ToolAnnotations{},
+		schemaOf[questionArgs](nil), schemaOf[okResult](nil)),
+		s.answerQuestion)
 	mcp.AddTool(s.mcp, tool("avenor_events", "Run events",
 		"Read events from a run's event log: the latest, or those after a seq cursor; long strings are shortened.",
 		readOnly(),
@@ -565,6 +578,24 @@ func (s *Server) answer(ctx context.Context, _ *mcp.CallToolRequest, a permissio
 			return nil, none, fmt.Errorf("no pending permission request: %s (answered already, or the run moved on); call avenor_status to see the current one", re.Message)
 		}
 		return nil, none, fmt.Errorf("answer_permission: %w", err)
+	}
+	return nil, okResult{OK: true}, nil
+}
+
+func (s *Server) answerQuestion(ctx context.Context, _ *mcp.CallToolRequest, a questionArgs) (*mcp.CallToolResult, okResult, error) {
+	var none okResult
+	if a.RequestID == "" {
+		return nil, none, errors.New("request_id is required: the request_id of the question.request event (avenor_events)")
+	}
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	if !r.live() {
+		return nil, none, fmt.Errorf("no waiting question: run %s is not held by a running supervisor", r.rec.RunID)
+	}
+	if err := r.conn.c.AnswerQuestion(ctx, "mcp", a.RequestID, a.Answers, r.rec.RuntimeID); err != nil {
+		return nil, none, fmt.Errorf("answer_question: %w", err)
 	}
 	return nil, okResult{OK: true}, nil
 }

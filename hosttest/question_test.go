@@ -1,0 +1,217 @@
+package hosttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avenor-go/avenor/client"
+)
+
+// askScript asks a two-prompt question (a multi choice, then free text)
+// once the runtime process runs, then keeps the turn alive for late answers.
+const askScript = "child 30\nsleep 200ms\n" +
+	`question "Which colours?" options=red|blue|green multi=true and="Why?"` + "\nsleep 1500ms\nsay \" done\""
+
+// waitQuestion waits for the question.request in the log at path and
+// returns it.
+func waitQuestion(t *testing.T, path string) event {
+	t.Helper()
+	var q []event
+	if !waitFor(15*time.Second, func() bool {
+		q = only(readEventsQuiet(path), "question.request")
+		return len(q) > 0
+	}) {
+		t.Fatalf("no question.request in %s", path)
+	}
+	return q[0]
+}
+
+func rpcErr(t *testing.T, err error) *client.RPCError {
+	t.Helper()
+	var rpc *client.RPCError
+	if !errors.As(err, &rpc) {
+		t.Fatalf("want a JSON-RPC error, got %v", err)
+	}
+	return rpc
+}
+
+// TestQuestionAnsweredOverControlSocket: the scripted runtime's question is
+// a question.request with its prompts; answer_question delivers the answer
+// once (question.response source control), the runtime hears it, and the
+// socket refuses a second answer, an unknown request_id and answers that do
+// not fit, each saying which.
+func TestQuestionAnsweredOverControlSocket(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
+	p := w.start(nil, "--backend", "scripted", "--run-id", "q1", "--control-socket", sock, "--on-event", evPath, "--prompt", askScript)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialControl(t, ctx, sock)
+	q := waitQuestion(t, evPath)
+	id := q.str("request_id")
+	if q.str("resolver") != "control" || fmt.Sprint(q["prompts"]) != "[map[multi:true options:[red blue green] question:Which colours?] map[question:Why?]]" {
+		t.Fatalf("question.request %v", q)
+	}
+	if ms, _ := q.num("timeout_ms"); ms != float64(10*time.Minute/time.Millisecond) {
+		t.Errorf("timeout_ms %v, want the 10 min default", q["timeout_ms"])
+	}
+
+	err := c.AnswerQuestion(ctx, "", "nope", [][]string{{"red"}, {"x"}})
+	if rpc := rpcErr(t, err); rpc.Code != client.CodeServerError || !strings.Contains(rpc.Message, `no question "nope" is waiting`) {
+		t.Errorf("unknown request_id: %v", err)
+	}
+	err = c.AnswerQuestion(ctx, "", id, [][]string{{"red"}})
+	if rpc := rpcErr(t, err); rpc.Code != client.CodeInvalidParams || !strings.Contains(rpc.Error(), "2 prompt(s) but 1 answer(s)") {
+		t.Errorf("too few answers: %v", err)
+	}
+	if err := c.AnswerQuestion(ctx, "", id, [][]string{{"red", "blue"}, {"they are calm"}}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.AnswerQuestion(ctx, "", id, [][]string{{"green"}, {"again"}})
+	if rpc := rpcErr(t, err); rpc.Code != client.CodeServerError || rpc.Message != fmt.Sprintf("question %q was already answered", id) {
+		t.Errorf("second answer: %v", err)
+	}
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	resp := only(evs, "question.response")
+	if len(resp) != 1 || resp[0].str("source") != "control" || resp[0]["answered"] != true ||
+		!reflect.DeepEqual(resp[0]["answers"], []any{[]any{"red", "blue"}, []any{"they are calm"}}) {
+		t.Fatalf("question.response %v", resp)
+	}
+	if end := lastSessionEnd(t, evs); end.str("final_output") != `answer [["red","blue"],["they are calm"]] done` {
+		t.Fatalf("the runtime heard %q", end.str("final_output"))
+	}
+}
+
+// TestQuestionWithNobodyToAnswerGoesOn: with nothing set up to answer, the
+// run says so on stderr, and past its bound (AVENOR_QUESTION_TIMEOUT) the
+// runtime hears "no answer" and the turn goes on rather than hanging; an
+// answer after that is refused as expired.
+func TestQuestionWithNobodyToAnswerGoesOn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
+	p := w.start([]string{"AVENOR_QUESTION_TIMEOUT=700ms"}, "--backend", "scripted", "--control-socket", sock, "--on-event", evPath,
+		"--prompt", "child 30\n"+`question "Proceed?" options=yes|no`+"\nsleep 2s\nsay \" done\"")
+	var resp []event
+	if !waitFor(15*time.Second, func() bool {
+		resp = only(readEventsQuiet(evPath), "question.response")
+		return len(resp) > 0
+	}) {
+		t.Fatal("no question.response: the question was never given up")
+	}
+	q := only(readEventsQuiet(evPath), "question.request")[0]
+	if q.str("resolver") != "none" {
+		t.Errorf("question.request resolver %q, want none (no client connected)", q.str("resolver"))
+	}
+	if resp[0]["answered"] != false || resp[0].str("reason") != "timeout" || resp[0].str("source") != "avenor" {
+		t.Fatalf("question.response %v", resp[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialControl(t, ctx, sock)
+	err := c.AnswerQuestion(ctx, "", q.str("request_id"), [][]string{{"yes"}})
+	if rpc := rpcErr(t, err); !strings.Contains(rpc.Message, "expired") {
+		t.Errorf("answer to an expired question: %v", err)
+	}
+	res := p.wait()
+	if res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	if !strings.Contains(res.stderr, "asks a question ("+q.str("request_id")+") and nothing is set up to answer it; in 700ms it gets no answer") ||
+		!strings.Contains(res.stderr, "asks: Proceed?") || !strings.Contains(res.stderr, "answer-question") {
+		t.Errorf("stderr does not tell the person:\n%s", res.stderr)
+	}
+	if end := lastSessionEnd(t, readEvents(t, evPath)); end.str("final_output") != "no answer done" {
+		t.Errorf("the runtime heard %q", end.str("final_output"))
+	}
+}
+
+// TestQuestionAnsweredThroughFiles: with --sentinel-file the file handler
+// writes <base>.question; `avenor answer --question` checks the id and the
+// answers against it and writes the response the run takes (source file).
+func TestQuestionAnsweredThroughFiles(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	evPath, sent := w.path("events.ndjson"), w.path("run.done")
+	base := w.path("run.perm")
+	p := w.start(nil, "--backend", "scripted", "--on-event", evPath, "--sentinel-file", sent, "--prompt", askScript)
+	q := waitQuestion(t, evPath)
+	id := q.str("request_id")
+	if q.str("resolver") != "file" {
+		t.Errorf("resolver %q, want file", q.str("resolver"))
+	}
+	if !waitFor(10*time.Second, func() bool { _, err := os.Stat(base + ".question"); return err == nil }) {
+		t.Fatalf("no %s.question", base)
+	}
+	if res := w.run("answer", "--question", "other", "--answer", "red", "--answer", "x", base); res.code != 2 || !strings.Contains(res.stderr, fmt.Sprintf("is %q, not %q", id, "other")) {
+		t.Errorf("answer to another question: %v", res)
+	}
+	if res := w.run("answer", "--question", id, "--answer", "red", base); res.code != 2 || !strings.Contains(res.stderr, "2 prompt(s) but 1 answer(s)") {
+		t.Errorf("too few answers: %v", res)
+	}
+	if res := w.run("answer", "--question", id, "--answer", `["green","red"]`, "--answer", "why not", base); res.code != 0 {
+		t.Fatalf("avenor answer --question: %v", res)
+	}
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	resp := only(evs, "question.response")
+	if len(resp) != 1 || resp[0].str("source") != "file" || !reflect.DeepEqual(resp[0]["answers"], []any{[]any{"green", "red"}, []any{"why not"}}) {
+		t.Fatalf("question.response %v", resp)
+	}
+	if end := lastSessionEnd(t, evs); end.str("final_output") != `answer [["green","red"],["why not"]] done` {
+		t.Fatalf("the runtime heard %q", end.str("final_output"))
+	}
+	if _, err := os.Stat(base + ".question"); err == nil {
+		t.Errorf("%s.question is left behind after the answer", base)
+	}
+	if res := w.run("answer", "--question", id, "--answer", "red", "--answer", "x", base); res.code != 2 || !strings.Contains(res.stderr, "no question is waiting") {
+		t.Errorf("answer after the question was answered: %v", res)
+	}
+}
+
+// TestQuestionAnsweredThroughMCP: an agent driving avenor mcp sees the
+// question in avenor_events and answers it with avenor_answer_question
+// (question.response source mcp).
+func TestQuestionAnsweredThroughMCP(t *testing.T) {
+	w, sock := mcpWorld(t)
+	m := startMCP(t, w, sock)
+	sp := m.call("avenor_spawn", map[string]any{"repo_dir": w.work, "backend": "scripted", "prompt": "child 30\n" + `question "Pick one" options=a|b` + "\nsay \" done\""})
+	runID, _ := sp["run_id"].(string)
+	var q map[string]any
+	if !waitFor(20*time.Second, func() bool {
+		ev := m.call("avenor_events", map[string]any{"run_id": runID, "types": []string{"question.request"}})
+		evs, _ := ev["events"].([]any)
+		if len(evs) == 0 {
+			return false
+		}
+		q, _ = evs[0].(map[string]any)
+		return true
+	}) {
+		t.Fatal("no question.request in avenor_events")
+	}
+	if msg := m.callErr("avenor_answer_question", map[string]any{"run_id": runID, "request_id": q["request_id"], "answers": [][]string{{"a", "b"}}}); !strings.Contains(msg, "takes one") {
+		t.Errorf("two values for a single choice: %q", msg)
+	}
+	m.call("avenor_answer_question", map[string]any{"run_id": runID, "request_id": q["request_id"], "answers": [][]string{{"b"}}})
+	res := m.call("avenor_result", map[string]any{"run_id": runID, "timeout": "60s"})
+	if res["status"] != "done" || res["output"] != `answer [["b"]] done` {
+		t.Fatalf("result %v", res)
+	}
+	ev := m.call("avenor_events", map[string]any{"run_id": runID, "types": []string{"question.response"}})
+	evs, _ := ev["events"].([]any)
+	if len(evs) != 1 || evs[0].(map[string]any)["source"] != "mcp" {
+		t.Errorf("question.response %v", evs)
+	}
+}
