@@ -89,6 +89,7 @@ type question struct {
 	req     sdk.QuestionRequest
 	answers chan questionAnswer // capacity 1: the one answer that takes it
 	taken   bool
+	expired bool          // given up: taken by nobody
 	done    chan struct{} // closed once its question.response is written
 }
 
@@ -160,7 +161,11 @@ func (b *Broker) AnswerQuestion(requestID string, answers [][]string, source str
 	}
 	b.qs.mu.Lock()
 	if q.taken {
+		expired := q.expired
 		b.qs.mu.Unlock()
+		if expired {
+			return failure(ErrQuestionExpired, "question %q expired: the runtime was told there is no answer (it waited its bound, or its turn ended); answer the next question it asks", requestID)
+		}
 		return failure(ErrAlreadyAnswered, "question %q was already answered", requestID)
 	}
 	q.taken = true
@@ -401,7 +406,7 @@ func (s *Session) awaitQuestion(ctx context.Context, q *question, timeout time.D
 	giveUp := func(reason string) (sdk.QuestionAnswer, string, string) {
 		b.qs.mu.Lock()
 		taken := q.taken
-		q.taken = true
+		q.taken, q.expired = true, !taken
 		b.qs.mu.Unlock()
 		if taken { // an answer was accepted at the last moment: it decides
 			a := <-q.answers
