@@ -215,3 +215,32 @@ func TestQuestionAnsweredThroughMCP(t *testing.T) {
 		t.Errorf("question.response %v", evs)
 	}
 }
+
+// TestQuestionAnsweredOnTheBoard: a question of a stable runtime is
+// answered through the board's /api/answer-question (question.response
+// source board); an answer that does not fit is refused with the reason.
+func TestQuestionAnsweredOnTheBoard(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	f := w.startBoardFleet("asks", `question "Ship it?" options=yes|no`+"\nsay \" shipped\"")
+	b := w.startBoardProc("tok-ask", "--allow-mutations")
+	q := waitEvent(t, f.events[0], 15*time.Second, "the question", func(ev event) bool { return ev.name() == "question.request" })
+	id := q.str("request_id")
+	if code, body := b.call("POST", "/api/answer-question", map[string]any{"socket": f.sock, "runtime_id": f.ids[0], "request_id": id, "answers": [][]string{{"yes", "no"}}}, nil); code != 400 || !strings.Contains(body, "takes one") {
+		t.Errorf("two values for a single choice: %d %s", code, body)
+	}
+	if code, body := b.call("POST", "/api/answer-question", map[string]any{"socket": f.sock, "runtime_id": f.ids[0], "request_id": id}, nil); code != 400 || !strings.Contains(body, "missing answers") {
+		t.Errorf("no answers: %d %s", code, body)
+	}
+	if code, body := b.call("POST", "/api/answer-question", map[string]any{"socket": f.sock, "runtime_id": f.ids[0], "request_id": id, "answers": [][]string{{"yes"}}}, nil); code != 200 {
+		t.Fatalf("answer on the board: %d %s", code, body)
+	}
+	end := waitEvent(t, f.events[0], 15*time.Second, "the turn's end", func(ev event) bool { return ev.name() == "session.end" })
+	if end.str("final_output") != `answer [["yes"]] shipped` {
+		t.Errorf("the runtime heard %q", end.str("final_output"))
+	}
+	resp := only(readEvents(t, f.events[0]), "question.response")
+	if len(resp) != 1 || resp[0].str("source") != "board" {
+		t.Errorf("question.response %v", resp)
+	}
+}
