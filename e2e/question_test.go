@@ -1,0 +1,106 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/e2e/fakellm"
+)
+
+// askThenText is a script whose model first calls the runtime's ask-user
+// tool with args, then, once the tool result (the user's answer) is back,
+// answers "DONE".
+func askThenText(tool string, args map[string]any) fakellm.Script {
+	return func(r *fakellm.Request) fakellm.Reply {
+		if r.AfterToolResult() {
+			return fakellm.Text("DONE")
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_ask_1", Name: tool, Args: args}}}
+	}
+}
+
+// answerOverSocket waits for the run's question.request, checks its
+// prompt, and answers it through the control socket at sock.
+func answerOverSocket(t *testing.T, run *avenorRun, sock string, wantQuestion string, answers [][]string) event {
+	t.Helper()
+	var q []event
+	if !waitFor(2*time.Minute, func() bool {
+		if b, err := os.ReadFile(run.events); err == nil && strings.Contains(string(b), `"question.request"`) {
+			q = only(readEvents(t, run.events), "question.request")
+		}
+		return len(q) > 0 || run.p.ended()
+	}) || len(q) == 0 {
+		t.Fatalf("no question.request\n%v", run.p.wait())
+	}
+	b, _ := json.Marshal(q[0]["prompts"])
+	if !strings.Contains(string(b), wantQuestion) {
+		t.Errorf("question.request prompts %s, want one asking %q", b, wantQuestion)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.AnswerQuestion(ctx, "", q[0].str("request_id"), answers); err != nil {
+		t.Fatalf("answer_question: %v", err)
+	}
+	return q[0]
+}
+
+// TestCodexQuestion: the model calls Codex's request_user_input tool; the
+// codex-app-server backend relays it as question.request, the answer given
+// over the control socket reaches the model as the tool's result, and the
+// turn ends normally.
+func TestCodexQuestion(t *testing.T) {
+	codex.bin = func() string { return codexBin(t) }
+	w := newWorld(t, codex, fakellm.Config{Script: askThenText("request_user_input", map[string]any{
+		"questions": []any{map[string]any{
+			"id": "colour", "header": "Colour", "question": "Which colour should the button be?",
+			"options": []any{
+				map[string]any{"label": "Blue (Recommended)", "description": "calm"},
+				map[string]any{"label": "Red", "description": "loud"},
+			},
+		}},
+	})})
+	// Codex 0.171 offers request_user_input outside plan mode only with
+	// this feature on ("request_user_input is unavailable in Default mode").
+	cfg := filepath.Join(w.path("codex-home"), "config.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.writeFile(cfg, string(b)+"[features]\ndefault_mode_request_user_input = true\n")
+	sock := filepath.Join(w.tmp, "q.sock")
+	run := w.startAvenor("run", "--prompt", "Ask me which colour the button should be.", "--control-socket", sock)
+	t.Cleanup(func() {
+		if main := w.llm.MainRequests(); t.Failed() && len(main) > 1 && main[len(main)-1].AfterToolResult() {
+			t.Logf("codex told the model: %q", main[len(main)-1].LastMessage().ToolResults[0].Output)
+		}
+	})
+	answerOverSocket(t, run, sock, "Which colour should the button be?", [][]string{{"Red"}})
+	res, evs, s := run.finish()
+	checkDone(t, "run", res, evs, s)
+	resp := only(evs, "question.response")
+	if len(resp) != 1 || resp[0]["answered"] != true || resp[0].str("source") != "control" {
+		t.Errorf("question.response %v", resp)
+	}
+	main := w.llm.MainRequests()
+	if len(main) < 2 || !main[len(main)-1].AfterToolResult() {
+		t.Fatalf("%d model requests: want the ask, then the model again with the answer", len(main))
+	}
+	out := main[len(main)-1].LastMessage().ToolResults[0].Output
+	t.Logf("codex told the model: %q", out)
+	if !strings.Contains(out, "Red") {
+		t.Errorf("the answer did not reach the model: %q", out)
+	}
+}
