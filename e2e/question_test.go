@@ -104,3 +104,46 @@ func TestCodexQuestion(t *testing.T) {
 		t.Errorf("the answer did not reach the model: %q", out)
 	}
 }
+
+// TestClaudeQuestion: the model calls Claude Code's AskUserQuestion; the
+// claude-stream backend relays the CLI's can_use_tool for it as
+// question.request (not a permission), the answer given over the control
+// socket goes back as the tool's answers, and the model sees it.
+func TestClaudeQuestion(t *testing.T) {
+	installClaude(t)
+	w := newWorld(t, claudeStream, fakellm.Config{Script: askThenText("AskUserQuestion", map[string]any{
+		"questions": []any{map[string]any{
+			"question": "Which colour should the button be?", "header": "Colour", "multiSelect": false,
+			"options": []any{
+				map[string]any{"label": "Blue", "description": "calm"},
+				map[string]any{"label": "Red", "description": "loud"},
+			},
+		}},
+	})})
+	sock := filepath.Join(w.tmp, "q.sock")
+	run := w.startAvenor("run", "--prompt", "Ask me which colour the button should be.", "--control-socket", sock)
+	t.Cleanup(func() {
+		if main := w.llm.MainRequests(); t.Failed() && len(main) > 1 && main[len(main)-1].AfterToolResult() {
+			t.Logf("claude told the model: %q", main[len(main)-1].LastMessage().ToolResults[0].Output)
+		}
+	})
+	answerOverSocket(t, run, sock, "Which colour should the button be?", [][]string{{"Red"}})
+	res, evs, s := run.finish()
+	checkDone(t, "run", res, evs, s)
+	if perms := only(evs, "permission.request"); len(perms) != 0 {
+		t.Errorf("AskUserQuestion was also a permission request: %v", perms)
+	}
+	resp := only(evs, "question.response")
+	if len(resp) != 1 || resp[0]["answered"] != true {
+		t.Errorf("question.response %v", resp)
+	}
+	main := w.llm.MainRequests()
+	if len(main) < 2 || !main[len(main)-1].AfterToolResult() {
+		t.Fatalf("%d model requests: want the ask, then the model again with the answer", len(main))
+	}
+	out := main[len(main)-1].LastMessage().ToolResults[0].Output
+	t.Logf("claude told the model: %q", out)
+	if !strings.Contains(out, "Red") {
+		t.Errorf("the answer did not reach the model: %q", out)
+	}
+}

@@ -381,6 +381,10 @@ func (s *streamSession) controlRequest(f frame, line []byte) {
 			"subtype": "error", "request_id": f.RequestID, "error": "avenor does not serve " + req.Subtype}})
 		return
 	}
+	if req.ToolName == askUserQuestionTool {
+		s.question(f.RequestID, req)
+		return
+	}
 	s.permission(f.RequestID, req)
 }
 
