@@ -40,6 +40,7 @@ func newRunCmd(env Env) *cobra.Command {
 	fl.String("backend", "opencode-acp", "backend: opencode-acp, opencode-http, codex-app-server, gemini-acp, cursor-acp, pi, claude, claude-channel, echo, or any installed plugin's")
 	fl.StringVar(&f.Prompt, "prompt", "", "inline prompt, UTF-8 (exclusive with --prompt-file)")
 	fl.StringVar(&f.PromptFile, "prompt-file", "", fmt.Sprintf("file holding the prompt, UTF-8, at most %d KiB; - for stdin (exclusive with --prompt)", sdk.MaxPromptBytes>>10))
+	fl.StringArrayVar(&f.Images, "image", nil, fmt.Sprintf("an image file sent with the prompt (PNG, JPEG, GIF or WebP, at most %d MiB; repeatable, at most %d); refused by backends without native image input", sdk.MaxImageBytes>>20, sdk.MaxImages))
 	fl.StringVar(&f.Start, "dir", ".", "working directory of the agent")
 	fl.String("model", "", "backend-specific model id")
 	fl.String("agent", "", "agent name")

@@ -25,6 +25,8 @@ type Request struct {
 	Settings map[string]any
 	// Prompt is --prompt; PromptFile --prompt-file, "-" reading Stdin.
 	Prompt, PromptFile string
+	// Images are --image's files, sent with the prompt.
+	Images []string
 	Stdin              io.Reader
 	// LoopFile or TeamFile makes a loop or team run; RosterFile and
 	// RosterEntry select a roster loadout (direct mode) or give the phases
@@ -108,6 +110,13 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Images) > 0 && (req.LoopFile != "" || req.TeamFile != "") {
+		return nil, errors.New("--image goes with --prompt or --prompt-file, not a loop or team run (their phases have prompts of their own)")
+	}
+	images, err := LoadImages("--image", req.Images)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := WorkDir("--dir", settings.Dir)
 	if err != nil {
 		return nil, err
@@ -129,7 +138,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		}
 	}
 	o := hostrt.Options{
-		Dir: dir, DirExplicit: res.Provenance["dir"] != config.LayerDefault, Prompt: prompt,
+		Dir: dir, DirExplicit: res.Provenance["dir"] != config.LayerDefault, Prompt: prompt, Images: images,
 		Model: settings.Model, Agent: settings.Agent, Thinking: settings.Thinking,
 		Resume: req.Resume, ServerURL: settings.ServerURL, RunID: req.RunID, Label: settings.Label,
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,

@@ -25,6 +25,9 @@ type Options struct {
 	DirExplicit bool
 	// Prompt is the first turn's text. Required.
 	Prompt string
+	// Images go with the first turn of every attempt (--image); checked
+	// files, refused before Open for a backend without sdk.CapImages.
+	Images []sdk.Image
 
 	Model, Agent, Thinking string
 	// PermissionMode and LaunchContext go to the plugin in Open (sdk.OpenRequest)

@@ -561,7 +561,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 
 	// Turns of this attempt: the prompt, then (control plane) an
 	// interrupt's text or queued prompts after a clean turn (docs/run.md#multi-turn).
-	text := o.Prompt
+	text, images := o.Prompt, o.Images
 	var out turnOutcome
 	for {
 		n := r.turns.next()
@@ -573,7 +573,8 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
-		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text})
+		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text, Images: images})
+		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
 		}

@@ -91,6 +91,8 @@ var Bounds = []Bound{
 	{"host/permission", "MaxQuestionPrompts", "a runtime's question", "prompts one question may carry; one with more gets no answer and an `avenor.error`"},
 	{"host/permission", "MaxAnswerValues", "question answers (`answer_question`, `.question.response`, `avenor answer --question`)", "values of one prompt's answer (a multi choice)"},
 	{"host/permission", "MaxAnswerValueBytes", "question answers", "bytes of one value (a chosen option or free text)"},
+	{"sdk/runtime", "MaxImages", "`--image`", "images sent with one prompt"},
+	{"sdk/runtime", "MaxImageBytes", "`--image`", "size of one image file (checked, with its type by its first bytes, before anything starts)"},
 	{"host/liveview", "DefaultQueue", "the live view (`--progress`)", "events queued for the view before the oldest are dropped with a note; the run never waits for it"},
 	{"host/liveview", "FinishBudget", "the live view (`--progress`)", "wait for the view to catch up with the stream before the end summary"},
 	{"host/liveview", "StatusTick", "the live view (`--progress=tty`)", "how often the status line's clock is redrawn"},

@@ -225,7 +225,7 @@ func (s *server) session(stream grpc.ServerStream) error {
 		ss.out.push(toproto.Closed(err))
 		return ss.out.flush()
 	}
-	ss.sess = sess
+	ss.sess, ss.info = sess, b.Info()
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
 	s.mu.Unlock()
@@ -272,6 +272,7 @@ type sessionServer struct {
 	stream grpc.ServerStream
 	out    *outbox
 	sess   runtime.Session
+	info   runtime.BackendInfo // of the session's backend
 
 	mu         sync.Mutex
 	pending    map[string]chan runtime.PermissionDecision
@@ -349,7 +350,7 @@ func (ss *sessionServer) serve(stream grpc.ServerStream) error {
 		switch msg.Kind() {
 		case fromproto.HostPrompt:
 			t := msg.Prompt()
-			ss.startTurn(t.ID, t.Text)
+			ss.startTurn(t)
 		case fromproto.HostCancel:
 			if !ss.turnRunning(msg.CancelTurnID()) {
 				// A cancel for a turn that already ended must not reach
@@ -394,7 +395,13 @@ func (ss *sessionServer) turnRunning(id string) bool {
 	return id == "" || id == ss.turnID
 }
 
-func (ss *sessionServer) startTurn(turnID, text string) {
+func (ss *sessionServer) startTurn(t runtime.Turn) {
+	turnID := t.ID
+	if err := runtime.CheckImages(ss.info, t.Images); err != nil {
+		// The host checks first; a backend never gets what it cannot take.
+		ss.push(toproto.Ended(turnID, runtime.TurnResult{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)))
+		return
+	}
 	ss.mu.Lock()
 	if ss.turnDone != nil {
 		select {
@@ -416,7 +423,7 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		ts.TurnStarting()
 	}
 	go func() {
-		res, err := ss.prompt(ctx, runtime.Turn{ID: turnID, Text: text})
+		res, err := ss.prompt(ctx, t)
 		cancel()
 		// The turn is over before the host can hear so: its next Prompt
 		// must not find this one still running.

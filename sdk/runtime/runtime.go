@@ -130,6 +130,9 @@ type OpenRequest struct {
 type Turn struct {
 	ID   string
 	Text string
+	// Images go with the text (CapImages); the host sends none to a
+	// backend that does not declare it.
+	Images []Image
 }
 
 // Usage is token accounting in the contract's snake_case vocabulary.

@@ -1023,9 +1023,13 @@ func (x *NameValue) GetValue() string {
 }
 
 type Prompt struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TurnId        string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TurnId string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	Text   string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// Images that go with the text, checked by the host (a regular file of
+	// a known image type within the bounds). Added in 1.x: sent only to a
+	// backend that declares the "images" capability.
+	Images        []*ImageRef `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1074,6 +1078,69 @@ func (x *Prompt) GetText() string {
 	return ""
 }
 
+func (x *Prompt) GetImages() []*ImageRef {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+// ImageRef is an image file on the plugin's machine.
+type ImageRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// "image/png", "image/jpeg", "image/gif" or "image/webp", from the
+	// file's first bytes.
+	MediaType     string `protobuf:"bytes,2,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageRef) Reset() {
+	*x = ImageRef{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageRef) ProtoMessage() {}
+
+func (x *ImageRef) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageRef.ProtoReflect.Descriptor instead.
+func (*ImageRef) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ImageRef) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ImageRef) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TurnId        string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
@@ -1083,7 +1150,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1162,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1175,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Cancel) GetTurnId() string {
@@ -1134,7 +1201,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1213,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1226,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PermissionDecision) GetRequestId() string {
@@ -1205,7 +1272,7 @@ type Close struct {
 
 func (x *Close) Reset() {
 	*x = Close{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1284,7 @@ func (x *Close) String() string {
 func (*Close) ProtoMessage() {}
 
 func (x *Close) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1297,7 @@ func (x *Close) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Close.ProtoReflect.Descriptor instead.
 func (*Close) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 type PluginMessage struct {
@@ -1251,7 +1318,7 @@ type PluginMessage struct {
 
 func (x *PluginMessage) Reset() {
 	*x = PluginMessage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1330,7 @@ func (x *PluginMessage) String() string {
 func (*PluginMessage) ProtoMessage() {}
 
 func (x *PluginMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1343,7 @@ func (x *PluginMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginMessage.ProtoReflect.Descriptor instead.
 func (*PluginMessage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PluginMessage) GetMsg() isPluginMessage_Msg {
@@ -1423,7 +1490,7 @@ type Opened struct {
 
 func (x *Opened) Reset() {
 	*x = Opened{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1502,7 @@ func (x *Opened) String() string {
 func (*Opened) ProtoMessage() {}
 
 func (x *Opened) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1515,7 @@ func (x *Opened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Opened.ProtoReflect.Descriptor instead.
 func (*Opened) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Opened) GetSessionId() string {
@@ -1529,7 +1596,7 @@ type ProcessInfo struct {
 
 func (x *ProcessInfo) Reset() {
 	*x = ProcessInfo{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1608,7 @@ func (x *ProcessInfo) String() string {
 func (*ProcessInfo) ProtoMessage() {}
 
 func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1621,7 @@ func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
 func (*ProcessInfo) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProcessInfo) GetPid() int32 {
@@ -1597,7 +1664,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1676,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1689,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Event) GetType() string {
@@ -1648,7 +1715,7 @@ type Events struct {
 
 func (x *Events) Reset() {
 	*x = Events{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1727,7 @@ func (x *Events) String() string {
 func (*Events) ProtoMessage() {}
 
 func (x *Events) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1740,7 @@ func (x *Events) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Events.ProtoReflect.Descriptor instead.
 func (*Events) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Events) GetEvents() []*Event {
@@ -1695,7 +1762,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1774,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1787,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionOption) GetOptionId() string {
@@ -1766,7 +1833,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +1845,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +1858,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1852,7 +1919,7 @@ type QuestionPrompt struct {
 
 func (x *QuestionPrompt) Reset() {
 	*x = QuestionPrompt{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1931,7 @@ func (x *QuestionPrompt) String() string {
 func (*QuestionPrompt) ProtoMessage() {}
 
 func (x *QuestionPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +1944,7 @@ func (x *QuestionPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionPrompt.ProtoReflect.Descriptor instead.
 func (*QuestionPrompt) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QuestionPrompt) GetQuestion() string {
@@ -1922,7 +1989,7 @@ type QuestionRequest struct {
 
 func (x *QuestionRequest) Reset() {
 	*x = QuestionRequest{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2001,7 @@ func (x *QuestionRequest) String() string {
 func (*QuestionRequest) ProtoMessage() {}
 
 func (x *QuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2014,7 @@ func (x *QuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionRequest.ProtoReflect.Descriptor instead.
 func (*QuestionRequest) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QuestionRequest) GetRequestId() string {
@@ -1982,7 +2049,7 @@ type QuestionReply struct {
 
 func (x *QuestionReply) Reset() {
 	*x = QuestionReply{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2061,7 @@ func (x *QuestionReply) String() string {
 func (*QuestionReply) ProtoMessage() {}
 
 func (x *QuestionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2074,7 @@ func (x *QuestionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionReply.ProtoReflect.Descriptor instead.
 func (*QuestionReply) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QuestionReply) GetValues() []string {
@@ -2031,7 +2098,7 @@ type QuestionAnswer struct {
 
 func (x *QuestionAnswer) Reset() {
 	*x = QuestionAnswer{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2110,7 @@ func (x *QuestionAnswer) String() string {
 func (*QuestionAnswer) ProtoMessage() {}
 
 func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2123,7 @@ func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuestionAnswer.ProtoReflect.Descriptor instead.
 func (*QuestionAnswer) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QuestionAnswer) GetRequestId() string {
@@ -2092,7 +2159,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2171,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2184,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{27}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2166,7 +2233,7 @@ type TurnEnded struct {
 
 func (x *TurnEnded) Reset() {
 	*x = TurnEnded{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2245,7 @@ func (x *TurnEnded) String() string {
 func (*TurnEnded) ProtoMessage() {}
 
 func (x *TurnEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2258,7 @@ func (x *TurnEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEnded.ProtoReflect.Descriptor instead.
 func (*TurnEnded) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{28}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TurnEnded) GetTurnId() string {
@@ -2266,7 +2333,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2345,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2358,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{29}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Error) GetFault() string {
@@ -2324,7 +2391,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2403,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2416,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{30}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Closed) GetError() *Error {
@@ -2447,10 +2514,15 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\aheaders\x18\a \x03(\v2\x1c.avenor.runtime.v1.NameValueR\aheaders\"5\n" +
 	"\tNameValue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"5\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"j\n" +
 	"\x06Prompt\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"!\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x123\n" +
+	"\x06images\x18\x03 \x03(\v2\x1b.avenor.runtime.v1.ImageRefR\x06images\"=\n" +
+	"\bImageRef\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x02 \x01(\tR\tmediaType\"!\n" +
 	"\x06Cancel\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\"\x98\x01\n" +
 	"\x12PermissionDecision\x12\x1d\n" +
@@ -2564,7 +2636,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -2579,71 +2651,73 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*McpServer)(nil),          // 10: avenor.runtime.v1.McpServer
 	(*NameValue)(nil),          // 11: avenor.runtime.v1.NameValue
 	(*Prompt)(nil),             // 12: avenor.runtime.v1.Prompt
-	(*Cancel)(nil),             // 13: avenor.runtime.v1.Cancel
-	(*PermissionDecision)(nil), // 14: avenor.runtime.v1.PermissionDecision
-	(*Close)(nil),              // 15: avenor.runtime.v1.Close
-	(*PluginMessage)(nil),      // 16: avenor.runtime.v1.PluginMessage
-	(*Opened)(nil),             // 17: avenor.runtime.v1.Opened
-	(*ProcessInfo)(nil),        // 18: avenor.runtime.v1.ProcessInfo
-	(*Event)(nil),              // 19: avenor.runtime.v1.Event
-	(*Events)(nil),             // 20: avenor.runtime.v1.Events
-	(*PermissionOption)(nil),   // 21: avenor.runtime.v1.PermissionOption
-	(*PermissionRequest)(nil),  // 22: avenor.runtime.v1.PermissionRequest
-	(*QuestionPrompt)(nil),     // 23: avenor.runtime.v1.QuestionPrompt
-	(*QuestionRequest)(nil),    // 24: avenor.runtime.v1.QuestionRequest
-	(*QuestionReply)(nil),      // 25: avenor.runtime.v1.QuestionReply
-	(*QuestionAnswer)(nil),     // 26: avenor.runtime.v1.QuestionAnswer
-	(*Usage)(nil),              // 27: avenor.runtime.v1.Usage
-	(*TurnEnded)(nil),          // 28: avenor.runtime.v1.TurnEnded
-	(*Error)(nil),              // 29: avenor.runtime.v1.Error
-	(*Closed)(nil),             // 30: avenor.runtime.v1.Closed
-	nil,                        // 31: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 32: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 33: avenor.runtime.v1.Open.EnvEntry
+	(*ImageRef)(nil),           // 13: avenor.runtime.v1.ImageRef
+	(*Cancel)(nil),             // 14: avenor.runtime.v1.Cancel
+	(*PermissionDecision)(nil), // 15: avenor.runtime.v1.PermissionDecision
+	(*Close)(nil),              // 16: avenor.runtime.v1.Close
+	(*PluginMessage)(nil),      // 17: avenor.runtime.v1.PluginMessage
+	(*Opened)(nil),             // 18: avenor.runtime.v1.Opened
+	(*ProcessInfo)(nil),        // 19: avenor.runtime.v1.ProcessInfo
+	(*Event)(nil),              // 20: avenor.runtime.v1.Event
+	(*Events)(nil),             // 21: avenor.runtime.v1.Events
+	(*PermissionOption)(nil),   // 22: avenor.runtime.v1.PermissionOption
+	(*PermissionRequest)(nil),  // 23: avenor.runtime.v1.PermissionRequest
+	(*QuestionPrompt)(nil),     // 24: avenor.runtime.v1.QuestionPrompt
+	(*QuestionRequest)(nil),    // 25: avenor.runtime.v1.QuestionRequest
+	(*QuestionReply)(nil),      // 26: avenor.runtime.v1.QuestionReply
+	(*QuestionAnswer)(nil),     // 27: avenor.runtime.v1.QuestionAnswer
+	(*Usage)(nil),              // 28: avenor.runtime.v1.Usage
+	(*TurnEnded)(nil),          // 29: avenor.runtime.v1.TurnEnded
+	(*Error)(nil),              // 30: avenor.runtime.v1.Error
+	(*Closed)(nil),             // 31: avenor.runtime.v1.Closed
+	nil,                        // 32: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 33: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 34: avenor.runtime.v1.Open.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	31, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	32, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	32, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	33, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
 	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
 	12, // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
-	13, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
-	14, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
-	15, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
+	14, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
+	15, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
+	16, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
 	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
-	26, // 9: avenor.runtime.v1.HostMessage.question_answer:type_name -> avenor.runtime.v1.QuestionAnswer
-	33, // 10: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	27, // 9: avenor.runtime.v1.HostMessage.question_answer:type_name -> avenor.runtime.v1.QuestionAnswer
+	34, // 10: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
 	8,  // 11: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
 	9,  // 12: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
 	10, // 13: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
 	11, // 14: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
 	11, // 15: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
-	17, // 16: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
-	20, // 17: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
-	22, // 18: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
-	28, // 19: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
-	30, // 20: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
-	18, // 21: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
-	24, // 22: avenor.runtime.v1.PluginMessage.question_request:type_name -> avenor.runtime.v1.QuestionRequest
-	18, // 23: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
-	19, // 24: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
-	21, // 25: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
-	23, // 26: avenor.runtime.v1.QuestionRequest.prompts:type_name -> avenor.runtime.v1.QuestionPrompt
-	25, // 27: avenor.runtime.v1.QuestionAnswer.replies:type_name -> avenor.runtime.v1.QuestionReply
-	27, // 28: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
-	29, // 29: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
-	29, // 30: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 31: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 32: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 33: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 34: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 35: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	16, // 36: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	34, // [34:37] is the sub-list for method output_type
-	31, // [31:34] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	13, // 16: avenor.runtime.v1.Prompt.images:type_name -> avenor.runtime.v1.ImageRef
+	18, // 17: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
+	21, // 18: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
+	23, // 19: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
+	29, // 20: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
+	31, // 21: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
+	19, // 22: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
+	25, // 23: avenor.runtime.v1.PluginMessage.question_request:type_name -> avenor.runtime.v1.QuestionRequest
+	19, // 24: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
+	20, // 25: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
+	22, // 26: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
+	24, // 27: avenor.runtime.v1.QuestionRequest.prompts:type_name -> avenor.runtime.v1.QuestionPrompt
+	26, // 28: avenor.runtime.v1.QuestionAnswer.replies:type_name -> avenor.runtime.v1.QuestionReply
+	28, // 29: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
+	30, // 30: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
+	30, // 31: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
+	0,  // 32: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 33: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 34: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	1,  // 35: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 36: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	17, // 37: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	35, // [35:38] is the sub-list for method output_type
+	32, // [32:35] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -2660,7 +2734,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 		(*HostMessage_Reattach)(nil),
 		(*HostMessage_QuestionAnswer)(nil),
 	}
-	file_avenor_runtime_v1_runtime_proto_msgTypes[16].OneofWrappers = []any{
+	file_avenor_runtime_v1_runtime_proto_msgTypes[17].OneofWrappers = []any{
 		(*PluginMessage_Opened)(nil),
 		(*PluginMessage_Events)(nil),
 		(*PluginMessage_PermissionRequest)(nil),
@@ -2675,7 +2749,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,9 @@
 //	                              and with and= a second free-text prompt.
 //	                              Then says "answer <JSON of the answers>",
 //	                              or "no answer" when the host gave up
+//	images                        says "image <media type> <n> bytes" for each
+//	                              image that came with the prompt (read from
+//	                              its file), then "<n> images"
 //	usage in=<n> out=<n>          the usage reported when the turn ends
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error

@@ -136,7 +136,7 @@ func parseStep(cmd, rest string) (Step, error) {
 		err = parseQuestion(&st, rest)
 	case "usage":
 		err = parseUsage(&st, rest)
-	case "die", "ignore-cancel", "announce":
+	case "die", "ignore-cancel", "announce", "images":
 		if rest != "" {
 			err = fmt.Errorf("%s takes no arguments", cmd)
 		}

@@ -25,6 +25,8 @@ type run struct {
 	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
 	turn  *turnState
 	usage *runtime.Usage
+	// images came with the prompt (the images command reports them).
+	images []runtime.Image
 }
 
 func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
@@ -76,6 +78,16 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.permission(st)
 	case "question":
 		return r.question(st)
+	case "images":
+		// What a runtime with image input would get: each file read.
+		for _, im := range r.images {
+			b, err := os.ReadFile(im.Path)
+			if err != nil {
+				return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "images: %v", err)
+			}
+			s.say(fmt.Sprintf("image %s %d bytes\n", im.MediaType, len(b)))
+		}
+		s.say(fmt.Sprintf("%d images", len(r.images)))
 	case "usage":
 		u := st.Usage
 		r.usage = &u

@@ -87,7 +87,7 @@ func (b backend) Info() runtime.BackendInfo {
 		Capabilities: runtime.Supports(append([]runtime.Capability{
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			runtime.CapPrewarm, runtime.CapQuestions,
+			runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 		}, runtime.LaunchCapabilityNames...)...),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
@@ -250,7 +250,7 @@ func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResul
 		}
 	}()
 
-	r := &run{s: s, ctx: ctx, turn: ts}
+	r := &run{s: s, ctx: ctx, turn: ts, images: t.Images}
 	for _, st := range steps {
 		if st.Cmd == "announce" {
 			s.say(fmt.Sprintf("turn %d", n))

@@ -83,7 +83,11 @@ func (m HostMessage) ReattachSessionID() string { return m.m.GetReattach().GetSe
 // Prompt reads a HostPrompt message.
 func (m HostMessage) Prompt() runtime.Turn {
 	p := m.m.GetPrompt()
-	return runtime.Turn{ID: p.GetTurnId(), Text: p.GetText()}
+	t := runtime.Turn{ID: p.GetTurnId(), Text: p.GetText()}
+	for _, im := range p.GetImages() {
+		t.Images = append(t.Images, runtime.Image{Path: im.GetPath(), MediaType: im.GetMediaType()})
+	}
+	return t
 }
 
 // CancelTurnID is the turn a HostCancel message cancels.
