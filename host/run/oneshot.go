@@ -27,7 +27,7 @@ type Request struct {
 	Prompt, PromptFile string
 	// Images are --image's files, sent with the prompt.
 	Images []string
-	Stdin              io.Reader
+	Stdin  io.Reader
 	// LoopFile or TeamFile makes a loop or team run; RosterFile and
 	// RosterEntry select a roster loadout (direct mode) or give the phases
 	// their fallback roster.
