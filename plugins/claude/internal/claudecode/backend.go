@@ -41,7 +41,7 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 		Description: "Claude Code headless: `claude -p --input-format stream-json --output-format stream-json " +
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
-			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions,
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 		}, launchCapabilities...)...),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

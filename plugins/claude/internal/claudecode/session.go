@@ -491,9 +491,14 @@ func (s *streamSession) Prompt(ctx context.Context, in runtime.Turn) (runtime.Tu
 	if rt.IsCancelled() { // cancelled while starting: claude was asked nothing
 		return s.result(t, runtime.StopCancelled), nil
 	}
+	content, err := imageBlocks(in.Images)
+	if err != nil {
+		return runtime.TurnResult{StopReason: runtime.StopError}, err
+	}
+	content = append(content, map[string]any{"type": "text", "text": in.Text})
 	// The prompt goes over stdin, never argv.
 	if err := s.write(map[string]any{"type": "user", "session_id": "", "parent_tool_use_id": nil,
-		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": in.Text}}}}); err != nil {
+		"message": map[string]any{"role": "user", "content": content}}); err != nil {
 		e := s.exitedErr("the turn")
 		s.markDead(e)
 		return runtime.TurnResult{StopReason: runtime.StopError}, e

@@ -504,3 +504,29 @@ func TestAskUserQuestion(t *testing.T) {
 		})
 	}
 }
+
+// Images go before the text of the user line as base64 image blocks; a
+// file whose content changed since the host checked it is refused.
+func TestImagesAsBlocks(t *testing.T) {
+	dir := t.TempDir()
+	png := filepath.Join(dir, "a.png")
+	if err := os.WriteFile(png, []byte("\x89PNG\r\n\x1a\nrest"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeEnv(t)
+	s := open(t, f, &testHost{}, f.request(""))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.Prompt(ctx, runtime.Turn{ID: "t1", Text: "look", Images: []runtime.Image{{Path: png, MediaType: "image/png"}}})
+	if err != nil || res.StopReason != runtime.StopEndTurn {
+		t.Fatalf("turn ended %q, %v", res.StopReason, err)
+	}
+	want := `"content":[{"source":{"data":"iVBORw0KGgpyZXN0","media_type":"image/png","type":"base64"},"type":"image"},{"text":"look","type":"text"}]`
+	if log := f.logText(); !strings.Contains(log, want) {
+		t.Errorf("the user line lacks %s:\n%s", want, log)
+	}
+	if _, err := s.Prompt(ctx, runtime.Turn{ID: "t2", Text: "look", Images: []runtime.Image{{Path: png, MediaType: "image/jpeg"}}}); err == nil ||
+		!strings.Contains(err.Error(), "no longer the image/jpeg") {
+		t.Errorf("a changed image: %v", err)
+	}
+}

@@ -76,7 +76,7 @@ func (backend) Info() runtime.BackendInfo {
 		// change is not verified against the real CLI, so they are refused
 		// rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
-			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions,
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.ModeCapability(runtime.ModePlan),
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,

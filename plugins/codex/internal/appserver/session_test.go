@@ -557,3 +557,23 @@ func TestQuestion(t *testing.T) {
 		})
 	}
 }
+
+// Images go to Codex as localImage inputs after the text: Codex reads the
+// files itself.
+func TestImagesGoAsLocalImages(t *testing.T) {
+	req, log := fakeRequest(t, "auto")
+	s := openSession(t, req, &testHost{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.Prompt(ctx, runtime.Turn{ID: "t1", Text: "look", Images: []runtime.Image{
+		{Path: "/shots/a.png", MediaType: "image/png"}, {Path: "/shots/b.jpg", MediaType: "image/jpeg"},
+	}})
+	if err != nil || res.StopReason != runtime.StopEndTurn {
+		t.Fatalf("turn ended %q, %v", res.StopReason, err)
+	}
+	sent, _ := os.ReadFile(log)
+	want := `"input":[{"type":"text","text":"look"},{"type":"localImage","path":"/shots/a.png"},{"type":"localImage","path":"/shots/b.jpg"}]`
+	if !strings.Contains(string(sent), want) {
+		t.Errorf("turn/start lacks %s:\n%s", want, sent)
+	}
+}
