@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -145,5 +146,46 @@ func TestClaudeQuestion(t *testing.T) {
 	t.Logf("claude told the model: %q", out)
 	if !strings.Contains(out, "Red") {
 		t.Errorf("the answer did not reach the model: %q", out)
+	}
+}
+
+// pngFile writes a small valid PNG (1x1) and returns its path and its
+// base64, as a provider request carries it.
+func pngFile(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	const b64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+	data, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "dot.png")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, b64
+}
+
+// TestImages: --image reaches the model through the runtime's own image
+// input — Codex's localImage, Claude Code's image block — as the image's
+// bytes in the provider request.
+func TestImages(t *testing.T) {
+	installClaude(t)
+	codex.bin = func() string { return codexBin(t) }
+	for _, rt := range []*runtimeSpec{codex, claudeStream} {
+		t.Run(rt.backend, func(t *testing.T) {
+			w := newWorld(t, rt, fakellm.Config{Script: func(*fakellm.Request) fakellm.Reply { return fakellm.Text("DONE") }})
+			png, b64 := pngFile(t, w.tmp)
+			run := w.startAvenor("run", "--prompt", "What is in this picture?", "--image", png)
+			res, evs, s := run.finish()
+			checkDone(t, "run", res, evs, s)
+			main := w.llm.MainRequests()
+			if len(main) == 0 {
+				t.Fatal("no model request")
+			}
+			body, _ := json.Marshal(main[0].Body)
+			if !strings.Contains(string(body), b64[:40]) {
+				t.Errorf("the image's bytes are not in the model request:\n%s", tail(string(body), 3000))
+			}
+		})
 	}
 }
