@@ -4,6 +4,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/avenor-go/avenor/client"
 )
 
 // pngBytes is a PNG file's signature followed by n bytes of padding: all
@@ -78,5 +81,32 @@ func TestImageRefusedBeforeStart(t *testing.T) {
 				t.Errorf("a session started:\n%s", b)
 			}
 		})
+	}
+}
+
+// TestSpawnImages: a stable spawn's images reach the runtime as --image's
+// do; a spawn whose image is not one is refused, nothing started.
+func TestSpawnImages(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	png, txt := w.path("shot.png"), w.path("notes.png")
+	if err := os.WriteFile(png, pngBytes(20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(txt, []byte("not a picture"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sup := w.startStable("img", nil)
+	c := sup.client()
+	ctx := ctxT(t, 30*time.Second)
+	ev := w.path("rt.ndjson")
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Prompt: "images", Images: []string{png}, Dir: w.work, OnEvent: ev})
+	end := waitEvent(t, ev, 15*time.Second, "the turn's end", func(e event) bool { return e.name() == "session.end" })
+	if end.str("final_output") != "image image/png 36 bytes\n1 images" {
+		t.Errorf("runtime %s got %q", sp.RuntimeID, end.str("final_output"))
+	}
+	_, err := c.Spawn(ctx, client.SpawnParams{Backend: "scripted", Prompt: "images", Images: []string{txt}, Dir: w.work})
+	if err == nil || !strings.Contains(err.Error(), "images "+txt+": not an image") {
+		t.Errorf("a spawn of a text file as an image: %v", err)
 	}
 }

@@ -232,6 +232,8 @@ func (rt *Runtime) cancelRun() {
 // Turn is one run of a stable runtime: a prompt, continuing a session.
 type Turn struct {
 	Prompt, Resume string
+	// Images go with the prompt (a spawn's images), checked.
+	Images []sdk.Image
 	// Held is the session an earlier run kept (hostrt.Options.Held).
 	Held *hostrt.HeldSession
 	// Adopt, when set, makes the run take the turn in flight in a plugin
@@ -257,7 +259,7 @@ type Adopt struct {
 func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	o := rt.spec.Options
 	o.Writer, o.Events = rt.w, nil
-	o.Prompt, o.Resume, o.Held = t.Prompt, t.Resume, t.Held
+	o.Prompt, o.Resume, o.Held, o.Images = t.Prompt, t.Resume, t.Held, t.Images
 	o.Observer = observers{rt, o.Observer}
 	if rt.life != nil {
 		// The permissions of the turn go into the runtime's record; the

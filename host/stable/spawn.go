@@ -15,20 +15,22 @@ import (
 // loop_file, team_file and roster_file paths are resolved against the
 // spawn's dir.
 type SpawnParams struct {
-	Prompt            string `json:"prompt,omitempty"`
-	PromptFile        string `json:"prompt_file,omitempty"`
-	Dir               string `json:"dir,omitempty"`
-	Agent             string `json:"agent,omitempty"`
-	AgentProfile      string `json:"agent_profile,omitempty"`
-	Label             string `json:"label,omitempty"`
-	Model             string `json:"model,omitempty"`
-	Thinking          string `json:"thinking,omitempty"`
-	ServerURL         string `json:"server_url,omitempty"`
-	Backend           string `json:"backend,omitempty"`
-	OnEvent           string `json:"on_event,omitempty"`
-	SentinelFile      string `json:"sentinel_file,omitempty"`
-	PermissionHandler string `json:"permission_handler,omitempty"`
-	AutoApprove       *bool  `json:"auto_approve,omitempty"`
+	Prompt     string `json:"prompt,omitempty"`
+	PromptFile string `json:"prompt_file,omitempty"`
+	// Images are image files sent with the prompt (docs/run.md#images).
+	Images            []string `json:"images,omitempty"`
+	Dir               string   `json:"dir,omitempty"`
+	Agent             string   `json:"agent,omitempty"`
+	AgentProfile      string   `json:"agent_profile,omitempty"`
+	Label             string   `json:"label,omitempty"`
+	Model             string   `json:"model,omitempty"`
+	Thinking          string   `json:"thinking,omitempty"`
+	ServerURL         string   `json:"server_url,omitempty"`
+	Backend           string   `json:"backend,omitempty"`
+	OnEvent           string   `json:"on_event,omitempty"`
+	SentinelFile      string   `json:"sentinel_file,omitempty"`
+	PermissionHandler string   `json:"permission_handler,omitempty"`
+	AutoApprove       *bool    `json:"auto_approve,omitempty"`
 	// Timeout is the runtime's wall clock per run: a JSON number of seconds
 	// or a Go duration string (docs/control-protocol.md#spawn).
 	Timeout     json.RawMessage `json:"timeout,omitempty"`
@@ -98,7 +100,7 @@ func (p SpawnParams) hash() string {
 
 // request is what the spawn asks to run.
 func (p SpawnParams) request() hostrun.SpawnRequest {
-	return hostrun.SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Dir: p.Dir, Settings: p.configKeys(),
+	return hostrun.SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Images: p.Images, Dir: p.Dir, Settings: p.configKeys(),
 		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
 }
 
