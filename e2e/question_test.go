@@ -3,10 +3,15 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,9 +33,10 @@ func askThenText(tool string, args map[string]any) fakellm.Script {
 	}
 }
 
-// answerOverSocket waits for the run's question.request, checks its
-// prompt, and answers it through the control socket at sock.
-func answerOverSocket(t *testing.T, run *avenorRun, sock string, wantQuestion string, answers [][]string) event {
+// answerQuestion waits for the run's question.request, checks its
+// prompt, and answers it through door: "control" (the control socket at
+// sock) or "board" (avenor board over that socket, its HTTP API).
+func answerQuestion(t *testing.T, w *world, run *avenorRun, sock, door string, wantQuestion string, answers [][]string) event {
 	t.Helper()
 	var q []event
 	if !waitFor(2*time.Minute, func() bool {
@@ -45,6 +51,10 @@ func answerOverSocket(t *testing.T, run *avenorRun, sock string, wantQuestion st
 	if !strings.Contains(string(b), wantQuestion) {
 		t.Errorf("question.request prompts %s, want one asking %q", b, wantQuestion)
 	}
+	if door == "board" {
+		answerOnBoard(t, w, sock, q[0].str("request_id"), answers)
+		return q[0]
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := client.Dial(ctx, sock)
@@ -58,12 +68,55 @@ func answerOverSocket(t *testing.T, run *avenorRun, sock string, wantQuestion st
 	return q[0]
 }
 
+// answerOnBoard starts avenor board on sock with mutations allowed and
+// answers the question there, as a person on the page would.
+func answerOnBoard(t *testing.T, w *world, sock, requestID string, answers [][]string) {
+	t.Helper()
+	const token = "e2e-board-token"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.avenor, "board", "--no-open", "--allow-mutations", "--socket", sock, "--token", token)
+	cmd.Env = w.env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "avenor board: serving ")
+	if err != nil || !ok {
+		t.Fatalf("avenor board said %q: %v", line, err)
+	}
+	base, _, _ := strings.Cut(url, "/board/")
+	body, _ := json.Marshal(map[string]any{"socket": sock, "request_id": requestID, "answers": answers})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/answer-question", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST /api/answer-question: %d %s", resp.StatusCode, b)
+	}
+}
+
 // TestCodexQuestion: the model calls Codex's request_user_input tool; the
 // codex-app-server backend relays it as question.request, the answer given
-// over the control socket reaches the model as the tool's result, and the
+// over the control socket or on the board reaches the model as the tool's result, and the
 // turn ends normally.
 func TestCodexQuestion(t *testing.T) {
 	codex.bin = func() string { return codexBin(t) }
+	for _, door := range []string{"control", "board"} {
+		t.Run(door, func(t *testing.T) { testCodexQuestion(t, door) })
+	}
+}
+
+func testCodexQuestion(t *testing.T, door string) {
 	w := newWorld(t, codex, fakellm.Config{Script: askThenText("request_user_input", map[string]any{
 		"questions": []any{map[string]any{
 			"id": "colour", "header": "Colour", "question": "Which colour should the button be?",
@@ -88,11 +141,11 @@ func TestCodexQuestion(t *testing.T) {
 			t.Logf("codex told the model: %q", main[len(main)-1].LastMessage().ToolResults[0].Output)
 		}
 	})
-	answerOverSocket(t, run, sock, "Which colour should the button be?", [][]string{{"Red"}})
+	answerQuestion(t, w, run, sock, door, "Which colour should the button be?", [][]string{{"Red"}})
 	res, evs, s := run.finish()
 	checkDone(t, "run", res, evs, s)
 	resp := only(evs, "question.response")
-	if len(resp) != 1 || resp[0]["answered"] != true || resp[0].str("source") != "control" {
+	if len(resp) != 1 || resp[0]["answered"] != true || resp[0].str("source") != door {
 		t.Errorf("question.response %v", resp)
 	}
 	main := w.llm.MainRequests()
@@ -109,9 +162,15 @@ func TestCodexQuestion(t *testing.T) {
 // TestClaudeQuestion: the model calls Claude Code's AskUserQuestion; the
 // claude-stream backend relays the CLI's can_use_tool for it as
 // question.request (not a permission), the answer given over the control
-// socket goes back as the tool's answers, and the model sees it.
+// socket or on the board goes back as the tool's answers, and the model sees it.
 func TestClaudeQuestion(t *testing.T) {
 	installClaude(t)
+	for _, door := range []string{"control", "board"} {
+		t.Run(door, func(t *testing.T) { testClaudeQuestion(t, door) })
+	}
+}
+
+func testClaudeQuestion(t *testing.T, door string) {
 	w := newWorld(t, claudeStream, fakellm.Config{Script: askThenText("AskUserQuestion", map[string]any{
 		"questions": []any{map[string]any{
 			"question": "Which colour should the button be?", "header": "Colour", "multiSelect": false,
@@ -128,14 +187,14 @@ func TestClaudeQuestion(t *testing.T) {
 			t.Logf("claude told the model: %q", main[len(main)-1].LastMessage().ToolResults[0].Output)
 		}
 	})
-	answerOverSocket(t, run, sock, "Which colour should the button be?", [][]string{{"Red"}})
+	answerQuestion(t, w, run, sock, door, "Which colour should the button be?", [][]string{{"Red"}})
 	res, evs, s := run.finish()
 	checkDone(t, "run", res, evs, s)
 	if perms := only(evs, "permission.request"); len(perms) != 0 {
 		t.Errorf("AskUserQuestion was also a permission request: %v", perms)
 	}
 	resp := only(evs, "question.response")
-	if len(resp) != 1 || resp[0]["answered"] != true {
+	if len(resp) != 1 || resp[0]["answered"] != true || resp[0].str("source") != door {
 		t.Errorf("question.response %v", resp)
 	}
 	main := w.llm.MainRequests()
