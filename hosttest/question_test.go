@@ -244,3 +244,43 @@ func TestQuestionAnsweredOnTheBoard(t *testing.T) {
 		t.Errorf("question.response %v", resp)
 	}
 }
+
+// TestQuestionAnsweredWithAvenorControl: `avenor control answer-question`
+// answers with a JSON array of answers, or one plain-text answer; JSON that
+// does not parse is refused before it is sent.
+func TestQuestionAnsweredWithAvenorControl(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
+	p := w.start(nil, "--backend", "scripted", "--control-socket", sock, "--on-event", evPath,
+		"--prompt", "child 30\n"+`question "Name it"`+"\n"+`question "Pick" options=a|b multi=true`+"\nsay \" done\"")
+	answer := func(want string, args ...string) {
+		t.Helper()
+		var q event
+		if !waitFor(15*time.Second, func() bool {
+			for _, ev := range only(readEventsQuiet(evPath), "question.request") {
+				if strings.Contains(fmt.Sprint(ev["prompts"]), want) {
+					q = ev
+				}
+			}
+			return q != nil
+		}) {
+			t.Fatalf("no question asking %q", want)
+		}
+		res := w.run(append([]string{"control", "--socket", sock, "answer-question", q.str("request_id")}, args...)...)
+		if res.code != 0 || !strings.Contains(res.stdout, "question answered") {
+			t.Fatalf("avenor control answer-question: %v", res)
+		}
+	}
+	if res := w.run("control", "--socket", sock, "answer-question", "x", "[not json"); res.code == 0 || !strings.Contains(res.stderr, "starts with [ but is not JSON") {
+		t.Errorf("bad JSON answers: %v", res)
+	}
+	answer("Name it", "Fido")
+	answer("Pick", `[["a","b"]]`)
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	if end := lastSessionEnd(t, readEvents(t, evPath)); end.str("final_output") != `answer [["Fido"]]answer [["a","b"]] done` {
+		t.Errorf("the runtime heard %q", end.str("final_output"))
+	}
+}
