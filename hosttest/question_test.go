@@ -284,3 +284,31 @@ func TestQuestionAnsweredWithAvenorControl(t *testing.T) {
 		t.Errorf("the runtime heard %q", end.str("final_output"))
 	}
 }
+
+// TestQuestionInATeam: a member of a team run (whose members' permission
+// waits are serialised) asks a question; it is announced and answered over
+// the control socket as in a one-shot run.
+func TestQuestionInATeam(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
+	cfg := w.writeConfig("team.json", map[string]any{"team": []phase{
+		{"name": "ask", "prompt": "child 30\n" + `question "Go on?" options=yes|no`},
+		{"name": "other", "prompt": "say other"}}})
+	// With a sentinel (a permission file base) the members' waits are serialised.
+	p := w.start(nil, "--backend", "scripted", "--team-file", cfg, "--dir", w.work, "--control-socket", sock, "--on-event", evPath, "--sentinel-file", w.path("run.done"))
+	q := waitQuestion(t, evPath)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialControl(t, ctx, sock)
+	if err := c.AnswerQuestion(ctx, "", q.str("request_id"), [][]string{{"yes"}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	resp := only(readEvents(t, evPath), "question.response")
+	if len(resp) != 1 || resp[0]["answered"] != true || resp[0].str("source") != "control" {
+		t.Errorf("question.response %v", resp)
+	}
+}
