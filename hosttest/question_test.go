@@ -62,6 +62,9 @@ func TestQuestionAnsweredOverControlSocket(t *testing.T) {
 	if ms, _ := q.num("timeout_ms"); ms != float64(10*time.Minute/time.Millisecond) {
 		t.Errorf("timeout_ms %v, want the 10 min default", q["timeout_ms"])
 	}
+	if st, err := c.Status(ctx); err != nil || st.Phase != "waiting" {
+		t.Errorf("status while the question waits: phase %q, %v; want waiting", st.Phase, err)
+	}
 
 	err := c.AnswerQuestion(ctx, "", "nope", [][]string{{"red"}, {"x"}})
 	if rpc := rpcErr(t, err); rpc.Code != client.CodeServerError || !strings.Contains(rpc.Message, `no question "nope" is waiting`) {
@@ -82,6 +85,11 @@ func TestQuestionAnsweredOverControlSocket(t *testing.T) {
 		t.Fatalf("run: %v", res)
 	}
 	evs := readEvents(t, evPath)
+	for i, ev := range evs {
+		if ev.name() == "question.request" && (i == 0 || evs[i-1].name() != "agent.status" || evs[i-1].str("phase") != "waiting" || evs[i-1].str("label") != "Which colours?") {
+			t.Errorf("question.request not preceded by agent.status waiting with its question: %v", evs[max(i-1, 0)])
+		}
+	}
 	resp := only(evs, "question.response")
 	if len(resp) != 1 || resp[0].str("source") != "control" || resp[0]["answered"] != true ||
 		!reflect.DeepEqual(resp[0]["answers"], []any{[]any{"red", "blue"}, []any{"they are calm"}}) {
