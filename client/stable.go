@@ -71,7 +71,10 @@ type SpawnParams struct {
 	// to false sends auto_approve:false, which overrides a config saying
 	// true (client.Bool(false)).
 	AutoApprove *bool `json:"auto_approve,omitempty"`
-	Timeout     any   `json:"timeout,omitempty"`
+	// Questions relays the runtime's own questions (question.request); nil
+	// leaves the supervisor's config to decide.
+	Questions *bool `json:"questions,omitempty"`
+	Timeout   any   `json:"timeout,omitempty"`
 	// MaxRetries nil leaves the supervisor's config to decide; a pointer
 	// to 0 sends max_retries:0, which overrides a config that sets retries
 	// (client.Int(0)).

@@ -135,7 +135,7 @@ func testCodexQuestion(t *testing.T, door string) {
 	}
 	w.writeFile(cfg, string(b)+"[features]\ndefault_mode_request_user_input = true\n")
 	sock := filepath.Join(w.tmp, "q.sock")
-	run := w.startAvenor("run", "--prompt", "Ask me which colour the button should be.", "--control-socket", sock)
+	run := w.startAvenor("run", "--prompt", "Ask me which colour the button should be.", "--control-socket", sock, "--questions")
 	t.Cleanup(func() {
 		if main := w.llm.MainRequests(); t.Failed() && len(main) > 1 && main[len(main)-1].AfterToolResult() {
 			t.Logf("codex told the model: %q", main[len(main)-1].LastMessage().ToolResults[0].Output)
@@ -181,7 +181,7 @@ func testClaudeQuestion(t *testing.T, door string) {
 		}},
 	})})
 	sock := filepath.Join(w.tmp, "q.sock")
-	run := w.startAvenor("run", "--prompt", "Ask me which colour the button should be.", "--control-socket", sock)
+	run := w.startAvenor("run", "--prompt", "Ask me which colour the button should be.", "--control-socket", sock, "--questions")
 	t.Cleanup(func() {
 		if main := w.llm.MainRequests(); t.Failed() && len(main) > 1 && main[len(main)-1].AfterToolResult() {
 			t.Logf("claude told the model: %q", main[len(main)-1].LastMessage().ToolResults[0].Output)

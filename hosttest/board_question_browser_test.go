@@ -16,6 +16,7 @@ import (
 // answers it (question.response source board) and the card goes.
 func TestBrowserBoardQuestion(t *testing.T) {
 	w := newWorld(t)
+	w.env = append(w.env, "AVENOR_QUESTIONS=true") // the supervisor's config: its runtimes hear questions
 	f := w.startBoardFleet("asks", `question "Which colours?" options=red|blue|green multi=true and="Why?"`+"\nsay \" done\"")
 	b := w.startBoardProc("tok-question", "--allow-mutations")
 	page := tab(t, newBrowser(t), b.url+"?token="+b.token)

@@ -50,7 +50,7 @@ func TestQuestionAnsweredOverControlSocket(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
-	p := w.start(nil, "--backend", "scripted", "--run-id", "q1", "--control-socket", sock, "--on-event", evPath, "--prompt", askScript)
+	p := w.start(nil, "--backend", "scripted", "--questions", "--run-id", "q1", "--control-socket", sock, "--on-event", evPath, "--prompt", askScript)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := dialControl(t, ctx, sock)
@@ -108,7 +108,7 @@ func TestQuestionWithNobodyToAnswerGoesOn(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
-	p := w.start([]string{"AVENOR_QUESTION_TIMEOUT=700ms"}, "--backend", "scripted", "--control-socket", sock, "--on-event", evPath,
+	p := w.start([]string{"AVENOR_QUESTION_TIMEOUT=700ms"}, "--backend", "scripted", "--questions", "--control-socket", sock, "--on-event", evPath,
 		"--prompt", "child 30\n"+`question "Proceed?" options=yes|no`+"\nsleep 2s\nsay \" done\"")
 	var resp []event
 	if !waitFor(15*time.Second, func() bool {
@@ -152,7 +152,7 @@ func TestQuestionAnsweredThroughFiles(t *testing.T) {
 	w := newWorld(t)
 	evPath, sent := w.path("events.ndjson"), w.path("run.done")
 	base := w.path("run.perm")
-	p := w.start(nil, "--backend", "scripted", "--on-event", evPath, "--sentinel-file", sent, "--prompt", askScript)
+	p := w.start(nil, "--backend", "scripted", "--questions", "--on-event", evPath, "--sentinel-file", sent, "--prompt", askScript)
 	q := waitQuestion(t, evPath)
 	id := q.str("request_id")
 	if q.str("resolver") != "file" {
@@ -194,6 +194,7 @@ func TestQuestionAnsweredThroughFiles(t *testing.T) {
 // (question.response source mcp).
 func TestQuestionAnsweredThroughMCP(t *testing.T) {
 	w, sock := mcpWorld(t)
+	w.env = append(w.env, "AVENOR_QUESTIONS=true") // the supervisor's config: its runtimes hear questions
 	m := startMCP(t, w, sock)
 	sp := m.call("avenor_spawn", map[string]any{"repo_dir": w.work, "backend": "scripted", "prompt": "child 30\n" + `question "Pick one" options=a|b` + "\nsay \" done\""})
 	runID, _ := sp["run_id"].(string)
@@ -230,6 +231,7 @@ func TestQuestionAnsweredThroughMCP(t *testing.T) {
 func TestQuestionAnsweredOnTheBoard(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
+	w.env = append(w.env, "AVENOR_QUESTIONS=true") // the supervisor's config: its runtimes hear questions
 	f := w.startBoardFleet("asks", `question "Ship it?" options=yes|no`+"\nsay \" shipped\"")
 	b := w.startBoardProc("tok-ask", "--allow-mutations")
 	q := waitEvent(t, f.events[0], 15*time.Second, "the question", func(ev event) bool { return ev.name() == "question.request" })
@@ -260,7 +262,7 @@ func TestQuestionAnsweredWithAvenorControl(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
-	p := w.start(nil, "--backend", "scripted", "--control-socket", sock, "--on-event", evPath,
+	p := w.start(nil, "--backend", "scripted", "--questions", "--control-socket", sock, "--on-event", evPath,
 		"--prompt", "child 30\n"+`question "Name it"`+"\n"+`question "Pick" options=a|b multi=true`+"\nsay \" done\"")
 	answer := func(want string, args ...string) {
 		t.Helper()
@@ -304,7 +306,7 @@ func TestQuestionInATeam(t *testing.T) {
 		{"name": "ask", "prompt": "child 30\n" + `question "Go on?" options=yes|no`},
 		{"name": "other", "prompt": "say other"}}})
 	// With a sentinel (a permission file base) the members' waits are serialised.
-	p := w.start(nil, "--backend", "scripted", "--team-file", cfg, "--dir", w.work, "--control-socket", sock, "--on-event", evPath, "--sentinel-file", w.path("run.done"))
+	p := w.start(nil, "--backend", "scripted", "--questions", "--team-file", cfg, "--dir", w.work, "--control-socket", sock, "--on-event", evPath, "--sentinel-file", w.path("run.done"))
 	q := waitQuestion(t, evPath)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -318,5 +320,25 @@ func TestQuestionInATeam(t *testing.T) {
 	resp := only(readEvents(t, evPath), "question.response")
 	if len(resp) != 1 || resp[0]["answered"] != true || resp[0].str("source") != "control" {
 		t.Errorf("question.response %v", resp)
+	}
+}
+
+// TestQuestionNeedsTheFlag: without --questions (or the questions config
+// key) a run never sees a question.request: the runtime's question gets its
+// old handling (the scripted backend hears no answer, asking nothing).
+func TestQuestionNeedsTheFlag(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	evPath := w.path("events.ndjson")
+	res := w.run("--backend", "scripted", "--on-event", evPath, "--prompt", `question "Proceed?" options=yes|no`+"\nsay \" done\"")
+	if res.code != 0 || strings.Contains(res.stderr, "asks a question") {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	if q := only(evs, "question.request"); len(q) != 0 {
+		t.Errorf("question.request in a run that did not ask for questions: %v", q)
+	}
+	if end := lastSessionEnd(t, evs); end.str("final_output") != "no answer done" {
+		t.Errorf("final output %q", end.str("final_output"))
 	}
 }

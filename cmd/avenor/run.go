@@ -54,6 +54,7 @@ func newRunCmd(env Env) *cobra.Command {
 	fl.Duration("progress-timeout", 0, "end the turn after this long without an event (0: none); exit 124")
 	fl.Int("max-retries", 0, "extra attempts after an attempt that exits 1, resuming its session")
 	fl.BoolVar(&f.AutoApprove, "auto-approve", false, "approve ordinary permission requests once: their allow_once option, else their first allow option")
+	fl.Bool("questions", false, "hear the runtime's own questions (question.request; answer with avenor control answer-question, avenor answer --question, the board or avenor mcp) on backends that relay them")
 	fl.StringVar(&f.OnPermission, "on-permission", permission.UnansweredWait, "a permission request nobody is set up to answer: wait (say so on stderr and wait), deny (answer its reject option) or fail (end the run, exit 1)")
 	fl.String("permission-mode", "", "what turns may do without asking: default (ask for edits and commands), accept-edits, plan (read-only) or full-access; refused where the backend cannot honour it")
 	fl.String("append-system-prompt", "", "standing instructions appended to the system prompt: TEXT, or @FILE (UTF-8)")

@@ -142,7 +142,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Model: settings.Model, Agent: settings.Agent, Thinking: settings.Thinking,
 		Resume: req.Resume, ServerURL: settings.ServerURL, RunID: req.RunID, Label: settings.Label,
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
-		AutoApprove: settings.AutoApprove, SentinelPath: req.SentinelFile, PermBase: permBase,
+		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
 	}
 	backend.Apply(&o)

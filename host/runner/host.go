@@ -35,6 +35,16 @@ type sessionHost struct {
 	proc      sdk.ProcessInfo
 	onProcess func(sdk.ProcessInfo) // the status snapshot's pid
 	onError   func(msg string)      // a plugin's avenor.error, for stderr
+	// questions: the session was opened to hear its runtime's questions
+	// (Options.Questions); without it a question is never announced.
+	questions bool
+}
+
+// setQuestions records whether the session hears questions.
+func (h *sessionHost) setQuestions(on bool) {
+	h.mu.Lock()
+	h.questions = on
+	h.mu.Unlock()
 }
 
 // eventSink is where a session's events are stamped and written: the
@@ -210,8 +220,9 @@ func (h *sessionHost) AskQuestion(ctx context.Context, req sdk.QuestionRequest) 
 func (h *sessionHost) RecordQuestion(ctx context.Context, req sdk.QuestionRequest) func(context.Context) (sdk.QuestionAnswer, error) {
 	h.mu.Lock()
 	q, ok := h.permissions.(Questions)
+	on := h.questions
 	h.mu.Unlock()
-	if !ok {
+	if !ok || !on { // a run that did not ask for questions never sees one
 		return func(context.Context) (sdk.QuestionAnswer, error) { return sdk.QuestionAnswer{}, nil }
 	}
 	return q.RecordQuestion(ctx, req, h.emit)

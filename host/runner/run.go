@@ -511,12 +511,13 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		}
 
 		h.permissions = r.permissions(sessID)
+		h.setQuestions(o.Questions)
 		var err error
 		sess, err = l.Backend.Open(ctx, sdk.OpenRequest{
 			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 			StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-			PermissionMode: o.PermissionMode, Launch: o.LaunchContext,
+			PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Questions: o.Questions,
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -31,6 +31,8 @@ type SpawnParams struct {
 	SentinelFile      string   `json:"sentinel_file,omitempty"`
 	PermissionHandler string   `json:"permission_handler,omitempty"`
 	AutoApprove       *bool    `json:"auto_approve,omitempty"`
+	// Questions: the runtime's own questions are relayed (docs/events.md#questionrequest).
+	Questions *bool `json:"questions,omitempty"`
 	// Timeout is the runtime's wall clock per run: a JSON number of seconds
 	// or a Go duration string (docs/control-protocol.md#spawn).
 	Timeout     json.RawMessage `json:"timeout,omitempty"`
@@ -128,6 +130,9 @@ func (p SpawnParams) configKeys() map[string]any {
 	}
 	if p.AutoApprove != nil {
 		out["auto_approve"] = *p.AutoApprove
+	}
+	if p.Questions != nil {
+		out["questions"] = *p.Questions
 	}
 	return out
 }

@@ -33,7 +33,8 @@ type QuestionAnswer struct {
 }
 
 // QuestionAsker is an optional Host extension that hosts speaking protocol
-// 1.x with questions implement: AskQuestion raises req, in event order, and
+// 1.x with questions implement. A backend asks only in a session opened
+// with OpenRequest.Questions: AskQuestion raises req, in event order, and
 // blocks until it is answered, the host gives up (an answer with Answered
 // false), or ctx is done. A backend declares CapQuestions only when it uses
 // it, and must treat a Host without it as "no answer".

@@ -124,6 +124,10 @@ type OpenRequest struct {
 	// servers; zero asks for nothing. A backend refuses a field it does
 	// not declare (CheckLaunch).
 	Launch LaunchContext
+	// Questions: the run hears the runtime's own questions (CapQuestions,
+	// QuestionAsker). False keeps what the runtime asks handled as it was
+	// before questions existed (a permission, a refusal…).
+	Questions bool
 }
 
 // Turn is one prompt.

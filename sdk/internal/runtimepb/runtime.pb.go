@@ -634,7 +634,11 @@ type Open struct {
 	PermissionMode string `protobuf:"bytes,13,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
 	// Standing instructions, tool list and MCP servers; absent asks for
 	// nothing. A plugin refuses a field its backend does not declare.
-	Launch        *LaunchContext `protobuf:"bytes,14,opt,name=launch,proto3" json:"launch,omitempty"`
+	Launch *LaunchContext `protobuf:"bytes,14,opt,name=launch,proto3" json:"launch,omitempty"`
+	// The host hears the runtime's own questions (QuestionRequest): set only
+	// when the run asked for them (--questions). Unset, a backend handles
+	// what its runtime asks exactly as it did before questions existed.
+	Questions     bool `protobuf:"varint,15,opt,name=questions,proto3" json:"questions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -765,6 +769,13 @@ func (x *Open) GetLaunch() *LaunchContext {
 		return x.Launch
 	}
 	return nil
+}
+
+func (x *Open) GetQuestions() bool {
+	if x != nil {
+		return x.Questions
+	}
+	return false
 }
 
 type LaunchContext struct {
@@ -2476,7 +2487,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x03msg\")\n" +
 	"\bReattach\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x8e\x04\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xac\x04\n" +
 	"\x04Open\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -2493,7 +2504,8 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06run_id\x18\v \x01(\tR\x05runId\x12!\n" +
 	"\fdir_explicit\x18\f \x01(\bR\vdirExplicit\x12'\n" +
 	"\x0fpermission_mode\x18\r \x01(\tR\x0epermissionMode\x128\n" +
-	"\x06launch\x18\x0e \x01(\v2 .avenor.runtime.v1.LaunchContextR\x06launch\x1a6\n" +
+	"\x06launch\x18\x0e \x01(\v2 .avenor.runtime.v1.LaunchContextR\x06launch\x12\x1c\n" +
+	"\tquestions\x18\x0f \x01(\bR\tquestions\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc2\x01\n" +

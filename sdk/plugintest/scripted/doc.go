@@ -39,7 +39,9 @@
 //	                              permission): one prompt with its options,
 //	                              and with and= a second free-text prompt.
 //	                              Then says "answer <JSON of the answers>",
-//	                              or "no answer" when the host gave up
+//	                              or "no answer" when the host gave up or
+//	                              the session was not opened with questions
+//	                              (then nothing is asked)
 //	images                        says "image <media type> <n> bytes" for each
 //	                              image that came with the prompt (read from
 //	                              its file), then "<n> images"

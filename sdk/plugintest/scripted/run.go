@@ -171,6 +171,10 @@ func (r *run) permission(st Step) (runtime.TurnResult, error) {
 // answers>", or "no answer". A cancelled turn ends cancelled.
 func (r *run) question(st Step) (runtime.TurnResult, error) {
 	s := r.s
+	if !s.questions {
+		s.say("no answer")
+		return runtime.TurnResult{}, nil
+	}
 	a, err := runtime.AskQuestion(r.ctx, s.host, runtime.QuestionRequest{
 		ID: s.nextID("question"), Prompts: st.Prompts, Fields: map[string]any{"session_id": s.id},
 	})

@@ -138,11 +138,15 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if pidFile == "" {
 		pidFile = os.Getenv(PIDFileEnv)
 	}
-	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, store: st, host: host,
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, store: st, host: host, questions: req.Questions,
 		Runner: turn.New(turn.Config{Backend: Name})}, nil
 }
 
 type session struct {
+	// questions: the session was opened to ask the host questions
+	// (OpenRequest.Questions); without it question says "no answer"
+	// without asking, as a runtime whose questions nobody hears.
+	questions    bool
 	id           string
 	dir          string
 	env          map[string]string

@@ -125,7 +125,7 @@ func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		return nil, err
 	}
 	args = append(args, launch...)
-	cfg := streamConfig{Backend: StreamName, Binary: bin, Version: version, Env: env, Dir: req.Dir,
+	cfg := streamConfig{Backend: StreamName, Binary: bin, Version: version, Env: env, Dir: req.Dir, Questions: req.Questions,
 		InstallHint: installHint, StopGrace: b.stopGrace, CancelWait: b.cancelWait}
 	if id := strings.TrimSpace(req.ResumeSessionID); id != "" {
 		if !uuidRE.MatchString(id) {

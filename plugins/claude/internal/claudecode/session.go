@@ -22,6 +22,9 @@ import (
 
 // streamConfig is how to launch one `claude -p` stream-json process.
 type streamConfig struct {
+	// Questions: AskUserQuestion goes to the host as a question; false
+	// keeps it a permission request, as before.
+	Questions bool
 	Backend   string   // for messages
 	Binary    string   // resolved CLI name or path
 	Version   string   // what `--version` said, e.g. "2.1.332"
@@ -381,7 +384,7 @@ func (s *streamSession) controlRequest(f frame, line []byte) {
 			"subtype": "error", "request_id": f.RequestID, "error": "avenor does not serve " + req.Subtype}})
 		return
 	}
-	if req.ToolName == askUserQuestionTool {
+	if req.ToolName == askUserQuestionTool && s.cfg.Questions {
 		s.question(f.RequestID, req)
 		return
 	}

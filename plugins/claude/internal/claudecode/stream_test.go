@@ -476,7 +476,9 @@ func TestAskUserQuestion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeEnv(t)
 			h := &questionHost{answer: tc.answer}
-			s, err := testBackend().Open(context.Background(), f.request(""), h)
+			req := f.request("")
+			req.Questions = true
+			s, err := testBackend().Open(context.Background(), req, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -528,5 +530,26 @@ func TestImagesAsBlocks(t *testing.T) {
 	if _, err := s.Prompt(ctx, runtime.Turn{ID: "t2", Text: "look", Images: []runtime.Image{{Path: png, MediaType: "image/jpeg"}}}); err == nil ||
 		!strings.Contains(err.Error(), "no longer the image/jpeg") {
 		t.Errorf("a changed image: %v", err)
+	}
+}
+
+// Without OpenRequest.Questions, AskUserQuestion stays a permission request,
+// as before questions existed.
+func TestAskUserQuestionIsAPermissionWithoutQuestions(t *testing.T) {
+	f := newFakeEnv(t)
+	h := &questionHost{testHost: testHost{decide: choose(runtime.KindAllowOnce)}}
+	s, err := testBackend().Open(context.Background(), f.request(""), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if _, err := prompt(t, s, "scenario:question"); err != nil {
+		t.Fatal(err)
+	}
+	h.qmu.Lock()
+	asked := len(h.asked)
+	h.qmu.Unlock()
+	if asked != 0 || len(h.perms) != 1 || h.perms[0].Tool != "AskUserQuestion" {
+		t.Errorf("questions %d, permissions %+v: want AskUserQuestion as one permission request", asked, h.perms)
 	}
 }

@@ -118,7 +118,9 @@ func (s *Session) HandleRequest(ctx context.Context, method string, params json.
 	case methodCommandApproval, methodFileChangeApproval, methodPermissionsApproval:
 		return s.approval(ctx, method, jsonrpc.IDString(jsonrpc.RequestID(ctx)), params)
 	case methodUserInput:
-		return s.userInput(ctx, jsonrpc.IDString(jsonrpc.RequestID(ctx)), params)
+		if s.cfg.Questions {
+			return s.userInput(ctx, jsonrpc.IDString(jsonrpc.RequestID(ctx)), params)
+		}
 	}
 	s.passNative(method, params)
 	return nil, jsonrpc.MethodNotFound(method)

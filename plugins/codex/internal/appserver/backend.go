@@ -117,7 +117,7 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 	}
 	cfg := Config{
 		Binary: binary(req.Options, req.Env), Dir: req.Dir, Env: agentproc.Environ(req.Env, nil),
-		Model: req.Model, ResumeThreadID: req.ResumeSessionID,
+		Model: req.Model, ResumeThreadID: req.ResumeSessionID, Questions: req.Questions,
 	}
 	if req.Thinking != "" {
 		ok := false

@@ -41,6 +41,9 @@ const (
 // Config is one session's setup. Binary, Dir are required; zero durations
 // mean the defaults above.
 type Config struct {
+	// Questions: the host hears Codex's request_user_input as questions;
+	// false refuses them as before (-32601).
+	Questions      bool
 	Binary         string   // codex CLI, looked up in PATH
 	Dir            string   // thread cwd and the process's working directory
 	Env            []string // the app-server's full environment

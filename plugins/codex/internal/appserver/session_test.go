@@ -532,6 +532,7 @@ func TestQuestion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := fakeRequest(t, "auto")
+			req.Questions = true
 			h := &questionHost{answer: func(runtime.QuestionRequest) runtime.QuestionAnswer { return tc.answer }}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -575,5 +576,25 @@ func TestImagesGoAsLocalImages(t *testing.T) {
 	want := `"input":[{"type":"text","text":"look"},{"type":"localImage","path":"/shots/a.png"},{"type":"localImage","path":"/shots/b.jpg"}]`
 	if !strings.Contains(string(sent), want) {
 		t.Errorf("turn/start lacks %s:\n%s", want, sent)
+	}
+}
+
+// Without OpenRequest.Questions, request_user_input is refused as before
+// (-32601) and the host is asked nothing.
+func TestQuestionNotAskedWithoutQuestions(t *testing.T) {
+	req, _ := fakeRequest(t, "auto")
+	h := &questionHost{answer: func(runtime.QuestionRequest) runtime.QuestionAnswer { return runtime.QuestionAnswer{Answered: true} }}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sess, err := New().Open(ctx, req, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	prompt(t, sess, "Ask me which colour.")
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	if len(h.asked) != 0 {
+		t.Errorf("the host was asked %+v", h.asked)
 	}
 }
