@@ -178,7 +178,6 @@ func TestMCPOfficialSDK(t *testing.T) {
 
 	t.Run("stdio", func(t *testing.T) {
 		w, sock := mcpWorld(t)
-		w.env = append(w.env, "AVENOR_QUESTIONS=true") // check.mjs answers a question
 		tools := runCheck(t, node, dir, env(w), "stdio", bins.avenor, sock, w.work)
 		t.Logf("the SDK client's tool list over stdio:\n  %s", strings.Join(tools, "\n  "))
 		if len(tools) != len(mcpReference) {
@@ -188,7 +187,6 @@ func TestMCPOfficialSDK(t *testing.T) {
 
 	t.Run("http", func(t *testing.T) {
 		w, sock := mcpWorld(t)
-		w.env = append(w.env, "AVENOR_QUESTIONS=true") // check.mjs answers a question
 		const token = "sdk-check-token"
 		base, _ := startMCPHTTP(t, w, sock, token)
 		tools := runCheck(t, node, dir, env(w, "MCP_AUTH_TOKEN="+token), "http", base, "-", w.work)

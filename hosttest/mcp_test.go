@@ -32,7 +32,7 @@ type mcpTool struct {
 
 var mcpReference = []mcpTool{
 	{"avenor_spawn", []string{"repo_dir", "agent", "prompt", "prompt_file", "label", "timeout", "model", "thinking", "backend",
-		"roster_file", "roster_entry", "server_url", "supervisor_id", "auto_approve"}, []string{"repo_dir"},
+		"roster_file", "roster_entry", "server_url", "supervisor_id", "auto_approve", "questions"}, []string{"repo_dir"},
 		[]string{"run_id", "label", "supervisor_id"}, []string{"runtime_id"}},
 	{"avenor_status", []string{"run_id", "view", "wait_for", "timeout", "supervisor_id"}, nil,
 		[]string{"run_id", "label", "status"}, []string{"runtime_id", "session_id", "stop_reason", "phase", "phase_label", "pending_permission",

@@ -194,9 +194,8 @@ func TestQuestionAnsweredThroughFiles(t *testing.T) {
 // (question.response source mcp).
 func TestQuestionAnsweredThroughMCP(t *testing.T) {
 	w, sock := mcpWorld(t)
-	w.env = append(w.env, "AVENOR_QUESTIONS=true") // the supervisor's config: its runtimes hear questions
 	m := startMCP(t, w, sock)
-	sp := m.call("avenor_spawn", map[string]any{"repo_dir": w.work, "backend": "scripted", "prompt": "child 30\n" + `question "Pick one" options=a|b` + "\nsay \" done\""})
+	sp := m.call("avenor_spawn", map[string]any{"repo_dir": w.work, "backend": "scripted", "questions": true, "prompt": "child 30\n" + `question "Pick one" options=a|b` + "\nsay \" done\""})
 	runID, _ := sp["run_id"].(string)
 	var q map[string]any
 	if !waitFor(20*time.Second, func() bool {

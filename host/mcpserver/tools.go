@@ -45,6 +45,7 @@ type spawnArgs struct {
 	ServerURL    string     `json:"server_url,omitempty" jsonschema:"opencode serve URL for the opencode-http backend"`
 	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path (default: this server's supervisor)"`
 	AutoApprove  bool       `json:"auto_approve,omitempty" jsonschema:"approve every permission request, so the run needs no avenor_answer_permission"`
+	Questions    bool       `json:"questions,omitempty" jsonschema:"hear the agent's own questions (question.request in avenor_events; answer with avenor_answer_question)"`
 }
 
 type spawnResult struct {
@@ -273,7 +274,7 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 	}
 	p := client.SpawnParams{
 		Prompt: a.Prompt, PromptFile: a.PromptFile, Dir: dir, Agent: a.Agent, Model: a.Model, Thinking: a.Thinking,
-		ServerURL: a.ServerURL, Backend: a.Backend, AutoApprove: onlyTrue(a.AutoApprove),
+		ServerURL: a.ServerURL, Backend: a.Backend, AutoApprove: onlyTrue(a.AutoApprove), Questions: onlyTrue(a.Questions),
 		RosterFile: a.RosterFile, RosterEntry: a.RosterEntry,
 	}
 	if a.Timeout != "" {
@@ -303,7 +304,7 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 	}
 	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: dir,
 		Agent: a.Agent, Model: a.Model, Backend: a.Backend, Thinking: a.Thinking, RosterFile: a.RosterFile,
-		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, CreatedAt: time.Now()}
+		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, Questions: a.Questions, CreatedAt: time.Now()}
 	p.Label = rec.Label // none: the label is the run id, known once spawned
 	if err := s.start(ctx, cn, reg, rec, p); err != nil {
 		return nil, none, err
@@ -653,7 +654,8 @@ func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followU
 	// The live entry has the last word on identity (a loop's last phase may
 	// have run another agent than the spawn named).
 	p := client.SpawnParams{Dir: prior.Dir, Prompt: a.Message, Agent: prior.Agent, Model: prior.Model,
-		Backend: prior.Backend, Thinking: prior.Thinking, AgentProfile: prior.AgentProfile, AutoApprove: onlyTrue(prior.AutoApprove)}
+		Backend: prior.Backend, Thinking: prior.Thinking, AgentProfile: prior.AgentProfile, AutoApprove: onlyTrue(prior.AutoApprove),
+		Questions: onlyTrue(prior.Questions)}
 	if prior.SupervisorRunID == "" || prior.SupervisorRunID == cn.runID {
 		if rt, err := cn.c.Runtime(ctx, prior.RuntimeID); err == nil {
 			if session == "" {
@@ -686,7 +688,7 @@ func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followU
 	}
 	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: prior.Dir,
 		Agent: p.Agent, Model: p.Model, Backend: p.Backend, Thinking: p.Thinking, AgentProfile: p.AgentProfile,
-		AutoApprove: prior.AutoApprove, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
+		AutoApprove: prior.AutoApprove, Questions: prior.Questions, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
 	if rec.Label == "" {
 		rec.Label = prior.Label + "-followup"
 	}

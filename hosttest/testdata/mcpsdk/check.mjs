@@ -113,7 +113,7 @@ await tracked("avenor_answer_permission", { run_id: perm.run_id, option_id: "all
 const pdone = await call("avenor_result", { run_id: perm.run_id, timeout: 60 });
 expect("avenor_answer_permission", pdone.status === "done", `after the answer ${JSON.stringify(pdone)}`);
 
-const ask = await call("avenor_spawn", { repo_dir: repo, backend: "scripted", prompt: 'question "Pick one" options=a|b\nsay " done"' });
+const ask = await call("avenor_spawn", { repo_dir: repo, backend: "scripted", questions: true, prompt: 'question "Pick one" options=a|b\nsay " done"' });
 let q;
 for (let i = 0; i < 200 && !q; i++) {
   const qe = await call("avenor_events", { run_id: ask.run_id, types: ["question.request"] });
