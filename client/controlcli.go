@@ -61,8 +61,26 @@ var ControlCommands = []ControlCommand{
 		Params: runtimeArg(1, func(a []string, p map[string]any) { p["text"], p["keep_queue"] = a[0], false })},
 	{Use: "answer-permission <request-id> <option-id> [runtime-id]", Method: "answer_permission", Short: "answer the pending permission request", Done: "permission answered", MinArgs: 2, MaxArgs: 3,
 		Params: runtimeArg(2, func(a []string, p map[string]any) { p["request_id"], p["option_id"] = a[0], a[1] })},
+	{Use: "answer-question <request-id> <answers> [runtime-id]", Method: "answer_question", Short: "answer the runtime's waiting question: answers is a JSON array, one entry per prompt (a string, or an array of strings for a multi choice)", Done: "question answered", MinArgs: 2, MaxArgs: 3,
+		Params: answerQuestionParams},
 	{Use: "shutdown [graceful|kill|immediate]", Method: "shutdown", Short: "stop the supervisor", Done: "shutting down", MaxArgs: 1, Params: shutdownParams},
 	{Use: "tree_budget", Method: "tree_budget", Short: "print the tree budget", Params: noParams},
+}
+
+// answerQuestionParams are answer-question's params: answers a JSON array
+// as given, else one prompt's answer as plain text.
+func answerQuestionParams(args []string) (map[string]any, error) {
+	p, _ := runtimeArg(2, func(a []string, p map[string]any) { p["request_id"] = a[0] })(args)
+	s := args[1]
+	if !strings.HasPrefix(strings.TrimSpace(s), "[") {
+		p["answers"] = []string{s}
+		return p, nil
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf(`answer-question: answers %q starts with [ but is not JSON: give a JSON array such as '["blue", ["a", "b"]]', or one plain-text answer`, s)
+	}
+	p["answers"] = json.RawMessage(s)
+	return p, nil
 }
 
 func noParams([]string) (map[string]any, error) { return nil, nil }

@@ -154,3 +154,19 @@ func (c *Client) AnswerPermissionAs(ctx context.Context, source, requestID, opti
 	}
 	return c.Call(ctx, "answer_permission", p, nil)
 }
+
+// AnswerQuestion answers the runtime's waiting question requestID
+// (answer_question): answers holds one entry per prompt, in order, each
+// the chosen options or one free-text value. source is the front door's
+// hint ("board", "mcp"; "" sends none). The server refuses, with an error
+// that says which, a question never asked, already answered or expired,
+// and answers that do not fit it (CodeInvalidParams).
+func (c *Client) AnswerQuestion(ctx context.Context, source, requestID string, answers [][]string, runtimeID ...string) error {
+	p := target(runtimeID)
+	if source != "" {
+		p["source"] = source
+	}
+	p["request_id"] = requestID
+	p["answers"] = answers
+	return c.Call(ctx, "answer_question", p, nil)
+}

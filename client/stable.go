@@ -55,24 +55,30 @@ type Runtime struct {
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not
 // sent. Timeout is a number of seconds or a Go duration string ("10m").
 type SpawnParams struct {
-	Prompt            string `json:"prompt,omitempty"`
-	PromptFile        string `json:"prompt_file,omitempty"`
-	Dir               string `json:"dir,omitempty"`
-	Agent             string `json:"agent,omitempty"`
-	AgentProfile      string `json:"agent_profile,omitempty"`
-	Label             string `json:"label,omitempty"`
-	Model             string `json:"model,omitempty"`
-	Thinking          string `json:"thinking,omitempty"`
-	ServerURL         string `json:"server_url,omitempty"`
-	Backend           string `json:"backend,omitempty"`
-	OnEvent           string `json:"on_event,omitempty"`
-	SentinelFile      string `json:"sentinel_file,omitempty"`
-	PermissionHandler string `json:"permission_handler,omitempty"`
+	Prompt     string `json:"prompt,omitempty"`
+	PromptFile string `json:"prompt_file,omitempty"`
+	// Images are image files sent with the prompt, to a backend that
+	// takes images (docs/run.md#images).
+	Images            []string `json:"images,omitempty"`
+	Dir               string   `json:"dir,omitempty"`
+	Agent             string   `json:"agent,omitempty"`
+	AgentProfile      string   `json:"agent_profile,omitempty"`
+	Label             string   `json:"label,omitempty"`
+	Model             string   `json:"model,omitempty"`
+	Thinking          string   `json:"thinking,omitempty"`
+	ServerURL         string   `json:"server_url,omitempty"`
+	Backend           string   `json:"backend,omitempty"`
+	OnEvent           string   `json:"on_event,omitempty"`
+	SentinelFile      string   `json:"sentinel_file,omitempty"`
+	PermissionHandler string   `json:"permission_handler,omitempty"`
 	// AutoApprove nil leaves the supervisor's config to decide; a pointer
 	// to false sends auto_approve:false, which overrides a config saying
 	// true (client.Bool(false)).
 	AutoApprove *bool `json:"auto_approve,omitempty"`
-	Timeout     any   `json:"timeout,omitempty"`
+	// Questions relays the runtime's own questions (question.request); nil
+	// leaves the supervisor's config to decide.
+	Questions *bool `json:"questions,omitempty"`
+	Timeout   any   `json:"timeout,omitempty"`
 	// MaxRetries nil leaves the supervisor's config to decide; a pointer
 	// to 0 sends max_retries:0, which overrides a config that sets retries
 	// (client.Int(0)).

@@ -32,7 +32,7 @@ type mcpTool struct {
 
 var mcpReference = []mcpTool{
 	{"avenor_spawn", []string{"repo_dir", "agent", "prompt", "prompt_file", "label", "timeout", "model", "thinking", "backend",
-		"roster_file", "roster_entry", "server_url", "supervisor_id", "auto_approve",
+		"roster_file", "roster_entry", "server_url", "supervisor_id", "auto_approve", "questions",
 		"permission_mode", "append_system_prompt", "allowed_tools", "mcp_config",
 		// The turn watchdog's (docs/unattended.md), additive.
 		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts"}, []string{"repo_dir"},
@@ -54,6 +54,8 @@ var mcpReference = []mcpTool{
 	{"avenor_shutdown", []string{"supervisor_id", "force"}, nil, []string{"ok", "cleaned_up"}, nil},
 	{"avenor_cancel", []string{"run_id", "supervisor_id"}, []string{"run_id"}, []string{"ok", "run_id", "status"}, nil},
 	{"avenor_list_backends", nil, nil, []string{"backends", "count"}, nil},
+	{"avenor_answer_question", []string{"run_id", "request_id", "answers", "supervisor_id"}, []string{"run_id", "request_id", "answers"},
+		[]string{"ok"}, nil},
 }
 
 // mcpServer is one `avenor mcp` process and a go-sdk client session to it.
@@ -294,6 +296,9 @@ func checkUnknownKeys(t *testing.T, cs *mcp.ClientSession) {
 		args := map[string]any{"rosterFile": "x"} // the original's example of a misspelled key
 		for _, r := range tool.required {
 			args[r] = "x"
+		}
+		if _, ok := args["answers"]; ok {
+			args["answers"] = [][]string{{"x"}} // of its type, so only the unknown key is wrong
 		}
 		out, isErr, text := callTool(t, cs, tool.name, args)
 		if !isErr || !strings.Contains(text, "rosterFile") {

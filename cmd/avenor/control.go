@@ -224,6 +224,7 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.SortFlags = false
 	fl.StringVar(&f.P.Prompt, "prompt", "", "inline prompt")
 	fl.StringVar(&f.P.PromptFile, "prompt-file", "", "file holding the prompt")
+	fl.StringArrayVar(&f.P.Images, "image", nil, "an image file sent with the prompt (repeatable; refused by backends without native image input)")
 	fl.StringVar(&f.P.Dir, "dir", "", "working directory of the agent")
 	fl.StringVar(&f.P.Agent, "agent", "", "agent name")
 	fl.StringVar(&f.P.Label, "label", "", "label, stamped as run_label")

@@ -25,6 +25,7 @@ import (
 //	POST /api/cancel    {socket, runtime_id?}
 //	POST /api/prompt    {socket, text, runtime_id?}
 //	POST /api/answer    {socket, request_id, option_id, message?, runtime_id?}
+//	POST /api/answer-question  {socket, request_id, answers, runtime_id?}
 //	GET  /board/        the page; / and /board redirect to it
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -63,6 +64,7 @@ func (s *Server) routes() http.Handler {
 	api("/api/cancel", http.MethodPost, false, s.handleCancel)
 	api("/api/prompt", http.MethodPost, false, s.handlePrompt)
 	api("/api/answer", http.MethodPost, false, s.handleAnswer)
+	api("/api/answer-question", http.MethodPost, false, s.handleAnswerQuestion)
 	mux.Handle("/board/", http.StripPrefix("/board/", pageHandler()))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.URL.Path)
@@ -199,6 +201,8 @@ type mutation struct {
 	RequestID string `json:"request_id"`
 	OptionID  string `json:"option_id"`
 	Message   string `json:"message"`
+	// Answers (answer-question): one answer per prompt of the question.
+	Answers [][]string `json:"answers"`
 }
 
 // readMutation decodes a POST body; false when it wrote the error.
@@ -212,7 +216,7 @@ func readMutation(w http.ResponseWriter, r *http.Request, need ...string) (mutat
 	}
 	var missing []string
 	for _, f := range need {
-		if (f == "text" && m.Text == "") || (f == "request_id" && m.RequestID == "") || (f == "option_id" && m.OptionID == "") {
+		if (f == "text" && m.Text == "") || (f == "request_id" && m.RequestID == "") || (f == "option_id" && m.OptionID == "") || (f == "answers" && m.Answers == nil) {
 			missing = append(missing, f)
 		}
 	}
@@ -257,6 +261,18 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	s.withSocket(w, r, m.Socket, func(ctx context.Context, c *client.Client) (any, error) {
 		return okResult, c.AnswerPermissionAs(ctx, AnswerSource, m.RequestID, m.OptionID, m.Message, m.RuntimeID)
+	})
+}
+
+// handleAnswerQuestion relays an answer to the runtime's question; its
+// question.response says source "board".
+func (s *Server) handleAnswerQuestion(w http.ResponseWriter, r *http.Request) {
+	m, ok := readMutation(w, r, "request_id", "answers")
+	if !ok {
+		return
+	}
+	s.withSocket(w, r, m.Socket, func(ctx context.Context, c *client.Client) (any, error) {
+		return okResult, c.AnswerQuestion(ctx, AnswerSource, m.RequestID, m.Answers, m.RuntimeID)
 	})
 }
 

@@ -59,6 +59,7 @@ var keySpecs = []keySpec{
 	{"max_retries", kindInt, 0, "retries after an attempt exits with code 1"},
 	{"permission_claim_timeout", kindDuration, time.Duration(0), "how long a permission request waits for a control client (Go duration); 0 means no deadline"},
 	{"auto_approve", kindBool, false, "auto-approve ordinary permission requests (not those requiring user input)"},
+	{"questions", kindBool, false, "hear the runtime's own questions (question.request, answered with answer_question) on backends that relay them; false keeps what a runtime asks handled as before"},
 	{"permission_mode", kindString, "", "what turns may do without asking: default|accept-edits|plan|full-access, validated per backend; \"\" keeps the runtime's own behaviour"},
 	{"append_system_prompt", kindString, "", "standing instructions appended to the runtime's system prompt: TEXT, or @FILE (UTF-8)"},
 	{"allowed_tools", kindString, "", "exact comma-separated tool list in the runtime's own names; set to \"\" allows no tool; unset keeps the runtime's defaults"},

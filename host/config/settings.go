@@ -41,6 +41,8 @@ type Settings struct {
 	PermissionClaimTimeout time.Duration `koanf:"permission_claim_timeout"`
 	// AutoApprove approves ordinary permission requests; default false.
 	AutoApprove bool `koanf:"auto_approve"`
+	// Questions relays the runtime's own questions; default false.
+	Questions bool `koanf:"questions"`
 	// PermissionMode is what turns may do without asking; "" (the default)
 	// keeps the runtime's own behaviour. The caller validates it.
 	PermissionMode string `koanf:"permission_mode"`

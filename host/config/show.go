@@ -37,7 +37,7 @@ func Explain(s Settings, prov Provenance, src Sources) []Entry {
 		"backend": s.Backend, "model": s.Model, "agent": s.Agent, "thinking": s.Thinking, "dir": s.Dir,
 		"timeout": s.Timeout, "progress_timeout": s.ProgressTimeout, "max_retries": s.MaxRetries,
 		"tool_timeout": s.ToolTimeout, "watchdog": s.Watchdog, "watchdog_restarts": s.WatchdogRestarts,
-		"permission_claim_timeout": s.PermissionClaimTimeout, "auto_approve": s.AutoApprove,
+		"permission_claim_timeout": s.PermissionClaimTimeout, "auto_approve": s.AutoApprove, "questions": s.Questions,
 		"permission_mode": s.PermissionMode, "append_system_prompt": s.AppendSystemPrompt,
 		"allowed_tools": s.AllowedTools, "mcp_config": s.MCPConfig,
 		"server_url": s.ServerURL, "label": s.Label, "linger": s.Linger,

@@ -2,6 +2,12 @@ package control
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/avenor-go/avenor/host/permission"
 
 	"github.com/avenor-go/avenor/host/event"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
@@ -97,6 +103,68 @@ func RegisterTable(s *Server, sup Supervisor, opts TableOptions) {
 	s.Handle("prompt", Method{Mutating: true, Concurrent: opts.ConcurrentPrompts, Handler: t.prompt})
 	s.Handle("interrupt_and_prompt", Method{Mutating: true, Concurrent: opts.ConcurrentPrompts, Handler: t.interruptAndPrompt})
 	s.Handle("answer_permission", Method{Mutating: true, Handler: t.answerPermission})
+	s.Handle("answer_question", Method{Mutating: true, Handler: t.answerQuestion})
+}
+
+// QuestionTarget is a Target whose runtime's questions can be answered
+// (answer_question). A Target without it answers that the runtime asks
+// no questions.
+type QuestionTarget interface {
+	// AnswerQuestion delivers answers (one per prompt) to the waiting
+	// question requestID; source is one of permission.QuestionAnswerSources
+	// or "". Its errors say what was wrong: no such question, already
+	// answered, expired, or answers that do not fit.
+	AnswerQuestion(source, requestID string, answers [][]string) error
+}
+
+type answerQuestionParams struct {
+	target
+	RequestID string          `json:"request_id"`
+	Answers   json.RawMessage `json:"answers"`
+	Source    string          `json:"source"`
+}
+
+func (tb *table) answerQuestion(_ context.Context, c *Call) (any, error) {
+	var p answerQuestionParams
+	if err := tb.decode(c, &p, &p.target); err != nil {
+		return nil, err
+	}
+	var missing []string
+	if tb.opts.RuntimeIDRequired && p.RuntimeID == "" {
+		missing = append(missing, "runtime_id")
+	}
+	if p.RequestID == "" {
+		missing = append(missing, "request_id")
+	}
+	if len(p.Answers) == 0 {
+		missing = append(missing, "answers")
+	}
+	if len(missing) > 0 {
+		return nil, MissingParams(missing...)
+	}
+	if !permission.ValidQuestionSource(p.Source) {
+		return nil, InvalidParams(fmt.Sprintf("source %q is not one of %s; omit it (control) or name the front door",
+			p.Source, strings.Join(permission.QuestionAnswerSources, ", ")))
+	}
+	answers, err := permission.ParseQuestionAnswers(p.Answers)
+	if err != nil {
+		return nil, InvalidParams(err.Error())
+	}
+	rt, err := tb.sup.Runtime(p.RuntimeID)
+	if err != nil {
+		return nil, err
+	}
+	qt, ok := rt.(QuestionTarget)
+	if !ok {
+		return nil, fmt.Errorf("this runtime asks no questions: no question %q is waiting", p.RequestID)
+	}
+	if err := qt.AnswerQuestion(p.Source, p.RequestID, answers); err != nil {
+		if errors.Is(err, permission.ErrBadQuestionAnswer) {
+			return nil, InvalidParams(err.Error())
+		}
+		return nil, err
+	}
+	return map[string]any{"accepted": true}, nil
 }
 
 type table struct {

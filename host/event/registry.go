@@ -23,6 +23,8 @@ const (
 	TypeTeamStart          = sdk.EventTeamStart
 	TypeTeamEnd            = sdk.EventTeamEnd
 	TypeChildQuestion      = sdk.EventChildQuestion
+	TypeQuestionRequest    = sdk.EventQuestionRequest
+	TypeQuestionResponse   = sdk.EventQuestionResponse
 )
 
 // TypeSupervisorReattached: avenor stable took a runtime's session over
@@ -126,6 +128,18 @@ var HostEventTypes = []EventType{
 		Doc:      "A permission request was decided; source is avenor (auto-approve, --on-permission deny or fail), control, board (answered on avenor board), file, or tty (answered at the run's terminal), or mode (the run's --permission-mode decided, before every other resolver; permission_mode names it). outcome is set (cancelled) when the answer cancelled the run.",
 		Fields:   []string{"request_id", "option_id", "kind", "source"},
 		Optional: []string{"outcome", "permission_mode"},
+	},
+	{
+		Name:     TypeQuestionRequest,
+		Doc:      "The runtime asks the user something (a backend that declares questions): prompts is [{question, options?, multi?, header?}]; raw backend fields pass through beside these. resolver says what is set up to answer (control, file, none); timeout_ms is how long it waits before the runtime is told there is no answer. Answer it with answer_question.",
+		Fields:   []string{"request_id", "prompts", "resolver", "timeout_ms"},
+		Optional: []string{"tool", "kind", "input"},
+	},
+	{
+		Name:     TypeQuestionResponse,
+		Doc:      "A question was answered (answered true: answers holds one list of values per prompt) or given up (answered false: reason timeout, when nothing answered within its bound, or ended, when its turn ended first). source is control, board, mcp, file or avenor (given up).",
+		Fields:   []string{"request_id", "answered", "source"},
+		Optional: []string{"answers", "reason"},
 	},
 	{
 		Name:   TypeSubscriberLagged,

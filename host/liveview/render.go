@@ -36,15 +36,15 @@ func (v *View) render(ev event.Event) {
 	}
 	v.lastEvent = v.o.Now()
 	switch ev.Type() {
-	case sdk.EventMessageChunk, sdk.EventThoughtChunk, sdk.EventToolCall, sdk.EventToolCallUpdate, sdk.EventPermissionRequest:
+	case sdk.EventMessageChunk, sdk.EventThoughtChunk, sdk.EventToolCall, sdk.EventToolCallUpdate, sdk.EventPermissionRequest, sdk.EventQuestionRequest:
 		v.replied = true
 	case sdk.EventTurnStart:
 		v.turnStart, v.replied = v.lastEvent, false
 	}
 	switch ev.Type() {
-	case sdk.EventPermissionRequest:
+	case sdk.EventPermissionRequest, sdk.EventQuestionRequest:
 		v.awaiting = true
-	case sdk.EventPermissionResponse, sdk.EventSessionEnd:
+	case sdk.EventPermissionResponse, sdk.EventQuestionResponse, sdk.EventSessionEnd:
 		v.awaiting = false
 	}
 	switch ev.Type() {
@@ -69,6 +69,10 @@ func (v *View) render(ev event.Event) {
 		v.permissionRequest(ev)
 	case sdk.EventPermissionResponse:
 		v.permissionResponse(ev)
+	case sdk.EventQuestionRequest:
+		v.questionRequest(ev)
+	case sdk.EventQuestionResponse:
+		v.questionResponse(ev)
 	case sdk.EventRetry:
 		v.line(v.paint(styleYellow, "↻ ") + fmt.Sprintf("retrying: attempt %s of %s", num(ev, "attempt"), plusOne(ev, "max_retries")))
 	case sdk.EventWarning:
@@ -253,6 +257,61 @@ func (v *View) permissionResponse(ev event.Event) {
 	default:
 		v.line(v.paint(styleRed, "  ✗ rejected: "+opt) + v.paint(styleDim, " by "+src))
 	}
+}
+
+// questionRequest shows a runtime's question: each prompt with its options,
+// and how to answer it.
+func (v *View) questionRequest(ev event.Event) {
+	id := str(ev, "request_id")
+	lines := []string{v.paint(styleYellow+";"+styleBold, "? question "+id)}
+	prompts, _ := ev["prompts"].([]any)
+	for _, p := range prompts {
+		m, _ := p.(map[string]any)
+		line := "  " + sanitizeLine(str(m, "question"), 200)
+		if opts, _ := m["options"].([]any); len(opts) > 0 {
+			names := make([]string, 0, len(opts))
+			for _, o := range opts {
+				if s, ok := o.(string); ok {
+					names = append(names, sanitizeLine(s, 60))
+				}
+			}
+			sep := " | "
+			if b, _ := m["multi"].(bool); b {
+				sep = " + "
+			}
+			line += v.paint(styleDim, " ["+strings.Join(names, sep)+"]")
+		}
+		lines = append(lines, line)
+	}
+	switch {
+	case v.o.ControlSocket != "":
+		lines = append(lines, "  answer: avenor control --socket "+shellQuote(v.o.ControlSocket)+" answer-question "+shellQuote(id)+" '<answers JSON array>'")
+	case v.o.PermBase != "" && str(ev, "resolver") == "file":
+		lines = append(lines, "  answer: avenor answer --question "+shellQuote(id)+" --answer <value> "+shellQuote(v.o.PermBase))
+	default:
+		lines = append(lines, v.paint(styleDim, "  nothing is set up to answer it: in "+formatDuration(time.Duration(intOf(ev["timeout_ms"]))*time.Millisecond)+" the agent goes on without an answer"))
+	}
+	v.line(strings.Join(lines, "\n"))
+}
+
+func (v *View) questionResponse(ev event.Event) {
+	if b, _ := ev["answered"].(bool); b {
+		v.line(v.paint(styleGreen, "  ✓ answered") + v.paint(styleDim, " by "+str(ev, "source")))
+		return
+	}
+	v.line(v.paint(styleYellow, "  ✗ no answer ("+str(ev, "reason")+"): the agent goes on"))
+}
+
+func intOf(x any) int64 {
+	switch n := x.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
 }
 
 // waitingFor says what a quiet turn waits for, once it has been quiet for

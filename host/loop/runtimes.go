@@ -184,3 +184,13 @@ func (s serialPermissions) Record(ctx context.Context, req sdk.PermissionRequest
 		return wait(ctx)
 	}
 }
+
+// RecordQuestion passes a runtime's question to the inner broker when it
+// hears questions (hostrt.Questions); questions are not serialised, as
+// they decide nothing an agent may do.
+func (s serialPermissions) RecordQuestion(ctx context.Context, req sdk.QuestionRequest, emit func(event.Event)) func(context.Context) (sdk.QuestionAnswer, error) {
+	if q, ok := s.inner.(hostrt.Questions); ok {
+		return q.RecordQuestion(ctx, req, emit)
+	}
+	return func(context.Context) (sdk.QuestionAnswer, error) { return sdk.QuestionAnswer{}, nil }
+}

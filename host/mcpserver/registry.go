@@ -43,6 +43,7 @@ type Record struct {
 	RosterFile      string `json:"roster_file,omitempty"`
 	RosterEntry     string `json:"roster_entry,omitempty"`
 	AutoApprove     bool   `json:"auto_approve,omitempty"`
+	Questions       bool   `json:"questions,omitempty"`
 	// Adopted: a runtime this server did not spawn (found in the
 	// supervisor's list); its event log and sentinel are not ours to delete.
 	Adopted bool `json:"adopted,omitempty"`

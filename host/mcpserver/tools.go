@@ -23,6 +23,7 @@ import (
 var ToolNames = []string{
 	"avenor_spawn", "avenor_status", "avenor_result", "avenor_answer_permission",
 	"avenor_events", "avenor_follow_up", "avenor_shutdown", "avenor_cancel", "avenor_list_backends",
+	"avenor_answer_question",
 }
 
 // Every args struct is decoded against a schema inferred from it, which
@@ -55,6 +56,7 @@ type spawnArgs struct {
 	ToolTimeout      timeoutArg `json:"tool_timeout,omitempty" jsonschema:"a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"`
 	Watchdog         string     `json:"watchdog,omitempty" jsonschema:"what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run"`
 	WatchdogRestarts *int       `json:"watchdog_restarts,omitempty" jsonschema:"with watchdog restart: the most restarts (default 2); then the turn is cancelled"`
+	Questions        bool       `json:"questions,omitempty" jsonschema:"hear the agent's own questions (question.request in avenor_events; answer with avenor_answer_question)"`
 }
 
 type spawnResult struct {
@@ -104,6 +106,13 @@ type permissionArgs struct {
 	RequestID    string `json:"request_id,omitempty" jsonschema:"the request (default: the pending one)"`
 	Message      string `json:"message,omitempty" jsonschema:"a write-in answer, for a request that takes one"`
 	SupervisorID string `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
+}
+
+type questionArgs struct {
+	RunID        string     `json:"run_id" jsonschema:"run ID or label"`
+	RequestID    string     `json:"request_id" jsonschema:"the question's request_id (its question.request event, see avenor_events)"`
+	Answers      [][]string `json:"answers" jsonschema:"one answer per prompt, in order: the chosen option(s), or one free-text value"`
+	SupervisorID string     `json:"supervisor_id,omitempty" jsonschema:"supervisor socket path"`
 }
 
 type okResult struct {
@@ -225,6 +234,11 @@ func (s *Server) addTools() {
 		&mcp.ToolAnnotations{},
 		schemaOf[permissionArgs](nil), schemaOf[okResult](nil)),
 		s.answer)
+	mcp.AddTool(s.mcp, tool("avenor_answer_question", "Answer a question",
+		"Answer the question a run's agent asks (a question.request event in avenor_events): one answer per prompt, in order. A question not answered within its bound (timeout_ms) is given up and the agent goes on without an answer.",
+		&mcp.ToolAnnotations{},
+		schemaOf[questionArgs](nil), schemaOf[okResult](nil)),
+		s.answerQuestion)
 	mcp.AddTool(s.mcp, tool("avenor_events", "Run events",
 		"Read events from a run's event log: the latest, or those after a seq cursor; long strings are shortened.",
 		readOnly(),
@@ -276,7 +290,7 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 	}
 	p := client.SpawnParams{
 		Prompt: a.Prompt, PromptFile: a.PromptFile, Dir: dir, Agent: a.Agent, Model: a.Model, Thinking: a.Thinking,
-		ServerURL: a.ServerURL, Backend: a.Backend, AutoApprove: onlyTrue(a.AutoApprove),
+		ServerURL: a.ServerURL, Backend: a.Backend, AutoApprove: onlyTrue(a.AutoApprove), Questions: onlyTrue(a.Questions),
 		RosterFile: a.RosterFile, RosterEntry: a.RosterEntry,
 	}
 	if a.Timeout != "" {
@@ -309,7 +323,7 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 	}
 	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: dir,
 		Agent: a.Agent, Model: a.Model, Backend: a.Backend, Thinking: a.Thinking, RosterFile: a.RosterFile,
-		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, CreatedAt: time.Now()}
+		RosterEntry: a.RosterEntry, AutoApprove: a.AutoApprove, Questions: a.Questions, CreatedAt: time.Now()}
 	if err := a.launch(rec); err != nil {
 		return nil, none, err
 	}
@@ -591,6 +605,24 @@ func (s *Server) answer(ctx context.Context, _ *mcp.CallToolRequest, a permissio
 	return nil, okResult{OK: true}, nil
 }
 
+func (s *Server) answerQuestion(ctx context.Context, _ *mcp.CallToolRequest, a questionArgs) (*mcp.CallToolResult, okResult, error) {
+	var none okResult
+	if a.RequestID == "" {
+		return nil, none, errors.New("request_id is required: the request_id of the question.request event (avenor_events)")
+	}
+	r, err := s.resolve(ctx, a.RunID, a.SupervisorID)
+	if err != nil {
+		return nil, none, err
+	}
+	if !r.live() {
+		return nil, none, fmt.Errorf("no waiting question: run %s is not held by a running supervisor", r.rec.RunID)
+	}
+	if err := r.conn.c.AnswerQuestion(ctx, "mcp", a.RequestID, a.Answers, r.rec.RuntimeID); err != nil {
+		return nil, none, fmt.Errorf("answer_question: %w", err)
+	}
+	return nil, okResult{OK: true}, nil
+}
+
 func (s *Server) events(ctx context.Context, _ *mcp.CallToolRequest, a eventsArgs) (*mcp.CallToolResult, eventsOut, error) {
 	var none eventsOut
 	if a.Limit < 0 || a.AfterSeq < 0 {
@@ -644,7 +676,8 @@ func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followU
 	// The live entry has the last word on identity (a loop's last phase may
 	// have run another agent than the spawn named).
 	p := client.SpawnParams{Dir: prior.Dir, Prompt: a.Message, Agent: prior.Agent, Model: prior.Model,
-		Backend: prior.Backend, Thinking: prior.Thinking, AgentProfile: prior.AgentProfile, AutoApprove: onlyTrue(prior.AutoApprove)}
+		Backend: prior.Backend, Thinking: prior.Thinking, AgentProfile: prior.AgentProfile, AutoApprove: onlyTrue(prior.AutoApprove),
+		Questions: onlyTrue(prior.Questions)}
 	if prior.SupervisorRunID == "" || prior.SupervisorRunID == cn.runID {
 		if rt, err := cn.c.Runtime(ctx, prior.RuntimeID); err == nil {
 			if session == "" {
@@ -677,7 +710,7 @@ func (s *Server) followUp(ctx context.Context, _ *mcp.CallToolRequest, a followU
 	}
 	rec := &Record{Label: a.Label, Supervisor: cn.socket, SupervisorRunID: cn.runID, Dir: prior.Dir,
 		Agent: p.Agent, Model: p.Model, Backend: p.Backend, Thinking: p.Thinking, AgentProfile: p.AgentProfile,
-		AutoApprove: prior.AutoApprove, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
+		AutoApprove: prior.AutoApprove, Questions: prior.Questions, FollowUpOf: prior.RunID, CreatedAt: time.Now()}
 	rec.Launch = prior.Launch // the follow-up runs under the run's mode and launch context
 	if rec.Label == "" {
 		rec.Label = prior.Label + "-followup"

@@ -58,6 +58,14 @@ type Options struct {
 	// resolver, what it allows or denies (modeDecision). Default "": no
 	// mode, the precedence exactly as without one.
 	Mode sdk.PermissionMode
+	// QuestionTimeout bounds how long a runtime's question waits for an
+	// answer before the runtime is told there is none; default
+	// DefaultQuestionTimeout.
+	QuestionTimeout time.Duration
+	// OnQuestionUnanswered, when set, is called once for each question
+	// asked with nothing set up to answer it (QuestionNote), with its
+	// bound. It must return quickly. Default nil.
+	OnQuestionUnanswered func(req sdk.QuestionRequest, timeout time.Duration)
 }
 
 // Broker resolves the permission requests of one runtime's sessions in the
@@ -78,6 +86,8 @@ type Broker struct {
 	// decision hears "already answered" rather than "nothing pending".
 	answered     map[string]struct{}
 	answeredRing []string
+
+	qs questionBook // the runtime's questions (question.go)
 }
 
 // MaxRememberedAnswers bounds how many answered request ids a broker

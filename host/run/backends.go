@@ -104,6 +104,7 @@ var capHeaders = map[sdk.Capability]string{
 	sdk.CapNewSessions: "NEW", sdk.CapResume: "RESUME", sdk.CapPrompt: "PROMPT", sdk.CapCancel: "CANCEL",
 	sdk.CapEventStreaming: "EVENTS", sdk.CapPermissionRelay: "PERMS", sdk.CapModelSelection: "MODEL",
 	sdk.CapExternalServerURL: "URL", sdk.CapSubprocessDiscovery: "PROCS", sdk.CapPrewarm: "WARM",
+	sdk.CapQuestions: "ASK", sdk.CapImages: "IMG",
 }
 
 // WriteBackendsTable writes rows as `avenor backends` shows them on a

@@ -11,11 +11,13 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/avenor-go/avenor/host/control/httpdebug"
 	"github.com/avenor-go/avenor/host/liveview"
+	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/plugins"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 	"github.com/avenor-go/avenor/host/sentinel"
@@ -148,6 +150,9 @@ func (c *Command) wirePermissions(spec *Spec, view *liveview.View, terminal bool
 			return // the live view asks it
 		}
 		fmt.Fprint(c.Stderr, unansweredNote(req, c.ControlSocket, view.Active()))
+	}
+	spec.Permissions.OnQuestionUnanswered = func(req sdk.QuestionRequest, timeout time.Duration) {
+		fmt.Fprint(c.Stderr, permission.QuestionNote(req, timeout, c.ControlSocket))
 	}
 }
 

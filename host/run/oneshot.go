@@ -25,7 +25,9 @@ type Request struct {
 	Settings map[string]any
 	// Prompt is --prompt; PromptFile --prompt-file, "-" reading Stdin.
 	Prompt, PromptFile string
-	Stdin              io.Reader
+	// Images are --image's files, sent with the prompt.
+	Images []string
+	Stdin  io.Reader
 	// LoopFile or TeamFile makes a loop or team run; RosterFile and
 	// RosterEntry select a roster loadout (direct mode) or give the phases
 	// their fallback roster.
@@ -65,6 +67,10 @@ type Prepared struct {
 // PermissionFileTimeoutEnv replaces the file handler's 10 min timeout with
 // a Go duration; it exists for tests and is not part of the contract.
 const PermissionFileTimeoutEnv = "AVENOR_PERMISSION_FILE_TIMEOUT"
+
+// QuestionTimeoutEnv replaces the 10 min bound on a runtime's question
+// (permission.DefaultQuestionTimeout) with a Go duration.
+const QuestionTimeoutEnv = "AVENOR_QUESTION_TIMEOUT"
 
 // MaxStdinPrompt bounds a prompt read from stdin (--prompt-file -).
 const MaxStdinPrompt = 16 << 20
@@ -107,6 +113,13 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Images) > 0 && (req.LoopFile != "" || req.TeamFile != "") {
+		return nil, errors.New("--image goes with --prompt or --prompt-file, not a loop or team run (their phases have prompts of their own)")
+	}
+	images, err := LoadImages("--image", req.Images)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := WorkDir("--dir", settings.Dir)
 	if err != nil {
 		return nil, err
@@ -136,11 +149,11 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		}
 	}
 	o := hostrt.Options{
-		Dir: dir, DirExplicit: res.Provenance["dir"] != config.LayerDefault, Prompt: prompt,
+		Dir: dir, DirExplicit: res.Provenance["dir"] != config.LayerDefault, Prompt: prompt, Images: images,
 		Model: settings.Model, Agent: settings.Agent, Thinking: settings.Thinking,
 		Resume: req.Resume, ServerURL: settings.ServerURL, RunID: req.RunID, Label: settings.Label,
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
-		AutoApprove: settings.AutoApprove, SentinelPath: req.SentinelFile, PermBase: permBase,
+		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
 		Watchdog: dog, Sandbox: sb,
 	}
@@ -255,6 +268,13 @@ func (req Request) permissions(s config.Settings, getenv func(string) string) (p
 			return o, fmt.Errorf("%s=%q is not a positive Go duration", PermissionFileTimeoutEnv, v)
 		}
 		o.File.Timeout = d
+	}
+	if v := getenv(QuestionTimeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return o, fmt.Errorf("%s=%q is not a positive Go duration", QuestionTimeoutEnv, v)
+		}
+		o.QuestionTimeout = d
 	}
 	return o, nil
 }

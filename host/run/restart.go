@@ -326,7 +326,7 @@ func (rt *Runtime) endRestarts() {
 // kept from cur.
 func restartedOptions(cur, next hostrt.Options) hostrt.Options {
 	next.Events, next.Writer = cur.Events, cur.Writer
-	next.Prompt, next.Resume, next.Held = cur.Prompt, cur.Resume, cur.Held
+	next.Prompt, next.Resume, next.Held, next.Images = cur.Prompt, cur.Resume, cur.Held, cur.Images
 	next.Reattach, next.AdoptTurn, next.AdoptedEvents = cur.Reattach, cur.AdoptTurn, cur.AdoptedEvents
 	return next
 }

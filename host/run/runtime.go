@@ -233,6 +233,8 @@ func (rt *Runtime) cancelRun() {
 // Turn is one run of a stable runtime: a prompt, continuing a session.
 type Turn struct {
 	Prompt, Resume string
+	// Images go with the prompt (a spawn's images), checked.
+	Images []sdk.Image
 	// Held is the session an earlier run kept (hostrt.Options.Held).
 	Held *hostrt.HeldSession
 	// Adopt, when set, makes the run take the turn in flight in a plugin
@@ -258,7 +260,7 @@ type Adopt struct {
 func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	o := rt.spec.Options
 	o.Writer, o.Events = rt.w, nil
-	o.Prompt, o.Resume, o.Held = t.Prompt, t.Resume, t.Held
+	o.Prompt, o.Resume, o.Held, o.Images = t.Prompt, t.Resume, t.Held, t.Images
 	o.Observer = observers{rt, o.Observer}
 	if rt.life != nil {
 		// The permissions of the turn go into the runtime's record; the
@@ -515,6 +517,11 @@ func (rt *Runtime) AnswerPermission(requestID, optionID, message string) error {
 // AnswerPermissionAs implements control.SourcedTarget.
 func (rt *Runtime) AnswerPermissionAs(source, requestID, optionID, message string) error {
 	return control.BrokerAnswerer{Broker: rt.broker}.AnswerAs(source, requestID, optionID, message)
+}
+
+// AnswerQuestion implements control.QuestionTarget through the broker.
+func (rt *Runtime) AnswerQuestion(source, requestID string, answers [][]string) error {
+	return rt.broker.AnswerQuestion(requestID, answers, source)
 }
 
 // Pending reports whether a permission request waits for an answer.

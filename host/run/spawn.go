@@ -72,6 +72,8 @@ func SpawnResolver(env Env) Resolver {
 // SpawnRequest is what a spawn asks to run, its params as given.
 type SpawnRequest struct {
 	Prompt, PromptFile string
+	// Images are the spawn's image files (LoadImages checks them).
+	Images []string
 	// Dir is the spawn's dir, "" for the supervisor's working directory.
 	Dir string
 	// Settings are the config settings the spawn gave (host/config keys).
@@ -84,6 +86,7 @@ type SpawnRequest struct {
 // phase's backend resolved.
 type Spawned struct {
 	Prompt  string
+	Images  []sdk.Image
 	Backend SpawnBackend
 	Dir     string
 	Phased  *Phased
@@ -106,6 +109,13 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 		}
 	} else if err := sdk.CheckPrompt("prompt", sp.Prompt); err != nil {
 		return sp, control.InvalidParams(err.Error())
+	}
+	if len(req.Images) > 0 && (req.LoopFile != "" || req.TeamFile != "") {
+		return sp, control.InvalidParams("images go with prompt or prompt_file, not a loop_file or team_file (their phases have prompts of their own)")
+	}
+	var err error
+	if sp.Images, err = LoadImages("images", req.Images); err != nil {
+		return sp, err
 	}
 	start := req.Dir
 	if start == "" {
@@ -172,6 +182,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	set := r.Settings
 	o.Backend, o.Model, o.Agent, o.Thinking, o.ServerURL = set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL
 	o.AutoApprove, o.Timeout, o.ProgressTimeout, o.MaxRetries = set.AutoApprove, set.Timeout, set.ProgressTimeout, set.MaxRetries
+	o.Questions = set.Questions
 	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
 	r.applyLaunch(o)
 	// Checked when the spawn resolved (ResolveSpawn); a record's spawn

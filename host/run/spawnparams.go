@@ -13,20 +13,24 @@ import (
 // loop_file, team_file and roster_file paths are resolved against the
 // spawn's dir.
 type SpawnParams struct {
-	Prompt            string `json:"prompt,omitempty"`
-	PromptFile        string `json:"prompt_file,omitempty"`
-	Dir               string `json:"dir,omitempty"`
-	Agent             string `json:"agent,omitempty"`
-	AgentProfile      string `json:"agent_profile,omitempty"`
-	Label             string `json:"label,omitempty"`
-	Model             string `json:"model,omitempty"`
-	Thinking          string `json:"thinking,omitempty"`
-	ServerURL         string `json:"server_url,omitempty"`
-	Backend           string `json:"backend,omitempty"`
-	OnEvent           string `json:"on_event,omitempty"`
-	SentinelFile      string `json:"sentinel_file,omitempty"`
-	PermissionHandler string `json:"permission_handler,omitempty"`
-	AutoApprove       *bool  `json:"auto_approve,omitempty"`
+	Prompt     string `json:"prompt,omitempty"`
+	PromptFile string `json:"prompt_file,omitempty"`
+	// Images are image files sent with the prompt (docs/run.md#images).
+	Images            []string `json:"images,omitempty"`
+	Dir               string   `json:"dir,omitempty"`
+	Agent             string   `json:"agent,omitempty"`
+	AgentProfile      string   `json:"agent_profile,omitempty"`
+	Label             string   `json:"label,omitempty"`
+	Model             string   `json:"model,omitempty"`
+	Thinking          string   `json:"thinking,omitempty"`
+	ServerURL         string   `json:"server_url,omitempty"`
+	Backend           string   `json:"backend,omitempty"`
+	OnEvent           string   `json:"on_event,omitempty"`
+	SentinelFile      string   `json:"sentinel_file,omitempty"`
+	PermissionHandler string   `json:"permission_handler,omitempty"`
+	AutoApprove       *bool    `json:"auto_approve,omitempty"`
+	// Questions: the runtime's own questions are relayed (docs/events.md#questionrequest).
+	Questions *bool `json:"questions,omitempty"`
 	// Timeout is the runtime's wall clock per run: a JSON number of seconds
 	// or a Go duration string (docs/control-protocol.md#spawn).
 	Timeout     json.RawMessage `json:"timeout,omitempty"`
@@ -101,7 +105,7 @@ func paramName(param string) string {
 
 // Request is what the spawn asks to run.
 func (p SpawnParams) Request() SpawnRequest {
-	return SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Dir: p.Dir, Settings: p.configKeys(),
+	return SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Images: p.Images, Dir: p.Dir, Settings: p.configKeys(),
 		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
 }
 
@@ -123,6 +127,9 @@ func (p SpawnParams) configKeys() map[string]any {
 	}
 	if p.AutoApprove != nil {
 		out["auto_approve"] = *p.AutoApprove
+	}
+	if p.Questions != nil {
+		out["questions"] = *p.Questions
 	}
 	p.launchKeys(out)
 	p.watchdogKeys(out)

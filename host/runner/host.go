@@ -35,6 +35,16 @@ type sessionHost struct {
 	proc      sdk.ProcessInfo
 	onProcess func(sdk.ProcessInfo) // the status snapshot's pid
 	onError   func(msg string)      // a plugin's avenor.error, for stderr
+	// questions: the session was opened to hear its runtime's questions
+	// (Options.Questions); without it a question is never announced.
+	questions bool
+}
+
+// setQuestions records whether the session hears questions.
+func (h *sessionHost) setQuestions(on bool) {
+	h.mu.Lock()
+	h.questions = on
+	h.mu.Unlock()
 }
 
 // eventSink is where a session's events are stamped and written: the
@@ -190,6 +200,32 @@ func (h *sessionHost) RecordPermission(ctx context.Context, req sdk.PermissionRe
 		}
 		return d, err
 	}
+}
+
+// Questions hears a session's questions; host/permission's Session
+// implements it beside Permissions.
+type Questions interface {
+	RecordQuestion(ctx context.Context, req sdk.QuestionRequest, emit func(event.Event)) func(context.Context) (sdk.QuestionAnswer, error)
+}
+
+// AskQuestion implements sdk.QuestionAsker; the plugin client prefers
+// RecordQuestion.
+func (h *sessionHost) AskQuestion(ctx context.Context, req sdk.QuestionRequest) (sdk.QuestionAnswer, error) {
+	return h.RecordQuestion(ctx, req)(ctx)
+}
+
+// RecordQuestion implements sdk.QuestionRecorder: the question goes to the
+// run's broker, which announces it in stream order; a session no run owns,
+// or a broker that cannot hear questions, answers "no answer" at once.
+func (h *sessionHost) RecordQuestion(ctx context.Context, req sdk.QuestionRequest) func(context.Context) (sdk.QuestionAnswer, error) {
+	h.mu.Lock()
+	q, ok := h.permissions.(Questions)
+	on := h.questions
+	h.mu.Unlock()
+	if !ok || !on { // a run that did not ask for questions never sees one
+		return func(context.Context) (sdk.QuestionAnswer, error) { return sdk.QuestionAnswer{}, nil }
+	}
+	return q.RecordQuestion(ctx, req, h.emit)
 }
 
 // RecordProcess implements sdk.ProcessRecorder.

@@ -11,6 +11,9 @@ func checkOpen(info sdk.BackendInfo, o Options) error {
 	if err := CheckThinking(info, o.Thinking); err != nil {
 		return err
 	}
+	if err := sdk.CheckImages(info, o.Images); err != nil {
+		return err
+	}
 	if err := sdk.CheckLaunch(info, o.PermissionMode, o.LaunchContext); err != nil {
 		return err
 	}

@@ -25,6 +25,13 @@ type Options struct {
 	DirExplicit bool
 	// Prompt is the first turn's text. Required.
 	Prompt string
+	// Images go with the first turn of every attempt (--image); checked
+	// files, refused before Open for a backend without sdk.CapImages.
+	Images []sdk.Image
+	// Questions opens sessions that hear their runtime's own questions
+	// (--questions); false: a runtime's question is handled by its backend
+	// exactly as before questions existed.
+	Questions bool
 
 	Model, Agent, Thinking string
 	// PermissionMode and LaunchContext go to the plugin in Open (sdk.OpenRequest)

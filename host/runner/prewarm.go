@@ -49,11 +49,12 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 		return fail(nil, err)
 	}
 	h := newSessionHost(nil, o.Logger, nil)
+	h.setQuestions(o.Questions)
 	sess, err := l.Backend.Open(ctx, sdk.OpenRequest{
 		Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 		ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 		StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-		PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox,
+		PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox, Questions: o.Questions,
 	}, h)
 	if err != nil {
 		return fail(h, fmt.Errorf("backend %s: open session: %w", o.Backend, err))

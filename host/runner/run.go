@@ -519,12 +519,13 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		}
 
 		h.permissions = r.permissions(sessID)
+		h.setQuestions(o.Questions)
 		var err error
 		sess, err = l.Backend.Open(ctx, sdk.OpenRequest{
 			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 			StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-			PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox,
+			PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox, Questions: o.Questions,
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -570,7 +571,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 
 	// Turns of this attempt: the prompt, then (control plane) an
 	// interrupt's text or queued prompts after a clean turn (docs/run.md#multi-turn).
-	text := o.Prompt
+	text, images := o.Prompt, o.Images
 	var out turnOutcome
 	for {
 		n := r.turns.next()
@@ -582,7 +583,8 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
-		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text})
+		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text, Images: images})
+		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
 		}

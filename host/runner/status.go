@@ -97,7 +97,16 @@ func (t *statusTracker) before(ev event.Event) []event.Event {
 			label, _ = ev["tool"].(string)
 		}
 		set(PhaseWaiting, label, "avenor")
-	case event.TypePermissionResponse:
+	case event.TypeQuestionRequest:
+		// The runtime waits for the user's answer, as for a permission.
+		label := ""
+		if ps, _ := ev["prompts"].([]any); len(ps) > 0 {
+			if p, _ := ps[0].(map[string]any); p != nil {
+				label, _ = p["question"].(string)
+			}
+		}
+		set(PhaseWaiting, label, "avenor")
+	case event.TypePermissionResponse, event.TypeQuestionResponse:
 		set(PhaseWorking, t.markerLabel, "avenor")
 	case event.TypeSessionEnd:
 		t.markerLabel = ""

@@ -140,7 +140,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	if wf != nil {
 		rt.run.GoPhased(prompt)
 	} else {
-		rt.run.Go(hostrun.Turn{Prompt: prompt, Resume: p.SessionID, Held: held})
+		rt.run.Go(hostrun.Turn{Prompt: prompt, Images: spawned.Images, Resume: p.SessionID, Held: held})
 	}
 	s.mu.Unlock()
 	s.dirty()

@@ -101,11 +101,16 @@ func ParseWarm(v string) (WarmSpec, error) {
 const MaxWarmPerPool = 32
 
 // warmKey is what a spawn must resolve to for a pool's member to serve it.
-type warmKey struct{ backend, model, agent, thinking, serverURL, dir string }
+type warmKey struct {
+	backend, model, agent, thinking, serverURL, dir string
+	// questions: a session opened to hear questions is not one opened
+	// without, and the other way round.
+	questions bool
+}
 
 func keyOf(b Backend, dir string) warmKey {
 	set := b.Settings
-	return warmKey{set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL, dir}
+	return warmKey{set.Backend, set.Model, set.Agent, set.Thinking, set.ServerURL, dir, set.Questions}
 }
 
 // warmPool is one spec's members; its fields are guarded by the

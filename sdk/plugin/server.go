@@ -176,6 +176,7 @@ func (s *server) session(stream grpc.ServerStream) error {
 		stream:  stream,
 		out:     newOutbox(stream, s.logger),
 		pending: map[string]chan runtime.PermissionDecision{},
+		asked:   map[string]chan runtime.QuestionAnswer{},
 		closed:  make(chan struct{}),
 	}
 	// Turns live as long as the session, not its stream: a lingering
@@ -229,7 +230,7 @@ func (s *server) session(stream grpc.ServerStream) error {
 		ss.out.push(toproto.Closed(err))
 		return ss.out.flush()
 	}
-	ss.sess = sess
+	ss.sess, ss.info = sess, b.Info()
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
 	s.mu.Unlock()
@@ -276,9 +277,11 @@ type sessionServer struct {
 	stream grpc.ServerStream
 	out    *outbox
 	sess   runtime.Session
+	info   runtime.BackendInfo // of the session's backend
 
 	mu         sync.Mutex
 	pending    map[string]chan runtime.PermissionDecision
+	asked      map[string]chan runtime.QuestionAnswer // questions waiting for their answer
 	turnCancel context.CancelFunc
 	turnDone   chan struct{}
 	turnID     string
@@ -352,7 +355,7 @@ func (ss *sessionServer) serve(stream grpc.ServerStream) error {
 		switch msg.Kind() {
 		case fromproto.HostPrompt:
 			t := msg.Prompt()
-			ss.startTurn(t.ID, t.Text)
+			ss.startTurn(t)
 		case fromproto.HostCancel:
 			if !ss.turnRunning(msg.CancelTurnID()) {
 				// A cancel for a turn that already ended must not reach
@@ -367,6 +370,8 @@ func (ss *sessionServer) serve(stream grpc.ServerStream) error {
 			}()
 		case fromproto.HostPermissionDecision:
 			ss.deliver(msg.Decision())
+		case fromproto.HostQuestionAnswer:
+			ss.deliverAnswer(msg.QuestionAnswer())
 		case fromproto.HostClose:
 			ctx, cancel := context.WithTimeout(stream.Context(), closeBudget)
 			err := ss.closeSession(ctx)
@@ -395,7 +400,13 @@ func (ss *sessionServer) turnRunning(id string) bool {
 	return id == "" || id == ss.turnID
 }
 
-func (ss *sessionServer) startTurn(turnID, text string) {
+func (ss *sessionServer) startTurn(t runtime.Turn) {
+	turnID := t.ID
+	if err := runtime.CheckImages(ss.info, t.Images); err != nil {
+		// The host checks first; a backend never gets what it cannot take.
+		ss.push(toproto.Ended(turnID, runtime.TurnResult{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)))
+		return
+	}
 	ss.mu.Lock()
 	if ss.turnDone != nil {
 		select {
@@ -417,7 +428,7 @@ func (ss *sessionServer) startTurn(turnID, text string) {
 		ts.TurnStarting()
 	}
 	go func() {
-		res, err := ss.prompt(ctx, runtime.Turn{ID: turnID, Text: text})
+		res, err := ss.prompt(ctx, t)
 		cancel()
 		// The turn is over before the host can hear so: its next Prompt
 		// must not find this one still running.
@@ -533,6 +544,51 @@ func (ss *sessionServer) AskPermission(ctx context.Context, req runtime.Permissi
 		ss.mu.Unlock()
 		return runtime.PermissionDecision{Outcome: runtime.OutcomeCancelled}, ctx.Err()
 	}
+}
+
+// AskQuestion implements runtime.QuestionAsker: the question goes to the
+// host in event order and its answer comes back as a QuestionAnswer.
+func (ss *sessionServer) AskQuestion(ctx context.Context, req runtime.QuestionRequest) (runtime.QuestionAnswer, error) {
+	if req.ID == "" {
+		return runtime.QuestionAnswer{}, runtime.Errorf(runtime.FaultPlugin, "question without an id")
+	}
+	qm, err := toproto.AskQuestion(req)
+	if err != nil {
+		return runtime.QuestionAnswer{}, runtime.Errorf(runtime.FaultPlugin, "%v", err)
+	}
+	ch := make(chan runtime.QuestionAnswer, 1)
+	ss.mu.Lock()
+	if _, dup := ss.asked[req.ID]; dup {
+		ss.mu.Unlock()
+		return runtime.QuestionAnswer{}, runtime.Errorf(runtime.FaultPlugin, "question %q is already pending", req.ID)
+	}
+	ss.asked[req.ID] = ch
+	ss.pendingMsgs = append(ss.pendingMsgs, qm)
+	ss.mu.Unlock()
+	ss.push(qm)
+	select {
+	case a := <-ch:
+		return a, nil
+	case <-ctx.Done():
+		ss.mu.Lock()
+		delete(ss.asked, req.ID)
+		ss.dropPendingMsgLocked(req.ID)
+		ss.mu.Unlock()
+		return runtime.QuestionAnswer{}, ctx.Err()
+	}
+}
+
+func (ss *sessionServer) deliverAnswer(id string, a runtime.QuestionAnswer) {
+	ss.mu.Lock()
+	ch, ok := ss.asked[id]
+	delete(ss.asked, id)
+	ss.dropPendingMsgLocked(id)
+	ss.mu.Unlock()
+	if !ok {
+		ss.Logger().Debug("answer to a question that is no longer pending", "request_id", id)
+		return
+	}
+	ch <- a
 }
 
 // RecordProcess implements runtime.ProcessRecorder: tell the host the

@@ -370,6 +370,8 @@ func (s *remoteSession) recvLoop() {
 			em.emit(batch)
 		case fromproto.KindPermissionRequest:
 			s.permission(msg.PermissionRequest())
+		case fromproto.KindQuestionRequest:
+			s.question(msg.QuestionRequest())
 		case fromproto.KindTurnEnded:
 			// A turn ended: any permission still pending for it is moot,
 			// and every decision sent for it was received.
@@ -442,6 +444,45 @@ func (s *remoteSession) permission(req runtime.PermissionRequest, err error) {
 		s.mu.Unlock()
 	}()
 }
+
+// question records the question in stream order (when the host can), then
+// waits for its answer without holding up the stream. A host that cannot
+// hear questions answers "no answer" at once.
+func (s *remoteSession) question(req runtime.QuestionRequest, err error) {
+	if err != nil {
+		s.logger().Error("malformed question; answering that there is no answer", "error", err)
+		_ = s.send(toproto.AnswerQuestion(req.ID, runtime.QuestionAnswer{}))
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	key := questionWaitKey(req.ID) // apart from the permission request of the same id
+	s.mu.Lock()
+	s.waits[key] = cancel
+	s.mu.Unlock()
+	var wait func(context.Context) (runtime.QuestionAnswer, error)
+	if r, ok := s.host.(runtime.QuestionRecorder); ok {
+		wait = r.RecordQuestion(ctx, req)
+	} else {
+		wait = func(ctx context.Context) (runtime.QuestionAnswer, error) {
+			return runtime.AskQuestion(ctx, s.host, req)
+		}
+	}
+	go func() {
+		defer cancel()
+		a, err := wait(ctx)
+		s.mu.Lock()
+		delete(s.waits, key)
+		s.mu.Unlock()
+		if err != nil {
+			a = runtime.QuestionAnswer{}
+		}
+		if err := s.send(toproto.AnswerQuestion(req.ID, a)); err != nil {
+			s.logger().Warn("the answer to a question was not sent", "request_id", req.ID, "error", err)
+		}
+	}()
+}
+
+func questionWaitKey(id string) string { return "question\x00" + id }
 
 func (s *remoteSession) undelivered(id string, d runtime.PermissionDecision, state string, cause error) {
 	if r, ok := s.host.(runtime.DeliveryReporter); ok {

@@ -47,6 +47,7 @@ const (
 var CapabilityNames = []Capability{
 	CapNewSessions, CapResume, CapPrompt, CapCancel, CapEventStreaming,
 	CapPermissionRelay, CapModelSelection, CapExternalServerURL, CapSubprocessDiscovery, CapPrewarm,
+	CapQuestions, CapImages,
 }
 
 // CapabilityTable is a backend's row of the capability matrix, built with

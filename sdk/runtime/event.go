@@ -66,6 +66,8 @@ const (
 	EventTeamStart          EventType = "avenor.team.start"
 	EventTeamEnd            EventType = "avenor.team.end"
 	EventChildQuestion      EventType = "child.question"
+	EventQuestionRequest    EventType = "question.request"
+	EventQuestionResponse   EventType = "question.response"
 )
 
 // MessageChunk is the canonical agent.message_chunk with ACP's content shape.

@@ -129,12 +129,19 @@ type OpenRequest struct {
 	// refuses an active one (CheckSandbox); one that does launches its
 	// runtime inside it (agentproc.Spec.Sandbox) or fails.
 	Sandbox Sandbox
+	// Questions: the run hears the runtime's own questions (CapQuestions,
+	// QuestionAsker). False keeps what the runtime asks handled as it was
+	// before questions existed (a permission, a refusal…).
+	Questions bool
 }
 
 // Turn is one prompt.
 type Turn struct {
 	ID   string
 	Text string
+	// Images go with the text (CapImages); the host sends none to a
+	// backend that does not declare it.
+	Images []Image
 }
 
 // Usage is token accounting in the contract's snake_case vocabulary.

@@ -359,6 +359,7 @@ function openView(key) {
   $("transcript").replaceChildren();
   $("plan").hidden = true;
   $("permission").hidden = true;
+  $("question").hidden = true;
   const mut = state.config.mutations_allowed;
   $("cancel").hidden = !mut || r.rt.status !== "running";
   $("prompt-form").hidden = !mut;
@@ -483,6 +484,15 @@ function onEvent(v, ev) {
       note(v, "permission " + (ev.outcome === "cancelled" ? "cancelled" : ev.option_id + " (" + ev.kind + ")") + " by " + ev.source, "decided");
       if (v.perm && v.perm.request_id === ev.request_id) hidePermission(v);
       break;
+    case "question.request":
+      note(v, "the agent asks: " + (ev.prompts || []).map((p) => p.question).join(" / "));
+      showQuestion(v, ev);
+      break;
+    case "question.response":
+      note(v, ev.answered ? "question answered by " + ev.source + ": " + JSON.stringify(ev.answers)
+        : "question not answered (" + ev.reason + "): the agent goes on without an answer", "decided");
+      if (v.question === ev.request_id) hideQuestion(v);
+      break;
     case "avenor.turn.start":
       // A follow-up of a parked runtime is a new run whose turns count
       // from 1 again: the view numbers the runtime's turns itself.
@@ -558,6 +568,68 @@ async function answer(v, p, o, button) {
     for (const b of $("perm-options").children) b.disabled = false;
     button.focus();
   }
+}
+
+// showQuestion shows a runtime's question (question.request): each prompt
+// its options as buttons (several may be chosen when multi) and a text
+// field for a free-text answer; Answer sends one answer per prompt.
+function showQuestion(v, q) {
+  v.question = q.request_id;
+  $("question").hidden = false;
+  $("q-error").hidden = true;
+  const mut = state.config.mutations_allowed;
+  $("q-readonly").hidden = mut;
+  $("q-send").hidden = !mut;
+  const box = $("q-prompts");
+  const picks = (q.prompts || []).map(() => new Set());
+  const texts = [];
+  box.replaceChildren(...(q.prompts || []).map((p, i) => {
+    const fs = el("fieldset");
+    fs.appendChild(el("legend", "", (p.header ? p.header + ": " : "") + p.question));
+    for (const o of p.options || []) {
+      const b = el("button", "", o);
+      b.type = "button";
+      b.disabled = !mut;
+      b.addEventListener("click", () => {
+        if (!p.multi) {
+          picks[i].clear();
+          for (const x of fs.querySelectorAll("button")) x.classList.remove("chosen");
+        }
+        if (picks[i].has(o)) { picks[i].delete(o); b.classList.remove("chosen"); } else { picks[i].add(o); b.classList.add("chosen"); }
+      });
+      fs.appendChild(b);
+    }
+    const t = el("input");
+    t.type = "text";
+    t.placeholder = (p.options || []).length ? "or your own answer" : "your answer";
+    t.disabled = !mut;
+    texts[i] = t;
+    fs.appendChild(t);
+    return fs;
+  }));
+  $("q-send").onclick = async () => {
+    const answers = picks.map((set, i) => {
+      const vs = [...set];
+      const t = texts[i].value.trim();
+      if (t) { if ((q.prompts[i] || {}).multi) vs.push(t); else return [t]; }
+      return vs;
+    });
+    $("q-send").disabled = true;
+    try {
+      await post("/api/answer-question", { socket: v.socket, runtime_id: v.runtimeID, request_id: q.request_id, answers });
+      $("q-error").hidden = true;
+    } catch (e) {
+      $("q-error").textContent = e.message;
+      $("q-error").hidden = false;
+    } finally {
+      $("q-send").disabled = false;
+    }
+  };
+}
+
+function hideQuestion(v) {
+  v.question = null;
+  $("question").hidden = true;
 }
 
 let cancelTimer = 0;

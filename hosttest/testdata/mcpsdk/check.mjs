@@ -113,6 +113,18 @@ await tracked("avenor_answer_permission", { run_id: perm.run_id, option_id: "all
 const pdone = await call("avenor_result", { run_id: perm.run_id, timeout: 60 });
 expect("avenor_answer_permission", pdone.status === "done", `after the answer ${JSON.stringify(pdone)}`);
 
+const ask = await call("avenor_spawn", { repo_dir: repo, backend: "scripted", questions: true, prompt: 'question "Pick one" options=a|b\nsay " done"' });
+let q;
+for (let i = 0; i < 200 && !q; i++) {
+  const qe = await call("avenor_events", { run_id: ask.run_id, types: ["question.request"] });
+  q = qe.events[0];
+  if (!q) await new Promise((r) => setTimeout(r, 50));
+}
+expect("avenor_answer_question", q && q.request_id, "no question.request in avenor_events");
+await tracked("avenor_answer_question", { run_id: ask.run_id, request_id: q.request_id, answers: [["b"]] });
+const qdone = await call("avenor_result", { run_id: ask.run_id, timeout: 60 });
+expect("avenor_answer_question", qdone.status === "done" && qdone.output === 'answer [["b"]] done', `after the answer ${JSON.stringify(qdone)}`);
+
 const long = await call("avenor_spawn", { repo_dir: repo, backend: "echo", prompt: "word ".repeat(400) });
 const cn = await tracked("avenor_cancel", { run_id: long.run_id });
 expect("avenor_cancel", cn.ok === true, `cancel ${JSON.stringify(cn)}`);

@@ -400,6 +400,7 @@ type HostMessage struct {
 	//	*HostMessage_PermissionDecision
 	//	*HostMessage_Close
 	//	*HostMessage_Reattach
+	//	*HostMessage_QuestionAnswer
 	Msg           isHostMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -496,6 +497,15 @@ func (x *HostMessage) GetReattach() *Reattach {
 	return nil
 }
 
+func (x *HostMessage) GetQuestionAnswer() *QuestionAnswer {
+	if x != nil {
+		if x, ok := x.Msg.(*HostMessage_QuestionAnswer); ok {
+			return x.QuestionAnswer
+		}
+	}
+	return nil
+}
+
 type isHostMessage_Msg interface {
 	isHostMessage_Msg()
 }
@@ -531,6 +541,12 @@ type HostMessage_Reattach struct {
 	Reattach *Reattach `protobuf:"bytes,6,opt,name=reattach,proto3,oneof"`
 }
 
+type HostMessage_QuestionAnswer struct {
+	// The answer to a QuestionRequest. Added in 1.x: sent only to a
+	// backend that declares the "questions" capability.
+	QuestionAnswer *QuestionAnswer `protobuf:"bytes,7,opt,name=question_answer,json=questionAnswer,proto3,oneof"`
+}
+
 func (*HostMessage_Open) isHostMessage_Msg() {}
 
 func (*HostMessage_Prompt) isHostMessage_Msg() {}
@@ -542,6 +558,8 @@ func (*HostMessage_PermissionDecision) isHostMessage_Msg() {}
 func (*HostMessage_Close) isHostMessage_Msg() {}
 
 func (*HostMessage_Reattach) isHostMessage_Msg() {}
+
+func (*HostMessage_QuestionAnswer) isHostMessage_Msg() {}
 
 type Reattach struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -621,7 +639,11 @@ type Open struct {
 	// always. A plugin refuses one its backend does not declare (capability
 	// "sandbox"), and never launches its runtime outside one it was asked
 	// for.
-	Sandbox       *Sandbox `protobuf:"bytes,15,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Sandbox *Sandbox `protobuf:"bytes,15,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// The host hears the runtime's own questions (QuestionRequest): set only
+	// when the run asked for them (--questions). Unset, a backend handles
+	// what its runtime asks exactly as it did before questions existed.
+	Questions     bool `protobuf:"varint,16,opt,name=questions,proto3" json:"questions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -759,6 +781,13 @@ func (x *Open) GetSandbox() *Sandbox {
 		return x.Sandbox
 	}
 	return nil
+}
+
+func (x *Open) GetQuestions() bool {
+	if x != nil {
+		return x.Questions
+	}
+	return false
 }
 
 type LaunchContext struct {
@@ -1017,9 +1046,13 @@ func (x *NameValue) GetValue() string {
 }
 
 type Prompt struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TurnId        string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TurnId string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	Text   string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// Images that go with the text, checked by the host (a regular file of
+	// a known image type within the bounds). Added in 1.x: sent only to a
+	// backend that declares the "images" capability.
+	Images        []*ImageRef `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1068,6 +1101,69 @@ func (x *Prompt) GetText() string {
 	return ""
 }
 
+func (x *Prompt) GetImages() []*ImageRef {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+// ImageRef is an image file on the plugin's machine.
+type ImageRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// "image/png", "image/jpeg", "image/gif" or "image/webp", from the
+	// file's first bytes.
+	MediaType     string `protobuf:"bytes,2,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageRef) Reset() {
+	*x = ImageRef{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageRef) ProtoMessage() {}
+
+func (x *ImageRef) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageRef.ProtoReflect.Descriptor instead.
+func (*ImageRef) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ImageRef) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ImageRef) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TurnId        string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
@@ -1077,7 +1173,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1185,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[13]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1198,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{13}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Cancel) GetTurnId() string {
@@ -1128,7 +1224,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1236,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[14]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1249,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{14}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PermissionDecision) GetRequestId() string {
@@ -1199,7 +1295,7 @@ type Close struct {
 
 func (x *Close) Reset() {
 	*x = Close{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1307,7 @@ func (x *Close) String() string {
 func (*Close) ProtoMessage() {}
 
 func (x *Close) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[15]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1320,7 @@ func (x *Close) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Close.ProtoReflect.Descriptor instead.
 func (*Close) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{15}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
 }
 
 type PluginMessage struct {
@@ -1237,6 +1333,7 @@ type PluginMessage struct {
 	//	*PluginMessage_TurnEnded
 	//	*PluginMessage_Closed
 	//	*PluginMessage_Process
+	//	*PluginMessage_QuestionRequest
 	Msg           isPluginMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1244,7 +1341,7 @@ type PluginMessage struct {
 
 func (x *PluginMessage) Reset() {
 	*x = PluginMessage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1353,7 @@ func (x *PluginMessage) String() string {
 func (*PluginMessage) ProtoMessage() {}
 
 func (x *PluginMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[16]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1366,7 @@ func (x *PluginMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginMessage.ProtoReflect.Descriptor instead.
 func (*PluginMessage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{16}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PluginMessage) GetMsg() isPluginMessage_Msg {
@@ -1333,6 +1430,15 @@ func (x *PluginMessage) GetProcess() *ProcessInfo {
 	return nil
 }
 
+func (x *PluginMessage) GetQuestionRequest() *QuestionRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*PluginMessage_QuestionRequest); ok {
+			return x.QuestionRequest
+		}
+	}
+	return nil
+}
+
 type isPluginMessage_Msg interface {
 	isPluginMessage_Msg()
 }
@@ -1361,6 +1467,12 @@ type PluginMessage_Process struct {
 	Process *ProcessInfo `protobuf:"bytes,6,opt,name=process,proto3,oneof"`
 }
 
+type PluginMessage_QuestionRequest struct {
+	// The runtime's own question to the user. Added in 1.x: sent only by a
+	// backend that declares the "questions" capability.
+	QuestionRequest *QuestionRequest `protobuf:"bytes,7,opt,name=question_request,json=questionRequest,proto3,oneof"`
+}
+
 func (*PluginMessage_Opened) isPluginMessage_Msg() {}
 
 func (*PluginMessage_Events) isPluginMessage_Msg() {}
@@ -1372,6 +1484,8 @@ func (*PluginMessage_TurnEnded) isPluginMessage_Msg() {}
 func (*PluginMessage_Closed) isPluginMessage_Msg() {}
 
 func (*PluginMessage_Process) isPluginMessage_Msg() {}
+
+func (*PluginMessage_QuestionRequest) isPluginMessage_Msg() {}
 
 type Opened struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1399,7 +1513,7 @@ type Opened struct {
 
 func (x *Opened) Reset() {
 	*x = Opened{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1525,7 @@ func (x *Opened) String() string {
 func (*Opened) ProtoMessage() {}
 
 func (x *Opened) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[17]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1538,7 @@ func (x *Opened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Opened.ProtoReflect.Descriptor instead.
 func (*Opened) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{17}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Opened) GetSessionId() string {
@@ -1505,7 +1619,7 @@ type ProcessInfo struct {
 
 func (x *ProcessInfo) Reset() {
 	*x = ProcessInfo{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1631,7 @@ func (x *ProcessInfo) String() string {
 func (*ProcessInfo) ProtoMessage() {}
 
 func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[18]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1644,7 @@ func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
 func (*ProcessInfo) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{18}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProcessInfo) GetPid() int32 {
@@ -1573,7 +1687,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1699,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[19]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1712,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{19}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Event) GetType() string {
@@ -1624,7 +1738,7 @@ type Events struct {
 
 func (x *Events) Reset() {
 	*x = Events{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1750,7 @@ func (x *Events) String() string {
 func (*Events) ProtoMessage() {}
 
 func (x *Events) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[20]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1763,7 @@ func (x *Events) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Events.ProtoReflect.Descriptor instead.
 func (*Events) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{20}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Events) GetEvents() []*Event {
@@ -1671,7 +1785,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1797,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[21]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1810,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{21}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionOption) GetOptionId() string {
@@ -1742,7 +1856,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1868,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[22]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1881,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{22}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1812,6 +1926,250 @@ func (x *PermissionRequest) GetJson() []byte {
 	return nil
 }
 
+// QuestionPrompt is one question of a QuestionRequest.
+type QuestionPrompt struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Question string                 `protobuf:"bytes,1,opt,name=question,proto3" json:"question,omitempty"`
+	// Choices offered; empty: a free-text answer.
+	Options []string `protobuf:"bytes,2,rep,name=options,proto3" json:"options,omitempty"`
+	// More than one option may be chosen.
+	Multi bool `protobuf:"varint,3,opt,name=multi,proto3" json:"multi,omitempty"`
+	// Short label of the question, when the runtime gives one.
+	Header        string `protobuf:"bytes,4,opt,name=header,proto3" json:"header,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionPrompt) Reset() {
+	*x = QuestionPrompt{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionPrompt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionPrompt) ProtoMessage() {}
+
+func (x *QuestionPrompt) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionPrompt.ProtoReflect.Descriptor instead.
+func (*QuestionPrompt) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *QuestionPrompt) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *QuestionPrompt) GetOptions() []string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *QuestionPrompt) GetMulti() bool {
+	if x != nil {
+		return x.Multi
+	}
+	return false
+}
+
+func (x *QuestionPrompt) GetHeader() string {
+	if x != nil {
+		return x.Header
+	}
+	return ""
+}
+
+// QuestionRequest is the runtime asking the user something; it waits for a
+// QuestionAnswer with the same request_id.
+type QuestionRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Prompts   []*QuestionPrompt      `protobuf:"bytes,2,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	// JSON object of raw backend fields copied into question.request.
+	Json          []byte `protobuf:"bytes,3,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionRequest) Reset() {
+	*x = QuestionRequest{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionRequest) ProtoMessage() {}
+
+func (x *QuestionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionRequest.ProtoReflect.Descriptor instead.
+func (*QuestionRequest) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *QuestionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *QuestionRequest) GetPrompts() []*QuestionPrompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *QuestionRequest) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+// QuestionReply is the answer to one prompt: the chosen options or the
+// free text (one value).
+type QuestionReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionReply) Reset() {
+	*x = QuestionReply{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionReply) ProtoMessage() {}
+
+func (x *QuestionReply) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionReply.ProtoReflect.Descriptor instead.
+func (*QuestionReply) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *QuestionReply) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type QuestionAnswer struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// False: nobody answered (the host's wait ran out, the turn ended); the
+	// runtime is told there is no answer.
+	Answered bool `protobuf:"varint,2,opt,name=answered,proto3" json:"answered,omitempty"`
+	// One reply per prompt, in the prompts' order, when answered.
+	Replies       []*QuestionReply `protobuf:"bytes,3,rep,name=replies,proto3" json:"replies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuestionAnswer) Reset() {
+	*x = QuestionAnswer{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuestionAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuestionAnswer) ProtoMessage() {}
+
+func (x *QuestionAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuestionAnswer.ProtoReflect.Descriptor instead.
+func (*QuestionAnswer) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *QuestionAnswer) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *QuestionAnswer) GetAnswered() bool {
+	if x != nil {
+		return x.Answered
+	}
+	return false
+}
+
+func (x *QuestionAnswer) GetReplies() []*QuestionReply {
+	if x != nil {
+		return x.Replies
+	}
+	return nil
+}
+
 type Usage struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	InputTokens      int64                  `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
@@ -1824,7 +2182,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +2194,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[23]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +2207,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{23}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1898,7 +2256,7 @@ type TurnEnded struct {
 
 func (x *TurnEnded) Reset() {
 	*x = TurnEnded{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2268,7 @@ func (x *TurnEnded) String() string {
 func (*TurnEnded) ProtoMessage() {}
 
 func (x *TurnEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[24]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2281,7 @@ func (x *TurnEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEnded.ProtoReflect.Descriptor instead.
 func (*TurnEnded) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{24}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TurnEnded) GetTurnId() string {
@@ -1998,7 +2356,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2368,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[25]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2381,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{25}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Error) GetFault() string {
@@ -2056,7 +2414,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2426,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[26]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2439,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{26}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Closed) GetError() *Error {
@@ -2113,7 +2471,7 @@ type Sandbox struct {
 
 func (x *Sandbox) Reset() {
 	*x = Sandbox{}
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2483,7 @@ func (x *Sandbox) String() string {
 func (*Sandbox) ProtoMessage() {}
 
 func (x *Sandbox) ProtoReflect() protoreflect.Message {
-	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[27]
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2496,7 @@ func (x *Sandbox) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
 func (*Sandbox) Descriptor() ([]byte, []int) {
-	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{27}
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Sandbox) GetProfile() string {
@@ -2214,18 +2572,19 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06binary\x18\x02 \x01(\tR\x06binary\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12\x12\n" +
 	"\x04auth\x18\x04 \x01(\tR\x04auth\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\xf4\x02\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xc2\x03\n" +
 	"\vHostMessage\x12-\n" +
 	"\x04open\x18\x01 \x01(\v2\x17.avenor.runtime.v1.OpenH\x00R\x04open\x123\n" +
 	"\x06prompt\x18\x02 \x01(\v2\x19.avenor.runtime.v1.PromptH\x00R\x06prompt\x123\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x19.avenor.runtime.v1.CancelH\x00R\x06cancel\x12X\n" +
 	"\x13permission_decision\x18\x04 \x01(\v2%.avenor.runtime.v1.PermissionDecisionH\x00R\x12permissionDecision\x120\n" +
 	"\x05close\x18\x05 \x01(\v2\x18.avenor.runtime.v1.CloseH\x00R\x05close\x129\n" +
-	"\breattach\x18\x06 \x01(\v2\x1b.avenor.runtime.v1.ReattachH\x00R\breattachB\x05\n" +
+	"\breattach\x18\x06 \x01(\v2\x1b.avenor.runtime.v1.ReattachH\x00R\breattach\x12L\n" +
+	"\x0fquestion_answer\x18\a \x01(\v2!.avenor.runtime.v1.QuestionAnswerH\x00R\x0equestionAnswerB\x05\n" +
 	"\x03msg\")\n" +
 	"\bReattach\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xc4\x04\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xe2\x04\n" +
 	"\x04Open\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
@@ -2243,7 +2602,8 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\fdir_explicit\x18\f \x01(\bR\vdirExplicit\x12'\n" +
 	"\x0fpermission_mode\x18\r \x01(\tR\x0epermissionMode\x128\n" +
 	"\x06launch\x18\x0e \x01(\v2 .avenor.runtime.v1.LaunchContextR\x06launch\x124\n" +
-	"\asandbox\x18\x0f \x01(\v2\x1a.avenor.runtime.v1.SandboxR\asandbox\x1a6\n" +
+	"\asandbox\x18\x0f \x01(\v2\x1a.avenor.runtime.v1.SandboxR\asandbox\x12\x1c\n" +
+	"\tquestions\x18\x10 \x01(\bR\tquestions\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc2\x01\n" +
@@ -2264,10 +2624,15 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\aheaders\x18\a \x03(\v2\x1c.avenor.runtime.v1.NameValueR\aheaders\"5\n" +
 	"\tNameValue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"5\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"j\n" +
 	"\x06Prompt\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"!\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x123\n" +
+	"\x06images\x18\x03 \x03(\v2\x1b.avenor.runtime.v1.ImageRefR\x06images\"=\n" +
+	"\bImageRef\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x02 \x01(\tR\tmediaType\"!\n" +
 	"\x06Cancel\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\"\x98\x01\n" +
 	"\x12PermissionDecision\x12\x1d\n" +
@@ -2277,7 +2642,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\toption_id\x18\x03 \x01(\tR\boptionId\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x12\n" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\"\a\n" +
-	"\x05Close\"\x87\x03\n" +
+	"\x05Close\"\xd8\x03\n" +
 	"\rPluginMessage\x123\n" +
 	"\x06opened\x18\x01 \x01(\v2\x19.avenor.runtime.v1.OpenedH\x00R\x06opened\x123\n" +
 	"\x06events\x18\x02 \x01(\v2\x19.avenor.runtime.v1.EventsH\x00R\x06events\x12U\n" +
@@ -2285,7 +2650,8 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\n" +
 	"turn_ended\x18\x04 \x01(\v2\x1c.avenor.runtime.v1.TurnEndedH\x00R\tturnEnded\x123\n" +
 	"\x06closed\x18\x05 \x01(\v2\x19.avenor.runtime.v1.ClosedH\x00R\x06closed\x12:\n" +
-	"\aprocess\x18\x06 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoH\x00R\aprocessB\x05\n" +
+	"\aprocess\x18\x06 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoH\x00R\aprocess\x12O\n" +
+	"\x10question_request\x18\a \x01(\v2\".avenor.runtime.v1.QuestionRequestH\x00R\x0fquestionRequestB\x05\n" +
 	"\x03msg\"\xce\x02\n" +
 	"\x06Opened\x12\x1d\n" +
 	"\n" +
@@ -2322,7 +2688,24 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x1a\n" +
 	"\bquestion\x18\x04 \x01(\tR\bquestion\x12.\n" +
 	"\x13requires_user_input\x18\x05 \x01(\bR\x11requiresUserInput\x12\x12\n" +
-	"\x04json\x18\x06 \x01(\fR\x04json\"\xa0\x01\n" +
+	"\x04json\x18\x06 \x01(\fR\x04json\"t\n" +
+	"\x0eQuestionPrompt\x12\x1a\n" +
+	"\bquestion\x18\x01 \x01(\tR\bquestion\x12\x18\n" +
+	"\aoptions\x18\x02 \x03(\tR\aoptions\x12\x14\n" +
+	"\x05multi\x18\x03 \x01(\bR\x05multi\x12\x16\n" +
+	"\x06header\x18\x04 \x01(\tR\x06header\"\x81\x01\n" +
+	"\x0fQuestionRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12;\n" +
+	"\aprompts\x18\x02 \x03(\v2!.avenor.runtime.v1.QuestionPromptR\aprompts\x12\x12\n" +
+	"\x04json\x18\x03 \x01(\fR\x04json\"'\n" +
+	"\rQuestionReply\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\x87\x01\n" +
+	"\x0eQuestionAnswer\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
+	"\banswered\x18\x02 \x01(\bR\banswered\x12:\n" +
+	"\areplies\x18\x03 \x03(\v2 .avenor.runtime.v1.QuestionReplyR\areplies\"\xa0\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12!\n" +
@@ -2369,7 +2752,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -2384,65 +2767,75 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*McpServer)(nil),          // 10: avenor.runtime.v1.McpServer
 	(*NameValue)(nil),          // 11: avenor.runtime.v1.NameValue
 	(*Prompt)(nil),             // 12: avenor.runtime.v1.Prompt
-	(*Cancel)(nil),             // 13: avenor.runtime.v1.Cancel
-	(*PermissionDecision)(nil), // 14: avenor.runtime.v1.PermissionDecision
-	(*Close)(nil),              // 15: avenor.runtime.v1.Close
-	(*PluginMessage)(nil),      // 16: avenor.runtime.v1.PluginMessage
-	(*Opened)(nil),             // 17: avenor.runtime.v1.Opened
-	(*ProcessInfo)(nil),        // 18: avenor.runtime.v1.ProcessInfo
-	(*Event)(nil),              // 19: avenor.runtime.v1.Event
-	(*Events)(nil),             // 20: avenor.runtime.v1.Events
-	(*PermissionOption)(nil),   // 21: avenor.runtime.v1.PermissionOption
-	(*PermissionRequest)(nil),  // 22: avenor.runtime.v1.PermissionRequest
-	(*Usage)(nil),              // 23: avenor.runtime.v1.Usage
-	(*TurnEnded)(nil),          // 24: avenor.runtime.v1.TurnEnded
-	(*Error)(nil),              // 25: avenor.runtime.v1.Error
-	(*Closed)(nil),             // 26: avenor.runtime.v1.Closed
-	(*Sandbox)(nil),            // 27: avenor.runtime.v1.Sandbox
-	nil,                        // 28: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 29: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 30: avenor.runtime.v1.Open.EnvEntry
+	(*ImageRef)(nil),           // 13: avenor.runtime.v1.ImageRef
+	(*Cancel)(nil),             // 14: avenor.runtime.v1.Cancel
+	(*PermissionDecision)(nil), // 15: avenor.runtime.v1.PermissionDecision
+	(*Close)(nil),              // 16: avenor.runtime.v1.Close
+	(*PluginMessage)(nil),      // 17: avenor.runtime.v1.PluginMessage
+	(*Opened)(nil),             // 18: avenor.runtime.v1.Opened
+	(*ProcessInfo)(nil),        // 19: avenor.runtime.v1.ProcessInfo
+	(*Event)(nil),              // 20: avenor.runtime.v1.Event
+	(*Events)(nil),             // 21: avenor.runtime.v1.Events
+	(*PermissionOption)(nil),   // 22: avenor.runtime.v1.PermissionOption
+	(*PermissionRequest)(nil),  // 23: avenor.runtime.v1.PermissionRequest
+	(*QuestionPrompt)(nil),     // 24: avenor.runtime.v1.QuestionPrompt
+	(*QuestionRequest)(nil),    // 25: avenor.runtime.v1.QuestionRequest
+	(*QuestionReply)(nil),      // 26: avenor.runtime.v1.QuestionReply
+	(*QuestionAnswer)(nil),     // 27: avenor.runtime.v1.QuestionAnswer
+	(*Usage)(nil),              // 28: avenor.runtime.v1.Usage
+	(*TurnEnded)(nil),          // 29: avenor.runtime.v1.TurnEnded
+	(*Error)(nil),              // 30: avenor.runtime.v1.Error
+	(*Closed)(nil),             // 31: avenor.runtime.v1.Closed
+	(*Sandbox)(nil),            // 32: avenor.runtime.v1.Sandbox
+	nil,                        // 33: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 34: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 35: avenor.runtime.v1.Open.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	28, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	29, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	33, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	34, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
 	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
 	12, // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
-	13, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
-	14, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
-	15, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
+	14, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
+	15, // 6: avenor.runtime.v1.HostMessage.permission_decision:type_name -> avenor.runtime.v1.PermissionDecision
+	16, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
 	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
-	30, // 9: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
-	8,  // 10: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
-	27, // 11: avenor.runtime.v1.Open.sandbox:type_name -> avenor.runtime.v1.Sandbox
-	9,  // 12: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
-	10, // 13: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
-	11, // 14: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
-	11, // 15: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
-	17, // 16: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
-	20, // 17: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
-	22, // 18: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
-	24, // 19: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
-	26, // 20: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
-	18, // 21: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
-	18, // 22: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
-	19, // 23: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
-	21, // 24: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
-	23, // 25: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
-	25, // 26: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
-	25, // 27: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 28: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 29: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 30: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 31: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 32: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	16, // 33: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	31, // [31:34] is the sub-list for method output_type
-	28, // [28:31] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	27, // 9: avenor.runtime.v1.HostMessage.question_answer:type_name -> avenor.runtime.v1.QuestionAnswer
+	35, // 10: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	8,  // 11: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
+	32, // 12: avenor.runtime.v1.Open.sandbox:type_name -> avenor.runtime.v1.Sandbox
+	9,  // 13: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
+	10, // 14: avenor.runtime.v1.LaunchContext.mcp_servers:type_name -> avenor.runtime.v1.McpServer
+	11, // 15: avenor.runtime.v1.McpServer.env:type_name -> avenor.runtime.v1.NameValue
+	11, // 16: avenor.runtime.v1.McpServer.headers:type_name -> avenor.runtime.v1.NameValue
+	13, // 17: avenor.runtime.v1.Prompt.images:type_name -> avenor.runtime.v1.ImageRef
+	18, // 18: avenor.runtime.v1.PluginMessage.opened:type_name -> avenor.runtime.v1.Opened
+	21, // 19: avenor.runtime.v1.PluginMessage.events:type_name -> avenor.runtime.v1.Events
+	23, // 20: avenor.runtime.v1.PluginMessage.permission_request:type_name -> avenor.runtime.v1.PermissionRequest
+	29, // 21: avenor.runtime.v1.PluginMessage.turn_ended:type_name -> avenor.runtime.v1.TurnEnded
+	31, // 22: avenor.runtime.v1.PluginMessage.closed:type_name -> avenor.runtime.v1.Closed
+	19, // 23: avenor.runtime.v1.PluginMessage.process:type_name -> avenor.runtime.v1.ProcessInfo
+	25, // 24: avenor.runtime.v1.PluginMessage.question_request:type_name -> avenor.runtime.v1.QuestionRequest
+	19, // 25: avenor.runtime.v1.Opened.process:type_name -> avenor.runtime.v1.ProcessInfo
+	20, // 26: avenor.runtime.v1.Events.events:type_name -> avenor.runtime.v1.Event
+	22, // 27: avenor.runtime.v1.PermissionRequest.options:type_name -> avenor.runtime.v1.PermissionOption
+	24, // 28: avenor.runtime.v1.QuestionRequest.prompts:type_name -> avenor.runtime.v1.QuestionPrompt
+	26, // 29: avenor.runtime.v1.QuestionAnswer.replies:type_name -> avenor.runtime.v1.QuestionReply
+	28, // 30: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
+	30, // 31: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
+	30, // 32: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
+	0,  // 33: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 34: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 35: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	1,  // 36: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 37: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	17, // 38: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	36, // [36:39] is the sub-list for method output_type
+	33, // [33:36] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -2457,14 +2850,16 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 		(*HostMessage_PermissionDecision)(nil),
 		(*HostMessage_Close)(nil),
 		(*HostMessage_Reattach)(nil),
+		(*HostMessage_QuestionAnswer)(nil),
 	}
-	file_avenor_runtime_v1_runtime_proto_msgTypes[16].OneofWrappers = []any{
+	file_avenor_runtime_v1_runtime_proto_msgTypes[17].OneofWrappers = []any{
 		(*PluginMessage_Opened)(nil),
 		(*PluginMessage_Events)(nil),
 		(*PluginMessage_PermissionRequest)(nil),
 		(*PluginMessage_TurnEnded)(nil),
 		(*PluginMessage_Closed)(nil),
 		(*PluginMessage_Process)(nil),
+		(*PluginMessage_QuestionRequest)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2472,7 +2867,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,17 @@
 //	                              "permission <option> (<kind>)", or
 //	                              "permission cancelled" and ends the turn
 //	                              cancelled
+//	question <text> [options=<a>|<b>...] [multi=true] [and=<text>]
+//	                              ask the user (a question, not a
+//	                              permission): one prompt with its options,
+//	                              and with and= a second free-text prompt.
+//	                              Then says "answer <JSON of the answers>",
+//	                              or "no answer" when the host gave up or
+//	                              the session was not opened with questions
+//	                              (then nothing is asked)
+//	images                        says "image <media type> <n> bytes" for each
+//	                              image that came with the prompt (read from
+//	                              its file), then "<n> images"
 //	usage in=<n> out=<n>          the usage reported when the turn ends
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error

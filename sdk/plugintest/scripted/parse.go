@@ -36,6 +36,8 @@ type Step struct {
 	UserInput bool
 	// Usage is what usage sets.
 	Usage runtime.Usage
+	// Prompts are the prompts of question.
+	Prompts []runtime.QuestionPrompt
 }
 
 // Bounds on arguments, so a typo cannot ask for a year of sleep or a
@@ -134,9 +136,11 @@ func parseStep(cmd, rest string) (Step, error) {
 		err = parseToolproc(&st, rest)
 	case "permission":
 		err = parsePermission(&st, rest)
+	case "question":
+		err = parseQuestion(&st, rest)
 	case "usage":
 		err = parseUsage(&st, rest)
-	case "die", "ignore-cancel", "announce":
+	case "die", "ignore-cancel", "announce", "images":
 		if rest != "" {
 			err = fmt.Errorf("%s takes no arguments", cmd)
 		}
@@ -242,6 +246,38 @@ func parsePermission(st *Step, rest string) error {
 		if st.UserInput, err = strconv.ParseBool(v); err != nil {
 			return fmt.Errorf("user_input=%q is not true or false", v)
 		}
+	}
+	return nil
+}
+
+// parseQuestion reads `question <text> [options=a|b|c] [multi=true]
+// [and=<text>]`: one prompt, its options separated by |, and a second,
+// free-text prompt with and=.
+func parseQuestion(st *Step, rest string) error {
+	a, err := parseArgs(rest, "options", "multi", "and")
+	if err != nil {
+		return err
+	}
+	if len(a.pos) == 0 {
+		return errors.New("question needs its text")
+	}
+	p := runtime.QuestionPrompt{Question: strings.Join(a.pos, " ")}
+	if v, ok := a.opts["options"]; ok {
+		for _, o := range strings.Split(v, "|") {
+			if o == "" {
+				return fmt.Errorf("options=%q has an empty option", v)
+			}
+			p.Options = append(p.Options, o)
+		}
+	}
+	if v, ok := a.opts["multi"]; ok {
+		if p.Multi, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("multi=%q is not true or false", v)
+		}
+	}
+	st.Prompts = []runtime.QuestionPrompt{p}
+	if v, ok := a.opts["and"]; ok {
+		st.Prompts = append(st.Prompts, runtime.QuestionPrompt{Question: v})
 	}
 	return nil
 }

@@ -32,6 +32,10 @@ func TestParse(t *testing.T) {
 		{"tool default kind", "tool look", []Step{{Line: 1, Cmd: "tool", Text: "look", Kind: "other"}}},
 		{"tool quoted key is a title", `tool "kind=x"`, []Step{{Line: 1, Cmd: "tool", Text: "kind=x", Kind: "other"}}},
 		{"permission defaults", "permission", []Step{{Line: 1, Cmd: "permission", Options: defaultOptions}}},
+		{"question", `question "Which colour?" options=red|blue multi=true and="Why?"`, []Step{{Line: 1, Cmd: "question", Prompts: []runtime.QuestionPrompt{
+			{Question: "Which colour?", Options: []string{"red", "blue"}, Multi: true}, {Question: "Why?"},
+		}}}},
+		{"question free text", `question name it`, []Step{{Line: 1, Cmd: "question", Prompts: []runtime.QuestionPrompt{{Question: "name it"}}}}},
 		{"permission full", `permission tool=bash question="Run it?" options=yes:allow_always,no:reject_once user_input=true`, []Step{{
 			Line: 1, Cmd: "permission", Tool: "bash", Text: "Run it?", UserInput: true,
 			Options: []runtime.PermissionOption{{ID: "yes", Kind: "allow_always"}, {ID: "no", Kind: "reject_once"}},
@@ -81,6 +85,9 @@ func TestParseErrors(t *testing.T) {
 		{"sleep two", "sleep 1s 2s", "got 2 arguments"},
 		{"tool without title", "tool kind=read", "tool needs a title"},
 		{"permission positional", "permission please", `unexpected argument "please"`},
+		{"question without text", "question options=a|b", "needs its text"},
+		{"question empty option", "question q options=a||b", "empty option"},
+		{"question bad multi", "question q multi=sometimes", "not true or false"},
 		{"permission bad option", "permission options=allow", "not <id>:<kind>"},
 		{"permission duplicate option", "permission options=a:allow_once,a:reject", `"a" given twice`},
 		{"permission bad user_input", "permission user_input=maybe", "not true or false"},

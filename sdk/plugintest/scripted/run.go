@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"encoding/json"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 
 	"context"
@@ -24,6 +25,8 @@ type run struct {
 	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
 	turn  *turnState
 	usage *runtime.Usage
+	// images came with the prompt (the images command reports them).
+	images []runtime.Image
 }
 
 func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
@@ -75,6 +78,18 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.toolproc(st)
 	case "permission":
 		return r.permission(st)
+	case "question":
+		return r.question(st)
+	case "images":
+		// What a runtime with image input would get: each file read.
+		for _, im := range r.images {
+			b, err := os.ReadFile(im.Path)
+			if err != nil {
+				return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "images: %v", err)
+			}
+			s.say(fmt.Sprintf("image %s %d bytes\n", im.MediaType, len(b)))
+		}
+		s.say(fmt.Sprintf("%d images", len(r.images)))
 	case "usage":
 		u := st.Usage
 		r.usage = &u
@@ -151,6 +166,33 @@ func (r *run) permission(st Step) (runtime.TurnResult, error) {
 		}
 	}
 	s.say(fmt.Sprintf("permission %s (%s)", d.OptionID, kind))
+	return runtime.TurnResult{}, nil
+}
+
+// question asks the host and says what came back: "answer <JSON of the
+// answers>", or "no answer". A cancelled turn ends cancelled.
+func (r *run) question(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	if !s.questions {
+		s.say("no answer")
+		return runtime.TurnResult{}, nil
+	}
+	a, err := runtime.AskQuestion(r.ctx, s.host, runtime.QuestionRequest{
+		ID: s.nextID("question"), Prompts: st.Prompts, Fields: map[string]any{"session_id": s.id},
+	})
+	if r.ctx.Err() != nil {
+		s.say("question cancelled")
+		return r.result(runtime.StopCancelled), nil
+	}
+	if err != nil {
+		return r.result(runtime.StopError), err
+	}
+	if !a.Answered {
+		s.say("no answer")
+		return runtime.TurnResult{}, nil
+	}
+	b, _ := json.Marshal(a.Answers)
+	s.say("answer " + string(b))
 	return runtime.TurnResult{}, nil
 }
 

@@ -92,7 +92,7 @@ func (b backend) Info() runtime.BackendInfo {
 		Capabilities: runtime.Supports(append([]runtime.Capability{
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			runtime.CapPrewarm, runtime.CapSandbox,
+			runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages,
 		}, runtime.LaunchCapabilityNames...)...),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
@@ -148,13 +148,18 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 		prose = os.Getenv(ProseEnv)
 	}
 	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host, sandbox: req.Sandbox,
-		Runner: turn.New(turn.Config{Backend: Name})}, nil
+		questions: req.Questions,
+		Runner:    turn.New(turn.Config{Backend: Name})}, nil
 }
 
 type session struct {
 	// sandbox is the boundary the script's runtime commands (lines) run
 	// inside; shell, which runs beside agentproc, refuses to run under one.
-	sandbox      runtime.Sandbox
+	sandbox runtime.Sandbox
+	// questions: the session was opened to ask the host questions
+	// (OpenRequest.Questions); without it question says "no answer"
+	// without asking, as a runtime whose questions nobody hears.
+	questions    bool
 	id           string
 	dir          string
 	env          map[string]string
@@ -266,7 +271,7 @@ func (s *session) Prompt(ctx context.Context, t runtime.Turn) (runtime.TurnResul
 		}
 	}()
 
-	r := &run{s: s, ctx: ctx, turn: ts}
+	r := &run{s: s, ctx: ctx, turn: ts, images: t.Images}
 	for _, st := range steps {
 		if st.Cmd == "announce" {
 			s.say(fmt.Sprintf("turn %d", n))

@@ -41,7 +41,7 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 		Description: "Claude Code headless: `claude -p --input-format stream-json --output-format stream-json " +
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
-			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 		}, launchCapabilities...)...),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
@@ -125,7 +125,7 @@ func (b *streamBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		return nil, err
 	}
 	args = append(args, launch...)
-	cfg := streamConfig{Backend: StreamName, Binary: bin, Version: version, Env: env, Dir: req.Dir,
+	cfg := streamConfig{Backend: StreamName, Binary: bin, Version: version, Env: env, Dir: req.Dir, Questions: req.Questions,
 		InstallHint: installHint, StopGrace: b.stopGrace, CancelWait: b.cancelWait}
 	if id := strings.TrimSpace(req.ResumeSessionID); id != "" {
 		if !uuidRE.MatchString(id) {

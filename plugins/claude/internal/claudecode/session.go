@@ -22,6 +22,9 @@ import (
 
 // streamConfig is how to launch one `claude -p` stream-json process.
 type streamConfig struct {
+	// Questions: AskUserQuestion goes to the host as a question; false
+	// keeps it a permission request, as before.
+	Questions bool
 	Backend   string   // for messages
 	Binary    string   // resolved CLI name or path
 	Version   string   // what `--version` said, e.g. "2.1.332"
@@ -381,6 +384,10 @@ func (s *streamSession) controlRequest(f frame, line []byte) {
 			"subtype": "error", "request_id": f.RequestID, "error": "avenor does not serve " + req.Subtype}})
 		return
 	}
+	if req.ToolName == askUserQuestionTool && s.cfg.Questions {
+		s.question(f.RequestID, req)
+		return
+	}
 	s.permission(f.RequestID, req)
 }
 
@@ -487,9 +494,14 @@ func (s *streamSession) Prompt(ctx context.Context, in runtime.Turn) (runtime.Tu
 	if rt.IsCancelled() { // cancelled while starting: claude was asked nothing
 		return s.result(t, runtime.StopCancelled), nil
 	}
+	content, err := imageBlocks(in.Images)
+	if err != nil {
+		return runtime.TurnResult{StopReason: runtime.StopError}, err
+	}
+	content = append(content, map[string]any{"type": "text", "text": in.Text})
 	// The prompt goes over stdin, never argv.
 	if err := s.write(map[string]any{"type": "user", "session_id": "", "parent_tool_use_id": nil,
-		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": in.Text}}}}); err != nil {
+		"message": map[string]any{"role": "user", "content": content}}); err != nil {
 		e := s.exitedErr("the turn")
 		s.markDead(e)
 		return runtime.TurnResult{StopReason: runtime.StopError}, e

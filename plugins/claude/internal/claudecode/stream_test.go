@@ -443,3 +443,113 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// questionHost is a testHost that hears questions, answering with answer.
+type questionHost struct {
+	testHost
+	qmu    sync.Mutex
+	asked  []runtime.QuestionRequest
+	answer runtime.QuestionAnswer
+}
+
+func (h *questionHost) AskQuestion(_ context.Context, req runtime.QuestionRequest) (runtime.QuestionAnswer, error) {
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	h.asked = append(h.asked, req)
+	return h.answer, nil
+}
+
+// AskUserQuestion's can_use_tool reaches the host as a question, not a
+// permission; an answer goes back as an allow whose updatedInput carries
+// answers keyed by the question's text (a multi choice joined by ", "), no
+// answer as a deny that says so.
+func TestAskUserQuestion(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answer  runtime.QuestionAnswer
+		wantLog []string
+	}{
+		{"answered", runtime.QuestionAnswer{Answered: true, Answers: [][]string{{"Blue", "Red"}}},
+			[]string{`"behavior":"allow"`, `"answers":{"Which colours?":"Blue, Red"}`, `"questions":[{`}},
+		{"no answer", runtime.QuestionAnswer{}, []string{`"behavior":"deny"`, `did not answer the question`, `"interrupt":false`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeEnv(t)
+			h := &questionHost{answer: tc.answer}
+			req := f.request("")
+			req.Questions = true
+			s, err := testBackend().Open(context.Background(), req, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(context.Background())
+			res, err := prompt(t, s, "scenario:question")
+			if err != nil || res.StopReason != runtime.StopEndTurn {
+				t.Fatalf("turn ended %q, %v", res.StopReason, err)
+			}
+			if len(h.perms) != 0 {
+				t.Errorf("AskUserQuestion became a permission request too: %+v", h.perms)
+			}
+			h.qmu.Lock()
+			if len(h.asked) != 1 || h.asked[0].ID != "ask-1" || len(h.asked[0].Prompts) != 1 ||
+				h.asked[0].Prompts[0].Question != "Which colours?" || !h.asked[0].Prompts[0].Multi ||
+				strings.Join(h.asked[0].Prompts[0].Options, ",") != "Blue,Red" {
+				t.Errorf("questions %+v", h.asked)
+			}
+			h.qmu.Unlock()
+			log := f.logText()
+			for _, w := range tc.wantLog {
+				if !strings.Contains(log, w) {
+					t.Errorf("claude's stdin lacks %s:\n%s", w, log)
+				}
+			}
+		})
+	}
+}
+
+// Images go before the text of the user line as base64 image blocks; a
+// file whose content changed since the host checked it is refused.
+func TestImagesAsBlocks(t *testing.T) {
+	dir := t.TempDir()
+	png := filepath.Join(dir, "a.png")
+	if err := os.WriteFile(png, []byte("\x89PNG\r\n\x1a\nrest"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeEnv(t)
+	s := open(t, f, &testHost{}, f.request(""))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.Prompt(ctx, runtime.Turn{ID: "t1", Text: "look", Images: []runtime.Image{{Path: png, MediaType: "image/png"}}})
+	if err != nil || res.StopReason != runtime.StopEndTurn {
+		t.Fatalf("turn ended %q, %v", res.StopReason, err)
+	}
+	want := `"content":[{"source":{"data":"iVBORw0KGgpyZXN0","media_type":"image/png","type":"base64"},"type":"image"},{"text":"look","type":"text"}]`
+	if log := f.logText(); !strings.Contains(log, want) {
+		t.Errorf("the user line lacks %s:\n%s", want, log)
+	}
+	if _, err := s.Prompt(ctx, runtime.Turn{ID: "t2", Text: "look", Images: []runtime.Image{{Path: png, MediaType: "image/jpeg"}}}); err == nil ||
+		!strings.Contains(err.Error(), "no longer the image/jpeg") {
+		t.Errorf("a changed image: %v", err)
+	}
+}
+
+// Without OpenRequest.Questions, AskUserQuestion stays a permission request,
+// as before questions existed.
+func TestAskUserQuestionIsAPermissionWithoutQuestions(t *testing.T) {
+	f := newFakeEnv(t)
+	h := &questionHost{testHost: testHost{decide: choose(runtime.KindAllowOnce)}}
+	s, err := testBackend().Open(context.Background(), f.request(""), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if _, err := prompt(t, s, "scenario:question"); err != nil {
+		t.Fatal(err)
+	}
+	h.qmu.Lock()
+	asked := len(h.asked)
+	h.qmu.Unlock()
+	if asked != 0 || len(h.perms) != 1 || h.perms[0].Tool != "AskUserQuestion" {
+		t.Errorf("questions %d, permissions %+v: want AskUserQuestion as one permission request", asked, h.perms)
+	}
+}

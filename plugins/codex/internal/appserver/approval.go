@@ -110,12 +110,17 @@ func decisionOptions(method string, available []json.RawMessage) []decisionOptio
 }
 
 // HandleRequest implements jsonrpc.Handler: Codex's requests to the client.
-// Approvals go to the host's broker; anything else is refused at once
+// Approvals go to the host's broker, questions to the host as questions;
+// anything else is refused at once
 // (-32601) so Codex never waits, and counted as an unknown frame.
 func (s *Session) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.RPCError) {
 	switch method {
 	case methodCommandApproval, methodFileChangeApproval, methodPermissionsApproval:
 		return s.approval(ctx, method, jsonrpc.IDString(jsonrpc.RequestID(ctx)), params)
+	case methodUserInput:
+		if s.cfg.Questions {
+			return s.userInput(ctx, jsonrpc.IDString(jsonrpc.RequestID(ctx)), params)
+		}
 	}
 	s.passNative(method, params)
 	return nil, jsonrpc.MethodNotFound(method)

@@ -77,7 +77,7 @@ func (backend) Info() runtime.BackendInfo {
 		// change is not verified against the real CLI, so they are refused
 		// rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
-			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
+			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.ModeCapability(runtime.ModePlan), runtime.CapSandbox,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
@@ -118,7 +118,7 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 	}
 	cfg := Config{
 		Binary: binary(req.Options, req.Env), Dir: req.Dir, Env: agentproc.Environ(req.Env, nil),
-		Model: req.Model, ResumeThreadID: req.ResumeSessionID,
+		Model: req.Model, ResumeThreadID: req.ResumeSessionID, Questions: req.Questions,
 	}
 	if req.Thinking != "" {
 		ok := false

@@ -293,6 +293,25 @@ func (f *fake) auto() int {
 					default:
 						note("item/completed", map[string]any{"item": map[string]any{"type": "commandExecution", "id": "call_1", "command": "touch avenor-conformance.txt", "status": "declined"}})
 					}
+				case strings.Contains(text, "Ask me"):
+					// Codex's request_user_input: the answer becomes the
+					// message text, as the model would repeat it.
+					mu.Lock()
+					id := json.RawMessage(fmt.Sprint(nextReq))
+					nextReq++
+					ch := make(chan msg, 1)
+					answers[string(id)] = ch
+					mu.Unlock()
+					f.write(map[string]any{"id": id, "method": "item/tool/requestUserInput", "params": map[string]any{
+						"threadId": thread, "turnId": turn, "itemId": "call_ask", "isBlocking": true,
+						"questions": []any{map[string]any{"id": "colour", "header": "Colour", "question": "Which colour?",
+							"options": []any{map[string]any{"label": "Blue", "description": "calm"}, map[string]any{"label": "Red", "description": "loud"}}}}}})
+					select {
+					case a := <-ch:
+						msgText = string(a.Result)
+					case <-stop:
+						status = "interrupted"
+					}
 				case strings.Contains(text, "Count slowly"):
 					status = "interrupted"
 				loop:

@@ -41,6 +41,9 @@ const (
 // Config is one session's setup. Binary, Dir are required; zero durations
 // mean the defaults above.
 type Config struct {
+	// Questions: the host hears Codex's request_user_input as questions;
+	// false refuses them as before (-32601).
+	Questions      bool
 	Binary         string   // codex CLI, looked up in PATH
 	Dir            string   // thread cwd and the process's working directory
 	Env            []string // the app-server's full environment
@@ -155,10 +158,15 @@ type (
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
+	// localImageInput is an image file Codex reads itself.
+	localImageInput struct {
+		Type string `json:"type"` // "localImage"
+		Path string `json:"path"`
+	}
 	turnStartParams struct {
-		ThreadID string      `json:"threadId"`
-		Input    []userInput `json:"input"`
-		Effort   string      `json:"effort,omitempty"`
+		ThreadID string `json:"threadId"`
+		Input    []any  `json:"input"` // userInput, then localImageInput
+		Effort   string `json:"effort,omitempty"`
 	}
 	turnStartResult struct {
 		Turn struct {
@@ -349,7 +357,11 @@ func (s *Session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 	if rt.IsCancelled() { // cancelled while starting: Codex was asked nothing
 		return runtime.TurnResult{StopReason: runtime.StopCancelled, Extra: s.extra()}, nil
 	}
-	call := s.conn.Go("turn/start", turnStartParams{ThreadID: s.id, Input: []userInput{{Type: "text", Text: in.Text}}, Effort: s.cfg.Effort})
+	input := []any{userInput{Type: "text", Text: in.Text}}
+	for _, im := range in.Images {
+		input = append(input, localImageInput{Type: "localImage", Path: im.Path})
+	}
+	call := s.conn.Go("turn/start", turnStartParams{ThreadID: s.id, Input: input, Effort: s.cfg.Effort})
 	started := call.Done()
 	for {
 		select {

@@ -501,3 +501,100 @@ func mustRaws(t *testing.T, s string) []json.RawMessage {
 	}
 	return out
 }
+
+// questionHost is a testHost that hears questions, answering with answer
+// (nil: it cannot hear questions).
+type questionHost struct {
+	testHost
+	qmu    sync.Mutex
+	asked  []runtime.QuestionRequest
+	answer func(runtime.QuestionRequest) runtime.QuestionAnswer
+}
+
+func (h *questionHost) AskQuestion(_ context.Context, req runtime.QuestionRequest) (runtime.QuestionAnswer, error) {
+	h.qmu.Lock()
+	h.asked = append(h.asked, req)
+	h.qmu.Unlock()
+	return h.answer(req), nil
+}
+
+// Codex's request_user_input reaches the host as a question, one prompt per
+// Codex question with the option labels, and the answer goes back keyed by
+// the question's id; with no answer Codex gets an empty answer map.
+func TestQuestion(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer runtime.QuestionAnswer
+		want   string
+	}{
+		{"answered", runtime.QuestionAnswer{Answered: true, Answers: [][]string{{"Red"}}}, `{"answers":{"colour":{"answers":["Red"]}}}`},
+		{"no answer", runtime.QuestionAnswer{}, `{"answers":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := fakeRequest(t, "auto")
+			req.Questions = true
+			h := &questionHost{answer: func(runtime.QuestionRequest) runtime.QuestionAnswer { return tc.answer }}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			sess, err := New().Open(ctx, req, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close(context.Background())
+			res := prompt(t, sess, "Ask me which colour.")
+			if res.FinalOutput != tc.want {
+				t.Errorf("codex got %s, want %s", res.FinalOutput, tc.want)
+			}
+			h.qmu.Lock()
+			defer h.qmu.Unlock()
+			if len(h.asked) != 1 {
+				t.Fatalf("%d questions, want 1", len(h.asked))
+			}
+			q := h.asked[0]
+			if len(q.Prompts) != 1 || q.Prompts[0].Question != "Which colour?" || q.Prompts[0].Header != "Colour" ||
+				strings.Join(q.Prompts[0].Options, ",") != "Blue,Red" || q.Fields["native_method"] != "item/tool/requestUserInput" {
+				t.Errorf("question %+v", q)
+			}
+		})
+	}
+}
+
+// Images go to Codex as localImage inputs after the text: Codex reads the
+// files itself.
+func TestImagesGoAsLocalImages(t *testing.T) {
+	req, log := fakeRequest(t, "auto")
+	s := openSession(t, req, &testHost{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.Prompt(ctx, runtime.Turn{ID: "t1", Text: "look", Images: []runtime.Image{
+		{Path: "/shots/a.png", MediaType: "image/png"}, {Path: "/shots/b.jpg", MediaType: "image/jpeg"},
+	}})
+	if err != nil || res.StopReason != runtime.StopEndTurn {
+		t.Fatalf("turn ended %q, %v", res.StopReason, err)
+	}
+	sent, _ := os.ReadFile(log)
+	want := `"input":[{"type":"text","text":"look"},{"type":"localImage","path":"/shots/a.png"},{"type":"localImage","path":"/shots/b.jpg"}]`
+	if !strings.Contains(string(sent), want) {
+		t.Errorf("turn/start lacks %s:\n%s", want, sent)
+	}
+}
+
+// Without OpenRequest.Questions, request_user_input is refused as before
+// (-32601) and the host is asked nothing.
+func TestQuestionNotAskedWithoutQuestions(t *testing.T) {
+	req, _ := fakeRequest(t, "auto")
+	h := &questionHost{answer: func(runtime.QuestionRequest) runtime.QuestionAnswer { return runtime.QuestionAnswer{Answered: true} }}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sess, err := New().Open(ctx, req, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	prompt(t, sess, "Ask me which colour.")
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	if len(h.asked) != 0 {
+		t.Errorf("the host was asked %+v", h.asked)
+	}
+}

@@ -34,6 +34,7 @@ const (
 	HostCancel
 	HostPermissionDecision
 	HostClose
+	HostQuestionAnswer
 )
 
 // HostMessage is one message a host sent on a session stream, read by its
@@ -64,6 +65,8 @@ func (m HostMessage) Kind() HostKind {
 		return HostPermissionDecision
 	case *pb.HostMessage_Close:
 		return HostClose
+	case *pb.HostMessage_QuestionAnswer:
+		return HostQuestionAnswer
 	}
 	return HostOther
 }
@@ -80,7 +83,11 @@ func (m HostMessage) ReattachSessionID() string { return m.m.GetReattach().GetSe
 // Prompt reads a HostPrompt message.
 func (m HostMessage) Prompt() runtime.Turn {
 	p := m.m.GetPrompt()
-	return runtime.Turn{ID: p.GetTurnId(), Text: p.GetText()}
+	t := runtime.Turn{ID: p.GetTurnId(), Text: p.GetText()}
+	for _, im := range p.GetImages() {
+		t.Images = append(t.Images, runtime.Image{Path: im.GetPath(), MediaType: im.GetMediaType()})
+	}
+	return t
 }
 
 // CancelTurnID is the turn a HostCancel message cancels.

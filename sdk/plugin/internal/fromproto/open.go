@@ -18,7 +18,7 @@ func Open(o *pb.Open) (runtime.OpenRequest, error) {
 		Backend: o.GetBackend(), Dir: o.GetDir(), Model: o.GetModel(), Agent: o.GetAgent(),
 		Thinking: o.GetThinking(), ResumeSessionID: o.GetResumeSessionId(), ServerURL: o.GetServerUrl(),
 		Env: o.GetEnv(), Options: opts, StateDir: o.GetStateDir(), RunID: o.GetRunId(),
-		DirExplicit: o.GetDirExplicit(), PermissionMode: runtime.PermissionMode(o.GetPermissionMode()),
+		DirExplicit: o.GetDirExplicit(), PermissionMode: runtime.PermissionMode(o.GetPermissionMode()), Questions: o.GetQuestions(),
 		Launch: launch(o.GetLaunch()), Sandbox: sandbox(o.GetSandbox()),
 	}, nil
 }

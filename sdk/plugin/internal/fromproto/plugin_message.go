@@ -65,6 +65,7 @@ const (
 	KindTurnEnded
 	KindProcess
 	KindClosed
+	KindQuestionRequest
 )
 
 // Message is one message a plugin sent on a session stream, read by its
@@ -95,6 +96,8 @@ func (m Message) Kind() Kind {
 		return KindProcess
 	case *pb.PluginMessage_Closed:
 		return KindClosed
+	case *pb.PluginMessage_QuestionRequest:
+		return KindQuestionRequest
 	}
 	return KindOther
 }

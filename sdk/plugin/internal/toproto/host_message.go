@@ -35,7 +35,11 @@ func ReattachSession(sessionID string) *pb.HostMessage {
 
 // Prompt starts turn t.
 func Prompt(t runtime.Turn) *pb.HostMessage {
-	return &pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: t.ID, Text: t.Text}}}
+	var images []*pb.ImageRef
+	for _, im := range t.Images {
+		images = append(images, &pb.ImageRef{Path: im.Path, MediaType: im.MediaType})
+	}
+	return &pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: t.ID, Text: t.Text, Images: images}}}
 }
 
 // Cancel cancels turn turnID.

@@ -17,7 +17,7 @@ func Open(r runtime.OpenRequest) (*pb.Open, error) {
 		Backend: r.Backend, Dir: r.Dir, Model: r.Model, Agent: r.Agent, Thinking: r.Thinking,
 		ResumeSessionId: r.ResumeSessionID, ServerUrl: r.ServerURL, Env: r.Env,
 		OptionsJson: opts, StateDir: r.StateDir, RunId: r.RunID, DirExplicit: r.DirExplicit,
-		PermissionMode: string(r.PermissionMode), Launch: launch(r.Launch), Sandbox: sandbox(r.Sandbox),
+		PermissionMode: string(r.PermissionMode), Launch: launch(r.Launch), Sandbox: sandbox(r.Sandbox), Questions: r.Questions,
 	}, nil
 }
 

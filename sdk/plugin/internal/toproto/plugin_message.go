@@ -53,8 +53,13 @@ func (m Message) AppendEvents(dst []EncodedEvent) []EncodedEvent {
 	return dst
 }
 
-// RequestID is the id of the permission request m carries, or "".
-func (m Message) RequestID() string { return m.p.GetPermissionRequest().GetRequestId() }
+// RequestID is the id of the permission request or question m carries, or "".
+func (m Message) RequestID() string {
+	if q := m.p.GetQuestionRequest(); q != nil {
+		return q.GetRequestId()
+	}
+	return m.p.GetPermissionRequest().GetRequestId()
+}
 
 // EncodedEvent is one event ready for the wire (Event, EventJSON).
 type EncodedEvent struct{ p *pb.Event }
