@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -108,3 +109,11 @@ func (c *capBuffer) Write(p []byte) (int, error) {
 }
 
 func (c *capBuffer) Bytes() []byte { return c.buf.Bytes() }
+
+// ansiEscape matches a terminal escape sequence: CSI (ESC [ ... final
+// byte) and OSC (ESC ] ... BEL or ESC \), and any other two-byte escape.
+var ansiEscape = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+
+// StripANSI removes terminal escape sequences from a status command's
+// output, which some CLIs colour even when it is not a terminal.
+func StripANSI(s string) string { return ansiEscape.ReplaceAllString(s, "") }
