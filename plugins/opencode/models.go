@@ -4,8 +4,8 @@ import (
 	"context"
 	"maps"
 
-	"github.com/avenor-go/avenor/plugins/opencode/internal/occatalog"
 	"github.com/avenor-go/avenor/plugins/opencode/internal/ocacp"
+	"github.com/avenor-go/avenor/plugins/opencode/internal/occatalog"
 	"github.com/avenor-go/avenor/plugins/opencode/internal/ochttp"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 	"github.com/avenor-go/avenor/sdk/runtime"
