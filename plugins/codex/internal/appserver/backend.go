@@ -77,7 +77,7 @@ func (backend) Info() runtime.BackendInfo {
 		// rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
-			runtime.ModeCapability(runtime.ModePlan),
+			runtime.ModeCapability(runtime.ModePlan), runtime.CapModelListing,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
