@@ -57,9 +57,9 @@ func TestParseAccount(t *testing.T) {
 	for raw, want := range map[string]runtime.AuthState{
 		// codex 0.171.0 with a custom provider and no login:
 		`{"account":null,"userId":null,"requiresOpenaiAuth":false,"workspaceRouting":null}`: runtime.AuthUnknown,
-		`{"account":null,"requiresOpenaiAuth":true}`:                                         runtime.AuthRequired,
-		`{"account":{"type":"apiKey"},"requiresOpenaiAuth":true}`:                            runtime.AuthAuthenticated,
-		`{"account":{"type":"chatgpt","email":"a@b"}}`:                                       runtime.AuthAuthenticated,
+		`{"account":null,"requiresOpenaiAuth":true}`:                                        runtime.AuthRequired,
+		`{"account":{"type":"apiKey"},"requiresOpenaiAuth":true}`:                           runtime.AuthAuthenticated,
+		`{"account":{"type":"chatgpt","email":"a@b"}}`:                                      runtime.AuthAuthenticated,
 		`{}`:   runtime.AuthUnknown,
 		`"no"`: runtime.AuthUnknown,
 	} {
