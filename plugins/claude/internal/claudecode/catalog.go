@@ -105,13 +105,23 @@ func catalogFor(ctx context.Context, backend string, req runtime.CheckRequest) r
 		c.ModelsError = err.Error()
 		return c.Bounded()
 	}
-	res, err := agentproc.RunStatus(ctx, bin, []string{"auth", "status"}, env)
-	if err != nil {
-		c.AuthMessage = err.Error()
-	} else {
-		c.Auth, c.AuthMessage = ParseAuthStatus(res.Stdout)
-	}
-	c.Models, err = initializeModels(ctx, bin, env)
+	// Side by side, each within agentproc.StatusTimeout.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, err := agentproc.RunStatus(ctx, bin, []string{"auth", "status"}, env)
+		if err != nil {
+			c.AuthMessage = err.Error()
+		} else {
+			c.Auth, c.AuthMessage = ParseAuthStatus(res.Stdout)
+		}
+	}()
+	ictx, cancel := context.WithTimeout(ctx, agentproc.StatusTimeout)
+	models, err := initializeModels(ictx, bin, env)
+	cancel()
+	wg.Wait()
+	c.Models = models
 	if err != nil {
 		c.ModelsError = fmt.Sprintf("%s: %v", backend, err)
 	}
@@ -140,7 +150,7 @@ func initializeModels(ctx context.Context, bin string, env []string) ([]runtime.
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no answer to initialize in time")
+			return nil, fmt.Errorf("no answer to initialize within %v", agentproc.StatusTimeout)
 		case line, ok := <-proc.Lines():
 			if !ok {
 				return nil, fmt.Errorf("claude exited before answering initialize: %s", runtime.Truncate(strings.TrimSpace(proc.StderrTail()), 200))
