@@ -128,8 +128,11 @@ func TestBackendsModelsCatalogFails(t *testing.T) {
 			if mode == "hang" && (took < 14*time.Second || took > 45*time.Second) {
 				t.Errorf("a hanging catalog took %v; want the 15 s limit", took)
 			}
-			if mode == "hang" && !strings.Contains(s.ModelsError, "time limit") {
-				t.Errorf("a hanging catalog's error %q does not name the time limit", s.ModelsError)
+			// A hanging catalog's error is the host's ("did not answer
+			// within the catalog's time limit") or, when the plugin
+			// notices its deadline first, the plugin's own.
+			if mode == "hang" && !strings.Contains(s.ModelsError, "time limit") && !strings.Contains(s.ModelsError, "hung") {
+				t.Errorf("a hanging catalog's error %q does not say it ran out of time", s.ModelsError)
 			}
 			if mode != "fail" {
 				return

@@ -2,9 +2,16 @@ package plugin
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -51,12 +58,53 @@ func TestCatalogOverTheWire(t *testing.T) {
 		t.Errorf("a backend without Catalog answered %+v", got)
 	}
 
-	hang := serveBackend(t, &catalogBackend{fn: func(ctx context.Context) runtime.Catalog { <-ctx.Done(); return runtime.Catalog{} }})
+	// A plugin that ignores its deadline: only the host's own bound ends
+	// the wait.
+	release := make(chan struct{})
+	hang := serveBackend(t, &catalogBackend{fn: func(context.Context) runtime.Catalog { <-release; return runtime.Catalog{} }})
+	t.Cleanup(func() { close(release) })
 	hctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	got = hang.(runtime.Cataloger).Catalog(hctx, runtime.CheckRequest{})
 	if got.ModelsError == "" || !got.ModelsSupported || time.Since(start) > 5*time.Second {
 		t.Errorf("a hanging catalog: %+v after %v", got, time.Since(start))
+	}
+}
+
+// olderPlugin is a plugin built before the Catalog RPC: it serves Describe
+// only, the rest answers Unimplemented.
+type olderPlugin struct {
+	pb.UnimplementedRuntimeServer
+}
+
+func (olderPlugin) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	return &pb.DescribeResponse{PluginName: "old", PluginVersion: "0.0.1", ProtocolVersions: []uint32{ProtocolVersion},
+		Backends: []*pb.BackendInfo{{Name: "old"}}}, nil
+}
+
+// TestCatalogOfAnOlderPlugin: a plugin without the Catalog RPC is read as
+// "does not list models, auth not probed", not as an error.
+func TestCatalogOfAnOlderPlugin(t *testing.T) {
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer()
+	pb.RegisterRuntimeServer(gs, olderPlugin{})
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+	conn, err := grpc.NewClient("passthrough:///older",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := &Client{path: "older", logger: hclog.NewNullLogger(), stderr: newTailBuffer(1), exited: make(chan struct{})}
+	if err := c.describeConn(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.Backend("old")
+	got := b.(runtime.Cataloger).Catalog(context.Background(), runtime.CheckRequest{})
+	if got.ModelsSupported || got.ModelsError != "" || got.Auth != "" {
+		t.Errorf("an older plugin's catalog: %+v", got)
 	}
 }
