@@ -85,9 +85,12 @@ func ParseAccount(raw json.RawMessage) (runtime.AuthState, string) {
 }
 
 // Catalog starts its own `codex app-server`, without a thread, and asks
-// model/list (every page, bounded) and account/read, then stops it.
+// model/list (every page, bounded) and account/read, then stops it; all of
+// it within agentproc.StatusTimeout.
 func (backend) Catalog(ctx context.Context, req runtime.CheckRequest) runtime.Catalog {
 	c := runtime.Catalog{ModelsSupported: true, Auth: runtime.AuthUnknown}
+	ctx, cancel := context.WithTimeout(ctx, agentproc.StatusTimeout)
+	defer cancel()
 	proc, err := agentproc.Start(ctx, agentproc.Spec{
 		Path: binary(req.Options, req.Env), Args: []string{"app-server"}, Env: agentproc.Environ(req.Env, nil),
 		MaxLineBytes: catalogMaxLine, InstallHint: installHint, CancelGrace: catalogStopGrace,
