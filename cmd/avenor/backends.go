@@ -13,7 +13,7 @@ import (
 const BackendsWidth = 100
 
 func newBackendsCmd(env Env) *cobra.Command {
-	var asJSON bool
+	var asJSON, models bool
 	var output string
 	cmd := &cobra.Command{
 		Use:   "backends",
@@ -30,10 +30,14 @@ func newBackendsCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := hostrun.ListBackends(cmd.Context(), resolved.Finder)
+			rows := hostrun.ListBackendsWith(cmd.Context(), resolved.Finder, hostrun.ListOptions{Models: models})
 			switch {
 			case asJSON:
 				return writeJSON(env.Stdout, rows)
+			case models && output == "wide":
+				hostrun.WriteModelsTable(env.Stdout, rows, 0)
+			case models:
+				hostrun.WriteModelsTable(env.Stdout, rows, BackendsWidth)
 			case output == "wide":
 				hostrun.WriteBackendsTable(env.Stdout, rows)
 				hostrun.WriteBackendsLegend(env.Stdout)
@@ -45,5 +49,6 @@ func newBackendsCmd(env Env) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "wide: every capability and the whole readiness message")
+	cmd.Flags().BoolVar(&models, "models", false, "also ask each backend for the models its runtime reports and its auth state")
 	return cmd
 }

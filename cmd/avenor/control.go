@@ -206,9 +206,8 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f.MaxRetriesGiven = c.Flags().Changed("max-retries")
-			f.AllowedToolsGiven = c.Flags().Changed("allowed-tools")
-			f.WatchdogRestartsGiven = c.Flags().Changed("watchdog-restarts")
+			fl := c.Flags()
+			f.MaxRetriesGiven, f.AllowedToolsGiven, f.WatchdogRestartsGiven = fl.Changed("max-retries"), fl.Changed("allowed-tools"), fl.Changed("watchdog-restarts")
 			params, err := f.Params()
 			if err != nil {
 				return controlUsage(env, "spawn: "+err.Error())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/signal"
@@ -52,7 +53,7 @@ func newFleetServeCmd(env Env) *cobra.Command {
 				fmt.Fprintln(env.Stderr, "avenor fleet serve: --control-socket is required")
 				return exitError{exitFail}
 			}
-			logger := config.NewLogger(env.Stderr, orDefault(env.Getenv(config.LogLevelEnv), config.DefaultLogLevel))
+			logger := config.NewLogger(env.Stderr, cmp.Or(env.Getenv(config.LogLevelEnv), config.DefaultLogLevel))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			st, closeNC, err := fleet.Join(ctx, url, "avenor fleet serve", auth, opts)
@@ -91,7 +92,7 @@ func newFleetDevCmd(env Env) *cobra.Command {
 			defer stop()
 			err := fleet.ServeDev(ctx, fleet.DevServeConfig{
 				DevConfig: fleet.DevConfig{StoreDir: store, Host: host, Port: port, Pools: pools},
-				TempDir:   orDefault(env.Getenv("TMPDIR"), os.TempDir()), CredsDir: credsDir, Out: env.Stdout,
+				TempDir:   cmp.Or(env.Getenv("TMPDIR"), os.TempDir()), CredsDir: credsDir, Out: env.Stdout,
 				StateDir: func() (string, error) {
 					dirs, err := config.DefaultDirs(env.Getenv)
 					return dirs.State, err

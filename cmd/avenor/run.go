@@ -84,13 +84,6 @@ func newRunCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // registerHTTPDebug registers --http-debug and --http-debug-token-file, as
 // avenor run and avenor stable take them.
 func registerHTTPDebug(fl *pflag.FlagSet, addr, tokenFile *string) {

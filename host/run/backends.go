@@ -19,6 +19,11 @@ import (
 // ListTimeout bounds starting one plugin and asking it for its backends.
 const ListTimeout = 30 * time.Second
 
+// CatalogTimeout bounds asking one plugin for its backends' catalogs
+// (`avenor backends --models`), after their Checks: a catalog that takes
+// longer is a models_error, never a missing or unready row.
+const CatalogTimeout = 15 * time.Second
+
 // BackendRow is one backend as `avenor backends --json` lists it: the
 // plugin serving it, the capabilities it declares and whether its runtime
 // is usable here.
@@ -38,6 +43,30 @@ type BackendRow struct {
 	Auth           string                         `json:"auth,omitempty"`
 	Message        string                         `json:"message,omitempty"`
 	Error          string                         `json:"error,omitempty"`
+
+	// Only with --models (ListOptions.Models); absent otherwise, so the
+	// listing without the flag is what it always was.
+
+	// Models the runtime reports here: [] when it lists none, does not
+	// list models (capabilities.model_listing unsupported) or failed.
+	Models []sdk.Model `json:"models,omitzero"`
+	// ModelsTruncated: the runtime listed more than the catalog's bounds.
+	ModelsTruncated bool `json:"models_truncated,omitempty"`
+	// ModelsError says why the list failed; the row is otherwise as Check
+	// left it.
+	ModelsError string `json:"models_error,omitempty"`
+	// AuthMessage is the runtime's status command's verdict, in one line.
+	AuthMessage string `json:"auth_message,omitempty"`
+}
+
+// ListOptions chooses what ListBackendsWith asks each plugin; the zero
+// value asks what `avenor backends` always has.
+type ListOptions struct {
+	// Models asks each backend for its catalog (within CatalogTimeout per
+	// plugin): the row gains models (and models_error when the list
+	// failed), capabilities.model_listing, and an auth in the vocabulary
+	// authenticated|required|rejected|unknown.
+	Models bool
 }
 
 // ListBackends launches every plugin finder finds (a pinned one as its pin)
@@ -47,6 +76,11 @@ type BackendRow struct {
 // it. A plugin that does not start is a row with Error set. Sorted by
 // backend.
 func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
+	return ListBackendsWith(ctx, finder, ListOptions{})
+}
+
+// ListBackendsWith is ListBackends asking what opts says besides.
+func ListBackendsWith(ctx context.Context, finder plugins.Finder, opts ListOptions) []BackendRow {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -59,6 +93,7 @@ func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
 			rows = append(rows, BackendRow{Plugin: found.Family, PluginPath: found.Path, Source: found.Source, Error: err.Error()})
 			continue
 		}
+		first := len(rows)
 		for _, info := range c.Backends() {
 			if finder.Family(info.Name) != found.Family && finder.Families[info.Name] != "" {
 				// The config maps this backend to another plugin: that
@@ -80,6 +115,9 @@ func ListBackends(ctx context.Context, finder plugins.Finder) []BackendRow {
 				RuntimeVersion: r.Version, Auth: r.Auth, Message: r.Message,
 			})
 		}
+		if opts.Models {
+			addCatalogs(ctx, c, rows[first:])
+		}
 		c.Kill()
 		cancel()
 	}
@@ -100,11 +138,20 @@ func CapMark(level sdk.Support) string {
 	return "-"
 }
 
+// tableCapabilities are the table's capability columns, in order: the
+// capabilities the original listed. Those added since (questions, images,
+// model listing, the launch capabilities) are in --json and
+// docs/backends.md, so that the table a harness of the original reads
+// stays as it was (contract decision 20).
+var tableCapabilities = []sdk.Capability{
+	sdk.CapNewSessions, sdk.CapResume, sdk.CapPrompt, sdk.CapCancel, sdk.CapEventStreaming,
+	sdk.CapPermissionRelay, sdk.CapModelSelection, sdk.CapExternalServerURL, sdk.CapSubprocessDiscovery, sdk.CapPrewarm,
+}
+
 var capHeaders = map[sdk.Capability]string{
 	sdk.CapNewSessions: "NEW", sdk.CapResume: "RESUME", sdk.CapPrompt: "PROMPT", sdk.CapCancel: "CANCEL",
 	sdk.CapEventStreaming: "EVENTS", sdk.CapPermissionRelay: "PERMS", sdk.CapModelSelection: "MODEL",
 	sdk.CapExternalServerURL: "URL", sdk.CapSubprocessDiscovery: "PROCS", sdk.CapPrewarm: "WARM",
-	sdk.CapQuestions: "ASK", sdk.CapImages: "IMG",
 }
 
 // WriteBackendsTable writes rows as `avenor backends` shows them on a
@@ -118,7 +165,7 @@ func WriteBackendsTable(out io.Writer, rows []BackendRow) {
 	}
 	tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
 	head := []string{"BACKEND", "PLUGIN"}
-	for _, n := range sdk.CapabilityNames {
+	for _, n := range tableCapabilities {
 		head = append(head, capHeaders[n])
 	}
 	head = append(head, "THINKING", "READY")
@@ -129,7 +176,7 @@ func WriteBackendsTable(out io.Writer, rows []BackendRow) {
 			continue
 		}
 		cells := []string{r.Backend, r.Plugin + " " + r.PluginVersion}
-		for _, n := range sdk.CapabilityNames {
+		for _, n := range tableCapabilities {
 			mark := CapMark(r.Capabilities[n])
 			if n == sdk.CapResume && r.ResumeScope == sdk.ResumeInProcess && mark != "-" {
 				mark += "(in-process)"

@@ -10,5 +10,5 @@ import (
 // opencode-http (an `opencode serve` driven over HTTP and SSE, contract
 // docs/backends.md#opencode-http-plugin-opencode, internal/ochttp).
 func backends() []runtime.Backend {
-	return []runtime.Backend{ocacp.New(), ochttp.New()}
+	return withCatalog([]runtime.Backend{ocacp.New(), ochttp.New()})
 }

@@ -168,6 +168,35 @@ func (c *bcase) describeChecks(k sink) {
 		}
 		return nil
 	})
+	k.check("catalog_answers", func(e *env) error {
+		cat, ok := c.b.(runtime.Cataloger)
+		if !ok {
+			if c.advertised(runtime.CapModelListing) {
+				return fmt.Errorf("model_listing is advertised but the backend does not implement runtime.Cataloger")
+			}
+			return nil
+		}
+		req := runtime.OpenRequest{Backend: info.Name}
+		c.s.h.Open(&req)
+		ctx, cancel := context.WithTimeout(e.ctx, c.s.h.TurnTimeout)
+		defer cancel()
+		got := cat.Catalog(ctx, runtime.CheckRequest{Backend: info.Name, Env: req.Env, Options: req.Options})
+		if ctx.Err() != nil {
+			return fmt.Errorf("Catalog did not answer within %v", c.s.h.TurnTimeout)
+		}
+		switch {
+		case got.ModelsSupported && !c.advertised(runtime.CapModelListing):
+			return fmt.Errorf("Catalog lists models but model_listing is not advertised")
+		case !got.ModelsSupported && c.advertised(runtime.CapModelListing):
+			return fmt.Errorf("model_listing is advertised but Catalog says the backend does not list models")
+		}
+		switch got.Auth {
+		case "", runtime.AuthAuthenticated, runtime.AuthRequired, runtime.AuthRejected, runtime.AuthUnknown:
+		default:
+			return fmt.Errorf("Catalog's auth %q is not authenticated, required, rejected or unknown", got.Auth)
+		}
+		return nil
+	})
 }
 
 // sessionChecks: open, prompt, events, cancel, close.

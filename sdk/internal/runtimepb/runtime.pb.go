@@ -2534,6 +2534,214 @@ func (x *Sandbox) GetNetwork() string {
 	return ""
 }
 
+type CatalogRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Backend string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	Env     map[string]string      `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// JSON object of the backend's configured options.
+	OptionsJson   []byte `protobuf:"bytes,3,opt,name=options_json,json=optionsJson,proto3" json:"options_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogRequest) Reset() {
+	*x = CatalogRequest{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogRequest) ProtoMessage() {}
+
+func (x *CatalogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogRequest.ProtoReflect.Descriptor instead.
+func (*CatalogRequest) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CatalogRequest) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *CatalogRequest) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *CatalogRequest) GetOptionsJson() []byte {
+	if x != nil {
+		return x.OptionsJson
+	}
+	return nil
+}
+
+type CatalogResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the backend can list models at all; false: models is empty and
+	// models_error says nothing.
+	ModelsSupported bool `protobuf:"varint,1,opt,name=models_supported,json=modelsSupported,proto3" json:"models_supported,omitempty"`
+	// At most runtime.MaxModels, in the runtime's order.
+	Models []*Model `protobuf:"bytes,2,rep,name=models,proto3" json:"models,omitempty"`
+	// The runtime listed more than runtime.MaxModels (or ids too long): the
+	// rest were left out.
+	ModelsTruncated bool `protobuf:"varint,3,opt,name=models_truncated,json=modelsTruncated,proto3" json:"models_truncated,omitempty"`
+	// Why the list failed, when it did (the backend may still be usable).
+	ModelsError string `protobuf:"bytes,4,opt,name=models_error,json=modelsError,proto3" json:"models_error,omitempty"`
+	// "authenticated", "required", "rejected" or "unknown"; empty: not
+	// probed.
+	Auth string `protobuf:"bytes,5,opt,name=auth,proto3" json:"auth,omitempty"`
+	// Human text about auth: the status command's verdict or why unknown.
+	AuthMessage   string `protobuf:"bytes,6,opt,name=auth_message,json=authMessage,proto3" json:"auth_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogResponse) Reset() {
+	*x = CatalogResponse{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogResponse) ProtoMessage() {}
+
+func (x *CatalogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogResponse.ProtoReflect.Descriptor instead.
+func (*CatalogResponse) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CatalogResponse) GetModelsSupported() bool {
+	if x != nil {
+		return x.ModelsSupported
+	}
+	return false
+}
+
+func (x *CatalogResponse) GetModels() []*Model {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *CatalogResponse) GetModelsTruncated() bool {
+	if x != nil {
+		return x.ModelsTruncated
+	}
+	return false
+}
+
+func (x *CatalogResponse) GetModelsError() string {
+	if x != nil {
+		return x.ModelsError
+	}
+	return ""
+}
+
+func (x *CatalogResponse) GetAuth() string {
+	if x != nil {
+		return x.Auth
+	}
+	return ""
+}
+
+func (x *CatalogResponse) GetAuthMessage() string {
+	if x != nil {
+		return x.AuthMessage
+	}
+	return ""
+}
+
+type Model struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What --model takes, e.g. "openai/gpt-5".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Display name where the runtime gives one.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Model) Reset() {
+	*x = Model{}
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Model) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Model) ProtoMessage() {}
+
+func (x *Model) ProtoReflect() protoreflect.Message {
+	mi := &file_avenor_runtime_v1_runtime_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Model.ProtoReflect.Descriptor instead.
+func (*Model) Descriptor() ([]byte, []int) {
+	return file_avenor_runtime_v1_runtime_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *Model) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Model) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 var File_avenor_runtime_v1_runtime_proto protoreflect.FileDescriptor
 
 const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
@@ -2734,11 +2942,29 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
 	"\bwritable\x18\x03 \x03(\tR\bwritable\x12\x1b\n" +
 	"\tdeny_read\x18\x04 \x03(\tR\bdenyRead\x12\x18\n" +
-	"\anetwork\x18\x05 \x01(\tR\anetwork2\xfb\x01\n" +
+	"\anetwork\x18\x05 \x01(\tR\anetwork\"\xc3\x01\n" +
+	"\x0eCatalogRequest\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
+	"\x03env\x18\x02 \x03(\v2*.avenor.runtime.v1.CatalogRequest.EnvEntryR\x03env\x12!\n" +
+	"\foptions_json\x18\x03 \x01(\fR\voptionsJson\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf3\x01\n" +
+	"\x0fCatalogResponse\x12)\n" +
+	"\x10models_supported\x18\x01 \x01(\bR\x0fmodelsSupported\x120\n" +
+	"\x06models\x18\x02 \x03(\v2\x18.avenor.runtime.v1.ModelR\x06models\x12)\n" +
+	"\x10models_truncated\x18\x03 \x01(\bR\x0fmodelsTruncated\x12!\n" +
+	"\fmodels_error\x18\x04 \x01(\tR\vmodelsError\x12\x12\n" +
+	"\x04auth\x18\x05 \x01(\tR\x04auth\x12!\n" +
+	"\fauth_message\x18\x06 \x01(\tR\vauthMessage\"+\n" +
+	"\x05Model\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name2\xcd\x02\n" +
 	"\aRuntime\x12S\n" +
 	"\bDescribe\x12\".avenor.runtime.v1.DescribeRequest\x1a#.avenor.runtime.v1.DescribeResponse\x12J\n" +
 	"\x05Check\x12\x1f.avenor.runtime.v1.CheckRequest\x1a .avenor.runtime.v1.CheckResponse\x12O\n" +
-	"\aSession\x12\x1e.avenor.runtime.v1.HostMessage\x1a .avenor.runtime.v1.PluginMessage(\x010\x01B4Z2github.com/avenor-go/avenor/sdk/internal/runtimepbb\x06proto3"
+	"\aSession\x12\x1e.avenor.runtime.v1.HostMessage\x1a .avenor.runtime.v1.PluginMessage(\x010\x01\x12P\n" +
+	"\aCatalog\x12!.avenor.runtime.v1.CatalogRequest\x1a\".avenor.runtime.v1.CatalogResponseB4Z2github.com/avenor-go/avenor/sdk/internal/runtimepbb\x06proto3"
 
 var (
 	file_avenor_runtime_v1_runtime_proto_rawDescOnce sync.Once
@@ -2752,7 +2978,7 @@ func file_avenor_runtime_v1_runtime_proto_rawDescGZIP() []byte {
 	return file_avenor_runtime_v1_runtime_proto_rawDescData
 }
 
-var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_avenor_runtime_v1_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*DescribeRequest)(nil),    // 0: avenor.runtime.v1.DescribeRequest
 	(*DescribeResponse)(nil),   // 1: avenor.runtime.v1.DescribeResponse
@@ -2787,14 +3013,18 @@ var file_avenor_runtime_v1_runtime_proto_goTypes = []any{
 	(*Error)(nil),              // 30: avenor.runtime.v1.Error
 	(*Closed)(nil),             // 31: avenor.runtime.v1.Closed
 	(*Sandbox)(nil),            // 32: avenor.runtime.v1.Sandbox
-	nil,                        // 33: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	nil,                        // 34: avenor.runtime.v1.CheckRequest.EnvEntry
-	nil,                        // 35: avenor.runtime.v1.Open.EnvEntry
+	(*CatalogRequest)(nil),     // 33: avenor.runtime.v1.CatalogRequest
+	(*CatalogResponse)(nil),    // 34: avenor.runtime.v1.CatalogResponse
+	(*Model)(nil),              // 35: avenor.runtime.v1.Model
+	nil,                        // 36: avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	nil,                        // 37: avenor.runtime.v1.CheckRequest.EnvEntry
+	nil,                        // 38: avenor.runtime.v1.Open.EnvEntry
+	nil,                        // 39: avenor.runtime.v1.CatalogRequest.EnvEntry
 }
 var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	2,  // 0: avenor.runtime.v1.DescribeResponse.backends:type_name -> avenor.runtime.v1.BackendInfo
-	33, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
-	34, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
+	36, // 1: avenor.runtime.v1.BackendInfo.capabilities:type_name -> avenor.runtime.v1.BackendInfo.CapabilitiesEntry
+	37, // 2: avenor.runtime.v1.CheckRequest.env:type_name -> avenor.runtime.v1.CheckRequest.EnvEntry
 	7,  // 3: avenor.runtime.v1.HostMessage.open:type_name -> avenor.runtime.v1.Open
 	12, // 4: avenor.runtime.v1.HostMessage.prompt:type_name -> avenor.runtime.v1.Prompt
 	14, // 5: avenor.runtime.v1.HostMessage.cancel:type_name -> avenor.runtime.v1.Cancel
@@ -2802,7 +3032,7 @@ var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	16, // 7: avenor.runtime.v1.HostMessage.close:type_name -> avenor.runtime.v1.Close
 	6,  // 8: avenor.runtime.v1.HostMessage.reattach:type_name -> avenor.runtime.v1.Reattach
 	27, // 9: avenor.runtime.v1.HostMessage.question_answer:type_name -> avenor.runtime.v1.QuestionAnswer
-	35, // 10: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
+	38, // 10: avenor.runtime.v1.Open.env:type_name -> avenor.runtime.v1.Open.EnvEntry
 	8,  // 11: avenor.runtime.v1.Open.launch:type_name -> avenor.runtime.v1.LaunchContext
 	32, // 12: avenor.runtime.v1.Open.sandbox:type_name -> avenor.runtime.v1.Sandbox
 	9,  // 13: avenor.runtime.v1.LaunchContext.allowed_tools:type_name -> avenor.runtime.v1.ToolList
@@ -2825,17 +3055,21 @@ var file_avenor_runtime_v1_runtime_proto_depIdxs = []int32{
 	28, // 30: avenor.runtime.v1.TurnEnded.usage:type_name -> avenor.runtime.v1.Usage
 	30, // 31: avenor.runtime.v1.TurnEnded.error:type_name -> avenor.runtime.v1.Error
 	30, // 32: avenor.runtime.v1.Closed.error:type_name -> avenor.runtime.v1.Error
-	0,  // 33: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
-	3,  // 34: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
-	5,  // 35: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
-	1,  // 36: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
-	4,  // 37: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
-	17, // 38: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
-	36, // [36:39] is the sub-list for method output_type
-	33, // [33:36] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	39, // 33: avenor.runtime.v1.CatalogRequest.env:type_name -> avenor.runtime.v1.CatalogRequest.EnvEntry
+	35, // 34: avenor.runtime.v1.CatalogResponse.models:type_name -> avenor.runtime.v1.Model
+	0,  // 35: avenor.runtime.v1.Runtime.Describe:input_type -> avenor.runtime.v1.DescribeRequest
+	3,  // 36: avenor.runtime.v1.Runtime.Check:input_type -> avenor.runtime.v1.CheckRequest
+	5,  // 37: avenor.runtime.v1.Runtime.Session:input_type -> avenor.runtime.v1.HostMessage
+	33, // 38: avenor.runtime.v1.Runtime.Catalog:input_type -> avenor.runtime.v1.CatalogRequest
+	1,  // 39: avenor.runtime.v1.Runtime.Describe:output_type -> avenor.runtime.v1.DescribeResponse
+	4,  // 40: avenor.runtime.v1.Runtime.Check:output_type -> avenor.runtime.v1.CheckResponse
+	17, // 41: avenor.runtime.v1.Runtime.Session:output_type -> avenor.runtime.v1.PluginMessage
+	34, // 42: avenor.runtime.v1.Runtime.Catalog:output_type -> avenor.runtime.v1.CatalogResponse
+	39, // [39:43] is the sub-list for method output_type
+	35, // [35:39] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_avenor_runtime_v1_runtime_proto_init() }
@@ -2867,7 +3101,7 @@ func file_avenor_runtime_v1_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_avenor_runtime_v1_runtime_proto_rawDesc), len(file_avenor_runtime_v1_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	Runtime_Describe_FullMethodName = "/avenor.runtime.v1.Runtime/Describe"
 	Runtime_Check_FullMethodName    = "/avenor.runtime.v1.Runtime/Check"
 	Runtime_Session_FullMethodName  = "/avenor.runtime.v1.Runtime/Session"
+	Runtime_Catalog_FullMethodName  = "/avenor.runtime.v1.Runtime/Catalog"
 )
 
 // RuntimeClient is the client API for Runtime service.
@@ -54,6 +55,12 @@ type RuntimeClient interface {
 	// requests and turn ends. Order on each direction is the order of sending,
 	// so a permission request can never overtake the tool call it belongs to.
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostMessage, PluginMessage], error)
+	// Catalog lists the models a backend's runtime reports here and its
+	// authentication state from the runtime's own status command, within the
+	// host's deadline, without starting a turn. Added in 1.x: a plugin built
+	// before it answers Unimplemented, which the host reads as "does not list
+	// models, auth unknown".
+	Catalog(ctx context.Context, in *CatalogRequest, opts ...grpc.CallOption) (*CatalogResponse, error)
 }
 
 type runtimeClient struct {
@@ -97,6 +104,16 @@ func (c *runtimeClient) Session(ctx context.Context, opts ...grpc.CallOption) (g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_SessionClient = grpc.BidiStreamingClient[HostMessage, PluginMessage]
 
+func (c *runtimeClient) Catalog(ctx context.Context, in *CatalogRequest, opts ...grpc.CallOption) (*CatalogResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CatalogResponse)
+	err := c.cc.Invoke(ctx, Runtime_Catalog_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServer is the server API for Runtime service.
 // All implementations must embed UnimplementedRuntimeServer
 // for forward compatibility.
@@ -115,6 +132,12 @@ type RuntimeServer interface {
 	// requests and turn ends. Order on each direction is the order of sending,
 	// so a permission request can never overtake the tool call it belongs to.
 	Session(grpc.BidiStreamingServer[HostMessage, PluginMessage]) error
+	// Catalog lists the models a backend's runtime reports here and its
+	// authentication state from the runtime's own status command, within the
+	// host's deadline, without starting a turn. Added in 1.x: a plugin built
+	// before it answers Unimplemented, which the host reads as "does not list
+	// models, auth unknown".
+	Catalog(context.Context, *CatalogRequest) (*CatalogResponse, error)
 	mustEmbedUnimplementedRuntimeServer()
 }
 
@@ -133,6 +156,9 @@ func (UnimplementedRuntimeServer) Check(context.Context, *CheckRequest) (*CheckR
 }
 func (UnimplementedRuntimeServer) Session(grpc.BidiStreamingServer[HostMessage, PluginMessage]) error {
 	return status.Error(codes.Unimplemented, "method Session not implemented")
+}
+func (UnimplementedRuntimeServer) Catalog(context.Context, *CatalogRequest) (*CatalogResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Catalog not implemented")
 }
 func (UnimplementedRuntimeServer) mustEmbedUnimplementedRuntimeServer() {}
 func (UnimplementedRuntimeServer) testEmbeddedByValue()                 {}
@@ -198,6 +224,24 @@ func _Runtime_Session_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runtime_SessionServer = grpc.BidiStreamingServer[HostMessage, PluginMessage]
 
+func _Runtime_Catalog_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CatalogRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServer).Catalog(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runtime_Catalog_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServer).Catalog(ctx, req.(*CatalogRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runtime_ServiceDesc is the grpc.ServiceDesc for Runtime service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -212,6 +256,10 @@ var Runtime_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Check",
 			Handler:    _Runtime_Check_Handler,
+		},
+		{
+			MethodName: "Catalog",
+			Handler:    _Runtime_Catalog_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

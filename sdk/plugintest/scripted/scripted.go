@@ -92,7 +92,7 @@ func (b backend) Info() runtime.BackendInfo {
 		Capabilities: runtime.Supports(append([]runtime.Capability{
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages,
+			runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
 		}, runtime.LaunchCapabilityNames...)...),
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},

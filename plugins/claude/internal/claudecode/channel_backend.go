@@ -116,7 +116,7 @@ func (b *channelBackend) Info() runtime.BackendInfo {
 			"an MCP sidecar from .mcp.json relaying prompts, reports, finish and permissions through a per-session broker on 127.0.0.1",
 		Capabilities: runtime.Supports(
 			runtime.CapNewSessions, runtime.CapCancel, runtime.CapEventStreaming, runtime.CapModelSelection,
-			runtime.CapSubprocessDiscovery,
+			runtime.CapSubprocessDiscovery, runtime.CapModelListing,
 		).
 			With(runtime.CapPrompt, runtime.Experimental).
 			With(runtime.CapPermissionRelay, runtime.Experimental),

@@ -55,7 +55,7 @@ func (b *ptyBackend) Info() runtime.BackendInfo {
 		// that and says "session lost" once it is gone.
 		Capabilities: runtime.Supports(
 			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-			runtime.CapEventStreaming, runtime.CapModelSelection, runtime.CapSubprocessDiscovery,
+			runtime.CapEventStreaming, runtime.CapModelSelection, runtime.CapSubprocessDiscovery, runtime.CapModelListing,
 		).
 			With(runtime.CapPermissionRelay, runtime.Experimental),
 		ResumeScope:    runtime.ResumeInProcess,

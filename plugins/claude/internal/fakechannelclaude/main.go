@@ -54,6 +54,9 @@ var logf = func(string, ...any) {}
 
 func main() {
 	args := os.Args[1:]
+	if answerCatalog(args) {
+		return
+	}
 	if len(args) == 1 && args[0] == "--version" {
 		fmt.Println("2.1.332 (Claude Code)")
 		return

@@ -90,6 +90,9 @@ func main() {
 			f.Close()
 		}
 	}
+	if answerCatalog(args) {
+		return
+	}
 	if len(args) == 1 && args[0] == "--version" {
 		v := os.Getenv("FAKECLAUDE_VERSION")
 		if v == "" {

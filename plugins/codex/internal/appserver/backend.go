@@ -78,7 +78,7 @@ func (backend) Info() runtime.BackendInfo {
 		// rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
-			runtime.ModeCapability(runtime.ModePlan), runtime.CapSandbox,
+			runtime.ModeCapability(runtime.ModePlan), runtime.CapSandbox, runtime.CapModelListing,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

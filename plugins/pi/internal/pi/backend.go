@@ -79,7 +79,7 @@ func (backend) Info() runtime.BackendInfo {
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 			runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
 			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
-			runtime.CapAppendSystemPrompt, runtime.CapAllowedTools,
+			runtime.CapAppendSystemPrompt, runtime.CapAllowedTools, runtime.CapModelListing,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
