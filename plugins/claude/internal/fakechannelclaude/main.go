@@ -48,13 +48,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/avenor-go/avenor/plugins/claude/internal/fakecatalog"
 )
 
 var logf = func(string, ...any) {}
 
 func main() {
 	args := os.Args[1:]
-	if answerCatalog(args) {
+	if fakecatalog.Answer(args) {
 		return
 	}
 	if len(args) == 1 && args[0] == "--version" {

@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/avenor-go/avenor/plugins/claude/internal/fakecatalog"
 )
 
 type input struct {
@@ -90,7 +92,7 @@ func main() {
 			f.Close()
 		}
 	}
-	if answerCatalog(args) {
+	if fakecatalog.Answer(args) {
 		return
 	}
 	if len(args) == 1 && args[0] == "--version" {

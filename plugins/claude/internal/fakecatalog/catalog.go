@@ -1,4 +1,4 @@
-package main
+package fakecatalog
 
 import (
 	"bufio"
@@ -8,11 +8,11 @@ import (
 	"slices"
 )
 
-// answerCatalog plays what `avenor backends --models` asks Claude Code
+// Answer plays what `avenor backends --models` asks Claude Code
 // 2.1.332: `claude auth status` (logged in with an API key) and a
 // `claude -p --no-session-persistence` whose stream-json initialize answer
 // lists models. It reports whether args were one of those.
-func answerCatalog(args []string) bool {
+func Answer(args []string) bool {
 	switch {
 	case len(args) == 2 && args[0] == "auth" && args[1] == "status":
 		fmt.Println(`{"loggedIn": true, "authMethod": "api_key", "apiProvider": "firstParty", "apiKeySource": "ANTHROPIC_API_KEY"}`)
