@@ -257,7 +257,11 @@ func (d *turnDog) sample(l *plugins.Launched, h *sessionHost, now time.Time) []f
 		quiet := now.Sub(time.Unix(0, d.lastEvent.Load()))
 		if quiet >= d.cfg.ToolTimeout {
 			for _, t := range d.tracker.Tools(now, MaxWatchdogTools) {
-				if t.Verdict == watchdog.NoSubtree.String() {
+				// A tool whose own processes just ended (its subtree's
+				// last change within the timeout) is being reported, not
+				// hung: the runtime's tool end follows its processes'.
+				recent := time.Duration(t.IdleMs)*time.Millisecond < d.cfg.ToolTimeout
+				if t.Verdict == watchdog.NoSubtree.String() && !recent {
 					t := t
 					out = append(out, firing{kind: WatchdogKindProgress, tool: &t, idleFor: quiet})
 					d.lastEvent.Store(now.UnixNano()) // once per quiet period
