@@ -260,7 +260,7 @@ func (d *turnDog) sample(l *plugins.Launched, h *sessionHost, now time.Time) []f
 				// A tool whose own processes just ended (its subtree's
 				// last change within the timeout) is being reported, not
 				// hung: the runtime's tool end follows its processes'.
-				recent := time.Duration(t.IdleMs)*time.Millisecond < d.cfg.ToolTimeout
+				recent := t.HadProcs && time.Duration(t.IdleMs)*time.Millisecond < d.cfg.ToolTimeout
 				if t.Verdict == watchdog.NoSubtree.String() && !recent {
 					t := t
 					out = append(out, firing{kind: WatchdogKindProgress, tool: &t, idleFor: quiet})

@@ -132,6 +132,9 @@ type ToolInfo struct {
 	// ProcsOmitted is how many processes past MaxEvidenceProcs were left
 	// out.
 	ProcsOmitted int `json:"subtree_omitted,omitempty"`
+	// HadProcs: processes of its own were seen at some sample (they may
+	// have ended since).
+	HadProcs bool `json:"-"`
 }
 
 // Firing is a tool call the tool rule found hung.
@@ -233,7 +236,7 @@ func (t *Tracker) Tools(now time.Time, max int) []ToolInfo {
 
 func (t *Tracker) infoLocked(tl *tool, now time.Time) ToolInfo {
 	info := ToolInfo{
-		ID: tl.id, Title: tl.title, AgeMs: now.Sub(tl.started).Milliseconds(),
+		ID: tl.id, Title: tl.title, AgeMs: now.Sub(tl.started).Milliseconds(), HadProcs: tl.hasProcs,
 		IdleMs:  now.Sub(tl.lastActive).Milliseconds(),
 		Verdict: Judge(now.Sub(tl.started), now.Sub(tl.lastActive), t.cfg.ToolTimeout, t.cfg.Window, len(tl.last) > 0).String(),
 	}
