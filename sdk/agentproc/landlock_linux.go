@@ -1,0 +1,165 @@
+package agentproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	if v, ok := os.LookupEnv(LandlockEnv); ok {
+		err := landlockMain(v)
+		fmt.Fprintf(os.Stderr, "agentproc: the Landlock launcher did not start the runtime: %v\n", err)
+		os.Exit(LandlockLauncherExit)
+	}
+}
+
+// LandlockABI is the Landlock ABI version this kernel enforces; 0 is
+// none (no Landlock, or disabled at boot).
+func LandlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil || v < 1 {
+		return 0
+	}
+	return v
+}
+
+// landlockHandled are the filesystem rights ABI abi handles, all of them:
+// the strictest ruleset the kernel knows.
+func landlockHandled(abi int) uint64 {
+	switch {
+	case abi >= 9:
+		return 1<<17 - 1
+	case abi >= 5:
+		return 1<<16 - 1
+	case abi >= 3:
+		return 1<<15 - 1
+	case abi == 2:
+		return 1<<14 - 1
+	}
+	return 1<<13 - 1
+}
+
+// Rights a rule on a file may carry, and the read rights.
+const (
+	landlockFileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	landlockReadRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSResolveUnix
+	landlockDevRights  = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev | ll.AccessFSReadDir
+)
+
+// landlockMain is the launcher: it returns only on failure.
+func landlockMain(v string) error {
+	var spec landlockSpec
+	if err := json.Unmarshal([]byte(v), &spec); err != nil || spec.Path == "" {
+		return fmt.Errorf("%s is not a launcher spec (%v); unset it", LandlockEnv, err)
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, LandlockEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	plan, err := planLandlock(spec, os.ReadDir)
+	if err != nil {
+		return err
+	}
+	abi := LandlockABI()
+	if abi < 1 {
+		return errors.New("this kernel does not enforce Landlock; " + LandlockInstallHint)
+	}
+	fd, err := landlockRuleset(plan, abi)
+	if err != nil {
+		return err
+	}
+	// The ruleset binds the thread that applies it and what it execs:
+	// both must be this one.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	_ = unix.Close(fd)
+	return syscall.Exec(spec.Path, os.Args, env)
+}
+
+// landlockRuleset builds plan's ruleset under ABI abi: every filesystem
+// right the ABI has is handled, and from ABI 6 signals to and abstract
+// unix sockets of processes outside the boundary are refused.
+func landlockRuleset(plan landlockPlan, abi int) (int, error) {
+	handled := landlockHandled(abi)
+	attr := ll.RulesetAttr{HandledAccessFS: handled}
+	if abi >= 6 {
+		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+	}
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return -1, fmt.Errorf("landlock_create_ruleset (ABI %d): %w", abi, err)
+	}
+	add := func(paths []string, rights uint64, missingOK bool) error {
+		for _, p := range paths {
+			if err := landlockAllow(fd, p, rights&handled); err != nil {
+				if missingOK && errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	for _, step := range []struct {
+		paths     []string
+		rights    uint64
+		missingOK bool
+	}{
+		{plan.Writable, handled, false},
+		{plan.ReadDirs, landlockReadRights, true},
+		{plan.ReadFiles, landlockReadRights, true},
+		{plan.Devices, landlockDevRights, true},
+	} {
+		if err := add(step.paths, step.rights, step.missingOK); err != nil {
+			_ = unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// landlockAllow adds a rule granting rights beneath p. p is opened
+// without following a final symlink, so an entry swapped for a link
+// since it was listed grants nothing beyond the link itself; a rule on a
+// file keeps only the rights a file can carry.
+func landlockAllow(fd int, p string, rights uint64) error {
+	pfd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s for its Landlock rule: %w", p, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFLNK:
+		return nil
+	default:
+		rights &= landlockFileRights
+	}
+	if rights == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: rights}
+	if err := ll.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+		return fmt.Errorf("landlock_add_rule %s: %w", p, err)
+	}
+	return nil
+}
