@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
@@ -153,10 +154,19 @@ func planLandlock(spec landlockSpec, readDir func(string) ([]fs.DirEntry, error)
 	return plan, nil
 }
 
+// landlockTempPrefix starts the name of every private temp dir; the
+// plugin's pid follows, then a random part.
+const landlockTempPrefix = "avenor-sandbox-"
+
 // landlockTempDir makes the run's private temp dir under the system's
-// (TMPDIR or /tmp), its symlinks resolved; TMPDIR names it inside.
+// (TMPDIR or /tmp), its symlinks resolved; TMPDIR names it inside. The
+// plugin removes it with the runtime's tree, the reaper when the plugin
+// dies; where both were killed at once (the host cleaning a dead plugin's
+// tree takes the reaper too), the next launch sweeps it: a dir of this
+// user's whose plugin is gone.
 func landlockTempDir() (string, error) {
-	dir, err := os.MkdirTemp("", "avenor-sandbox-")
+	sweepTempDirs(os.TempDir())
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", landlockTempPrefix, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("agentproc: creating the sandbox's private temp dir: %w", err)
 	}
@@ -164,4 +174,25 @@ func landlockTempDir() (string, error) {
 		dir = real
 	}
 	return dir, nil
+}
+
+// sweepTempDirs removes the private temp dirs under tmp left by plugins
+// that are gone.
+func sweepTempDirs(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), landlockTempPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || pid <= 0 || processAlive(pid) || !ownedByMe(filepath.Join(tmp, e.Name())) {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
+	}
 }

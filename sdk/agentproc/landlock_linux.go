@@ -163,3 +163,18 @@ func landlockAllow(fd int, p string, rights uint64) error {
 	}
 	return nil
 }
+
+// processAlive reports whether pid exists (a zombie counts).
+func processAlive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// ownedByMe reports whether p is a directory (not a link) of this user.
+func ownedByMe(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}

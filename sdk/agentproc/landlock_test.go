@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -167,5 +168,25 @@ func TestStartLandlockRefusesNetworkNone(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "landlock cannot take the network away") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSweepTempDirs removes the private temp dirs of plugins that are
+// gone, and only those.
+func TestSweepTempDirs(t *testing.T) {
+	tmp := t.TempDir()
+	mine := filepath.Join(tmp, landlockTempPrefix+strconv.Itoa(os.Getpid())+"-1")
+	gone := filepath.Join(tmp, landlockTempPrefix+"2147483646-1")
+	other := filepath.Join(tmp, "avenor-sandbox-notapid")
+	for _, d := range []string{mine, gone, other} {
+		if err := os.MkdirAll(filepath.Join(d, "x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepTempDirs(tmp)
+	for d, want := range map[string]bool{mine: true, gone: false, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", d, err == nil, want)
+		}
 	}
 }
