@@ -81,6 +81,9 @@ func landlockMain(v string) error {
 	// The ruleset binds the thread that applies it and what it execs:
 	// both must be this one.
 	runtime.LockOSThread()
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
 	}
@@ -89,6 +92,35 @@ func landlockMain(v string) error {
 	}
 	_ = unix.Close(fd)
 	return syscall.Exec(spec.Path, os.Args, env)
+}
+
+// dropCapabilities leaves the runtime no capability, root included:
+// Landlock governs files, not what a capability allows (loading a kernel
+// module, raw devices, another process's memory). It empties the bounding
+// set, so that the exec grants none, then the inheritable and ambient
+// sets; a process that has no capability has nothing to drop.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			if data[0].Permitted|data[1].Permitted == 0 {
+				break // nothing held, nothing the exec could grant without privileges
+			}
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clearing inheritable capabilities: %w", err)
+	}
+	return nil
 }
 
 // landlockRuleset builds plan's ruleset under ABI abi: every filesystem
@@ -104,6 +136,9 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("landlock_create_ruleset (ABI %d): %w", abi, err)
 	}
+	// Device nodes are made by no one: a block device in the workspace
+	// would be the whole disk.
+	writable := handled &^ (ll.AccessFSMakeChar | ll.AccessFSMakeBlock)
 	add := func(paths []string, rights uint64, missingOK bool) error {
 		for _, p := range paths {
 			if err := landlockAllow(fd, p, rights&handled); err != nil {
@@ -120,7 +155,7 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 		rights    uint64
 		missingOK bool
 	}{
-		{plan.Writable, handled, false},
+		{plan.Writable, writable, false},
 		{plan.ReadDirs, landlockReadRights, true},
 		{plan.ReadFiles, landlockReadRights, true},
 		{plan.Devices, landlockDevRights, true},

@@ -45,7 +45,9 @@ func StatPath(p string) PathKind {
 // argv, in dir, inside sb (docs/sandbox.md#mechanism-bubblewrap): the whole
 // filesystem bound read-only; a process namespace of its own, so that its
 // /proc shows no process outside (/proc/<pid>/root of one would lead back
-// to the host's filesystem); /dev and /proc as bwrap makes them; a
+// to the host's filesystem); no capabilities, even for root (who would
+// otherwise keep them, mount and make device nodes); /dev and /proc as
+// bwrap makes them; a
 // private /tmp, which TMPDIR names; sb's writable paths and runtime directories bound
 // writable over it (workspace only); the runtime's own files read-only;
 // the deny list hidden last, so that a
@@ -64,7 +66,7 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 	if len(argv) == 0 {
 		return nil, ErrNoPath
 	}
-	args := []string{"--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	args := []string{"--die-with-parent", "--unshare-pid", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--setenv", "TMPDIR", "/tmp"}
 	switch sb.Profile {
 	case runtime.SandboxWorkspace:

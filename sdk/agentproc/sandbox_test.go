@@ -35,7 +35,7 @@ func requireBwrap(t *testing.T) {
 func TestBwrapArgs(t *testing.T) {
 	kinds := map[string]PathKind{"/h/.ssh": PathDir, "/h/.netrc": PathFile}
 	stat := func(p string) PathKind { return kinds[p] }
-	base := []string{"--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	base := []string{"--die-with-parent", "--unshare-pid", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--setenv", "TMPDIR", "/tmp"}
 	tail := func(extra ...string) []string {
 		return append(append(append([]string(nil), base...), extra...), "--chdir", "/w", "--", "/bin/rt", "-x")
