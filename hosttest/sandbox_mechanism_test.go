@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -231,4 +232,43 @@ func descendants(pid int) []int {
 		out = append(out, descendants(c)...)
 	}
 	return out
+}
+
+// TestBackendsSandboxMechanisms: `avenor backends` names the sandbox
+// mechanisms usable here under its table, and --json gives the rows of
+// sandbox-capable backends sandbox_mechanisms (only those rows); with
+// neither usable the line says so and how to get one.
+func TestBackendsSandboxMechanisms(t *testing.T) {
+	t.Parallel()
+	requireLandlock(t)
+	w := newWorld(t)
+	res := w.run("backends")
+	if res.code != 0 || !strings.Contains(res.stdout, "\nsandbox mechanisms: ") || !strings.Contains(res.stdout, "landlock (ABI ") {
+		t.Fatalf("backends: %v", res)
+	}
+	res = w.run("backends", "--json")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
+		t.Fatalf("%v: %v", err, res)
+	}
+	for _, r := range rows {
+		mechs, has := r["sandbox_mechanisms"].([]any)
+		caps, _ := r["capabilities"].(map[string]any)
+		capable := caps["sandbox"] != nil && caps["sandbox"] != "unsupported"
+		if has != capable {
+			t.Errorf("%v: sandbox_mechanisms %v with capability sandbox %v", r["backend"], r["sandbox_mechanisms"], caps["sandbox"])
+		}
+		if r["backend"] == "scripted" && (len(mechs) == 0 || mechs[len(mechs)-1] != "landlock") {
+			t.Errorf("scripted: sandbox_mechanisms %v, want landlock last", mechs)
+		}
+	}
+	empty := w.path("emptybin")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res = w.runEnv([]string{"PATH=" + empty, disableLandlock}, "backends")
+	want := "sandbox mechanisms: none usable here: bubblewrap (bwrap not found in PATH), landlock (disabled by AVENOR_SANDBOX_DISABLE_LANDLOCK=1); install bubblewrap"
+	if res.code != 0 || !strings.Contains(res.stdout, want) {
+		t.Errorf("backends with neither: want %q in %v", want, res)
+	}
 }
