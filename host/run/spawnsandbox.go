@@ -1,0 +1,96 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"reflect"
+	"strings"
+
+	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/sandbox"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
+)
+
+// A spawn's sandbox (docs/control-protocol.md#spawn, docs/sandbox.md): the
+// params sandbox, sandbox_network, sandbox_allow_write and
+// sandbox_deny_read, read and checked as `avenor run` reads its --sandbox
+// flags (sandboxFor), carried into the runtime's options and, through the
+// params kept in its durable record, into its recovery. Like avenor run
+// it fails closed: a boundary this machine or the backend cannot enforce
+// refuses the spawn before anything starts.
+
+// validateSandbox refuses a profile or network outside the vocabulary and
+// more paths than the bounds allow: -32602.
+func (p *SpawnParams) validateSandbox() error {
+	if _, err := sdk.ParseSandboxProfile(p.Sandbox); err != nil {
+		return control.InvalidParams("sandbox: " + err.Error())
+	}
+	if _, err := sdk.ParseSandboxNetwork(p.SandboxNetwork); err != nil {
+		return control.InvalidParams("sandbox_network: " + err.Error())
+	}
+	return nil
+}
+
+// sandboxKeys adds the sandbox params that are config keys to out.
+func (p SpawnParams) sandboxKeys(out map[string]any) {
+	if p.Sandbox != "" {
+		out["sandbox"] = p.Sandbox
+	}
+	if p.SandboxNetwork != "" {
+		out["sandbox_network"] = p.SandboxNetwork
+	}
+}
+
+// resolveSandbox sets b.Sandbox to the boundary the spawn req asks for in
+// dir, its working directory, checked against this machine. Input no
+// spawn could take is -32602; a machine that cannot enforce it, or a loop
+// or team (whose phases do not carry a sandbox yet), refuses the spawn.
+func (b *SpawnBackend) resolveSandbox(req SpawnRequest, dir string) error {
+	sb, err := sandbox.Resolve(sandbox.Request{
+		Profile: b.Settings.Sandbox, Network: b.Settings.SandboxNetwork,
+		AllowWrite: req.Sandbox.AllowWrite, DenyRead: req.Sandbox.DenyRead, Dir: dir, Home: b.home,
+	}, paramKey)
+	if err != nil {
+		return control.InvalidParams(err.Error())
+	}
+	b.Sandbox = sdk.Sandbox{}
+	if !sb.Active() {
+		return nil
+	}
+	if req.LoopFile != "" || req.TeamFile != "" {
+		return errors.New("sandbox is not supported with loop_file or team_file yet; spawn the phases without it, or one at a time with sandbox")
+	}
+	if err := sandbox.Check(context.Background(), sb, exec.LookPath); err != nil {
+		return err
+	}
+	b.Sandbox = sb
+	return nil
+}
+
+// checkSandbox refuses, before anything of the spawn runs, a sandbox its
+// backend does not declare (capability sandbox): the backend's plugin is
+// started to describe itself and stopped again. No sandbox starts
+// nothing.
+func (sp Spawned) checkSandbox(ctx context.Context) error {
+	sb := sp.Backend.Sandbox
+	if !sb.Active() {
+		return nil
+	}
+	info, err := describe(ctx, sp.Backend.Backend)
+	if err != nil {
+		return err
+	}
+	if err := sdk.CheckSandbox(info, sb); err != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), "--sandbox", "sandbox") + "; nothing was started")
+	}
+	return nil
+}
+
+// SameSandbox reports whether a and b are the same boundary.
+func SameSandbox(a, b sdk.Sandbox) bool {
+	if !a.Active() && !b.Active() {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
