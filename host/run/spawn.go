@@ -152,6 +152,7 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 		}
 		keys["backend"] = entry.Backend
 		entryLaunch(entry.LaunchKeys, keys)
+		entrySandboxKeys(entry.SandboxKeys, keys, &req)
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
@@ -303,7 +304,7 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 	} else if b, err := resolve(r.Dir, r.launchSettings(req)); err != nil {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 	} else if dead = r.restoreLaunch(&b); dead == "" {
-		if err := b.resolveSandbox(req, r.Dir); err != nil {
+		if err := r.restoreSandbox(&b, req); err != nil {
 			// Never resumed with less isolation than it was spawned with.
 			dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 		} else {

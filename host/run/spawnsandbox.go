@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/loop"
 	"github.com/avenor-go/avenor/host/sandbox"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -93,4 +95,48 @@ func SameSandbox(a, b sdk.Sandbox) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// entrySandbox gives a direct-mode run its roster entry's sandbox where
+// the run's own (flags or params, given) has none: sandbox and
+// sandbox_network into s, the path lists into flags when those are empty.
+func entrySandbox(k loop.SandboxKeys, s *config.Settings, flags *SandboxFlags, given func(string) bool) {
+	if k.Sandbox != "" && !given("sandbox") {
+		s.Sandbox = k.Sandbox
+	}
+	if k.SandboxNetwork != "" && !given("sandbox_network") {
+		s.SandboxNetwork = k.SandboxNetwork
+	}
+	if len(flags.AllowWrite) == 0 {
+		flags.AllowWrite = k.SandboxAllowWrite
+	}
+	if len(flags.DenyRead) == 0 {
+		flags.DenyRead = k.SandboxDenyRead
+	}
+}
+
+// entrySandboxKeys gives a direct-mode spawn's settings (set, host/config
+// keys) and req its roster entry's sandbox, under the spawn's own params.
+func entrySandboxKeys(k loop.SandboxKeys, set map[string]any, req *SpawnRequest) {
+	for key, v := range map[string]string{"sandbox": k.Sandbox, "sandbox_network": k.SandboxNetwork} {
+		if _, given := set[key]; !given && v != "" {
+			set[key] = v
+		}
+	}
+	var s config.Settings
+	entrySandbox(loop.SandboxKeys{SandboxAllowWrite: k.SandboxAllowWrite, SandboxDenyRead: k.SandboxDenyRead}, &s, &req.Sandbox, func(string) bool { return true })
+}
+
+// restoreSandbox gives b the boundary the record's runtime ran inside,
+// checked against this machine again; a record of none resolves req's
+// (none, unless the config asks for one now).
+func (r Record) restoreSandbox(b *SpawnBackend, req SpawnRequest) error {
+	if r.Sandbox == nil {
+		return b.resolveSandbox(req, r.Dir)
+	}
+	if err := sandbox.Check(context.Background(), *r.Sandbox, exec.LookPath); err != nil {
+		return err
+	}
+	b.Sandbox = *r.Sandbox
+	return nil
 }
