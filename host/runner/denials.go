@@ -70,6 +70,11 @@ func (d *denials) fromFields(typ sdk.EventType, fields map[string]any) []event.E
 	if typ != sdk.EventToolCallUpdate {
 		return nil
 	}
+	if status, _ := fields["status"].(string); status != "" && status != "completed" && status != "failed" {
+		// A streamed piece of output ("bwrap: " alone) is no whole line
+		// to classify: the tool's end carries its output whole.
+		return nil
+	}
 	var text strings.Builder
 	collectText(&text, fields)
 	tool, _ := fields["toolCallId"].(string)
