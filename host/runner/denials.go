@@ -78,7 +78,34 @@ func (d *denials) fromFields(typ sdk.EventType, fields map[string]any) []event.E
 	var text strings.Builder
 	collectText(&text, fields)
 	tool, _ := fields["toolCallId"].(string)
-	return d.events(tool, sandbox.Denials(d.sb, text.String()))
+	found := sandbox.Denials(d.sb, text.String())
+	if len(found) == 0 {
+		found = failedEdits(d.sb, fields)
+	}
+	return d.events(tool, found)
+}
+
+// editKinds are the tool kinds that write the files their locations name.
+var editKinds = map[string]bool{"edit": true, "write": true, "delete": true, "move": true}
+
+// failedEdits are the denials of a failed edit whose output gave no errno:
+// each location outside the writable paths (sandbox.FailedEditDenial).
+func failedEdits(sb sdk.Sandbox, fields map[string]any) []sandbox.Denial {
+	status, _ := fields["status"].(string)
+	kind, _ := fields["kind"].(string)
+	if status != "failed" || !editKinds[kind] {
+		return nil
+	}
+	locs, _ := fields["locations"].([]any)
+	var out []sandbox.Denial
+	for _, l := range locs {
+		loc, _ := l.(map[string]any)
+		path, _ := loc["path"].(string)
+		if d, ok := sandbox.FailedEditDenial(sb, path); ok && len(out) < sandbox.MaxDenialsPerOutput {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // fromError are the launch denials an error of the run names: bwrap's

@@ -130,6 +130,22 @@ func LaunchDenials(sb sdk.Sandbox, text string) []Denial {
 	return out
 }
 
+// FailedEditDenial is the denial a failed edit of path shows: a runtime
+// whose file tool words its error without the errno (opencode 1.18:
+// "Unknown: FileSystem.writeFile (/path)") still failed to write a path
+// outside sb's writable paths, which only the boundary refuses. ok is
+// false for a path the boundary lets be written, or one it does not place.
+func FailedEditDenial(sb sdk.Sandbox, path string) (d Denial, ok bool) {
+	if !sb.Active() || !filepath.IsAbs(path) {
+		return Denial{}, false
+	}
+	p := filepath.Clean(path)
+	if op := classify(sb, p, errReadOnly); op != "" {
+		return Denial{Op: op, Path: p}, true
+	}
+	return Denial{}, false
+}
+
 // launchDenial reads a line bwrap wrote about itself ("bwrap: Can't bind
 // mount /oldroot/x on /newroot/x: No such file or directory"), wherever it
 // stands in the line (an error may quote it after its own words).

@@ -120,3 +120,24 @@ func FuzzDenials(f *testing.F) {
 		}
 	})
 }
+
+func TestFailedEditDenial(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{"/var/tmp/x/outside.txt", true},
+		{"/home/u/.ssh/config", true},
+		{"/work/app/in.txt", false},
+		{"/tmp/scratch", false},
+		{"rel.txt", false},
+	} {
+		d, ok := FailedEditDenial(denialBox, tc.path)
+		if ok != tc.ok || ok && (d.Op != OpWrite || d.Path != tc.path) {
+			t.Errorf("FailedEditDenial(%q) = %+v, %v; want ok %v", tc.path, d, ok, tc.ok)
+		}
+	}
+	if _, ok := FailedEditDenial(sdk.Sandbox{}, "/srv/x"); ok {
+		t.Error("no sandbox denied an edit")
+	}
+}
