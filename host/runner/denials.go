@@ -168,12 +168,11 @@ func collectText(b *strings.Builder, v any) {
 	}
 }
 
-// setSandbox makes the session report what sb refuses its tools.
+// setSandbox makes the session report what sb refuses its tools, afresh
+// for each attempt (the bounds are an attempt's).
 func (h *sessionHost) setSandbox(sb sdk.Sandbox) {
 	h.mu.Lock()
-	if h.denied == nil || h.denied.sb.Profile != sb.Profile {
-		h.denied = newDenials(sb)
-	}
+	h.denied = newDenials(sb)
 	h.mu.Unlock()
 }
 
