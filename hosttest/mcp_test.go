@@ -35,7 +35,9 @@ var mcpReference = []mcpTool{
 		"roster_file", "roster_entry", "server_url", "supervisor_id", "auto_approve", "questions",
 		"permission_mode", "append_system_prompt", "allowed_tools", "mcp_config",
 		// The turn watchdog's (docs/unattended.md), additive.
-		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts"}, []string{"repo_dir"},
+		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts",
+		// The sandbox's (docs/sandbox.md), additive.
+		"sandbox", "sandbox_network", "sandbox_allow_write", "sandbox_deny_read"}, []string{"repo_dir"},
 		[]string{"run_id", "label", "supervisor_id"}, []string{"runtime_id"}},
 	{"avenor_status", []string{"run_id", "view", "wait_for", "timeout", "supervisor_id"}, nil,
 		[]string{"run_id", "label", "status"}, []string{"runtime_id", "session_id", "stop_reason", "phase", "phase_label", "pending_permission",

@@ -38,6 +38,10 @@ const TypeRestarted sdk.EventType = "avenor.restarted"
 // TypeWatchdog: the turn watchdog fired (docs/unattended.md).
 const TypeWatchdog sdk.EventType = "avenor.watchdog"
 
+// TypeSandboxDenied: the sandbox refused an access a tool made, or could
+// not be set up (docs/sandbox.md#denials).
+const TypeSandboxDenied sdk.EventType = "avenor.sandbox.denied"
+
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
@@ -116,6 +120,12 @@ var HostEventTypes = []EventType{
 		Doc:      "The turn watchdog fired (--watchdog, docs/unattended.md): kind tool (a tool call whose own process subtree gained neither CPU nor I/O past --tool-timeout; tool is its toolCallId) or progress (no event for --progress-timeout, or for --tool-timeout while a tool call with no process of its own runs). action is what follows: warn (the turn goes on), cancel (the turn ends cancelled) or restart (a fresh turn on the same session; restart counts them, restarts_exhausted says they were used up and the turn is cancelled instead). evidence holds the last events, the tool call and its subtree with CPU and I/O gained over the window, the tool calls in flight and the plugin's stderr tail, each bounded (docs/configuration.md#bounds).",
 		Fields:   []string{"kind", "idle_for_ms", "action", "evidence"},
 		Optional: []string{"tool", "restart", "restarts_allowed", "restarts_exhausted"},
+	},
+	{
+		Name:     TypeSandboxDenied,
+		Doc:      "A sandboxed run only (--sandbox): the boundary refused an access, as a tool's output shows it (op write: a path outside the writable paths, with EROFS, EACCES or EPERM; op read: a path on the deny list; tool is the tool call's toolCallId), or bubblewrap could not set the boundary up (op launch: path is the path it named, or bwrap; message is its own line). Emitted right after the tool.call_update that showed it; each op and path once per tool call, bounded (docs/configuration.md#bounds).",
+		Fields:   []string{"op", "path"},
+		Optional: []string{"tool", "message"},
 	},
 	{
 		Name:     TypePermissionRequest,

@@ -57,6 +57,12 @@ type spawnArgs struct {
 	Watchdog         string     `json:"watchdog,omitempty" jsonschema:"what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run"`
 	WatchdogRestarts *int       `json:"watchdog_restarts,omitempty" jsonschema:"with watchdog restart: the most restarts (default 2); then the turn is cancelled"`
 	Questions        bool       `json:"questions,omitempty" jsonschema:"hear the agent's own questions (question.request in avenor_events; answer with avenor_answer_question)"`
+
+	// The sandbox (docs/sandbox.md); a follow-up runs inside the same.
+	Sandbox           string   `json:"sandbox,omitempty" jsonschema:"launch the runtime inside a sandbox: off, workspace (only repo_dir, the runtime's own dirs and sandbox_allow_write writable) or read-only; refused where the machine or backend cannot enforce it; omitted: the supervisor's config (default off)"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty" jsonschema:"network inside the sandbox: host or none; omitted: host"`
+	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty" jsonschema:"existing paths also writable under sandbox workspace (relative to repo_dir)"`
+	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty" jsonschema:"paths made unreadable in the sandbox besides the secrets under $HOME it always hides (relative to repo_dir)"`
 }
 
 type spawnResult struct {
@@ -210,6 +216,9 @@ func (s *Server) addTools() {
 			"progress_timeout": durationSchema("no event for this long: the turn is hung"),
 			"tool_timeout":     durationSchema("a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"),
 			"watchdog":         enum("what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run", watchdogActions),
+			// The sandbox's.
+			"sandbox":         enum("launch the runtime inside a sandbox: off, workspace or read-only; omitted: the supervisor's config (default off)", sandboxProfiles),
+			"sandbox_network": enum("network inside the sandbox: host or none; omitted: host", sandboxNetworks),
 		}),
 		schemaOf[spawnResult](nil)),
 		s.spawn)

@@ -165,7 +165,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 // (--roster-file with --roster-entry, no loop or team file), makes the
 // entry the run's backend, agent and model, and its thinking the default
 // under an explicit run-level one.
-func (req Request) applyRoster(s *config.Settings, prov config.Provenance) error {
+func (req *Request) applyRoster(s *config.Settings, prov config.Provenance) error {
 	phased := req.LoopFile != "" || req.TeamFile != ""
 	given := func(key string) bool { _, set := req.Settings[key]; return set }
 	// Not direct: none, or the fallback roster of the config's phases
@@ -184,6 +184,7 @@ func (req Request) applyRoster(s *config.Settings, prov config.Provenance) error
 	id := loop.Identity{Thinking: s.Thinking}.FromEntry(e)
 	s.Backend, s.Agent, s.Model, s.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
 	entrySettings(e.LaunchKeys, s, prov, given)
+	entrySandbox(e.SandboxKeys, s, &req.Sandbox, given)
 	return nil
 }
 

@@ -40,6 +40,9 @@ type Record struct {
 	// Launch is the permission mode and launch context the runtime runs
 	// under, nil when it asked for none (LaunchRecord).
 	Launch *LaunchRecord `json:"launch,omitempty"`
+	// Sandbox is the boundary the runtime runs inside, nil for none: a
+	// recovery launches its follow-ups inside the same, or not at all.
+	Sandbox *sdk.Sandbox `json:"sandbox,omitempty"`
 }
 
 // A record's runtime states.
@@ -104,6 +107,10 @@ func (rt *Runtime) Record() Record {
 	}
 	r.AcceptedAt = l.acceptedAt
 	r.Launch = recordLaunch(o)
+	if o.Sandbox.Active() {
+		sb := o.Sandbox
+		r.Sandbox = &sb
+	}
 	return r
 }
 

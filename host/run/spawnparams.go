@@ -63,6 +63,15 @@ type SpawnParams struct {
 	ToolTimeout      json.RawMessage `json:"tool_timeout,omitempty"`
 	Watchdog         string          `json:"watchdog,omitempty"`
 	WatchdogRestarts *int            `json:"watchdog_restarts,omitempty"`
+
+	// The sandbox (docs/sandbox.md), as avenor run's --sandbox,
+	// --sandbox-network, --sandbox-allow-write and --sandbox-deny-read:
+	// sandbox and sandbox_network layer over the config's keys; the path
+	// lists are absolute (spawnsandbox.go).
+	Sandbox           string   `json:"sandbox,omitempty"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
+	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
+	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -92,6 +101,9 @@ func (p *SpawnParams) Validate() error {
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
 		return control.InvalidParams("permission_handler supports file:<path> only")
 	}
+	if err := p.validateSandbox(); err != nil {
+		return err
+	}
 	return p.validateLaunch()
 }
 
@@ -106,7 +118,8 @@ func paramName(param string) string {
 // Request is what the spawn asks to run.
 func (p SpawnParams) Request() SpawnRequest {
 	return SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Images: p.Images, Dir: p.Dir, Settings: p.configKeys(),
-		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
+		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile,
+		Sandbox: SandboxFlags{AllowWrite: p.SandboxAllowWrite, DenyRead: p.SandboxDenyRead}}
 }
 
 // configKeys are the params that are config settings, keyed as host/config
@@ -133,6 +146,7 @@ func (p SpawnParams) configKeys() map[string]any {
 	}
 	p.launchKeys(out)
 	p.watchdogKeys(out)
+	p.sandboxKeys(out)
 	return out
 }
 

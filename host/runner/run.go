@@ -361,6 +361,8 @@ func (r *Runner) fail(h *sessionHost, source, msg string) {
 	ev := event.Event{"event": string(event.TypeError), "source": source, "message": msg}
 	if h != nil {
 		h.emit(ev)
+		// A sandbox that could not be set up is a denial too.
+		h.emitDenied(h.deniedOf().fromError(msg))
 		return
 	}
 	r.emit(ev)
@@ -447,6 +449,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		h = newSessionHost(r, o.Logger, nil)
 	}
 	h.setOnError(r.sayBackendError)
+	h.setSandbox(o.Sandbox)
 	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
 	onProcess := func(p sdk.ProcessInfo) { r.status.update(func(s *Status) { s.PID = p.PID }) }
 	var pgid int

@@ -75,6 +75,14 @@
 //	                              a line over the bound an avenor.warning;
 //	                              inside the Open's sandbox when it has one
 //	                              (shell then refuses to run)
+//	toolsh <command...>           a tool call (kind execute) whose tool is
+//	                              /bin/sh -c through agentproc, like lines
+//	                              (inside the Open's sandbox when it has
+//	                              one): tool.call in_progress, then
+//	                              tool.call_update completed (failed on a
+//	                              non-zero exit) with rawOutput {output:
+//	                              its stdout and stderr, then the
+//	                              launcher's stderr}
 //	child <seconds>               start `sleep <seconds>` in its own process
 //	                              group as the session's runtime process (see
 //	                              below)

@@ -87,7 +87,7 @@ func parseStep(cmd, rest string) (Step, error) {
 		if err == nil && (cmd == "fail" || cmd == "error") && st.Text == "" {
 			err = fmt.Errorf("%s needs a message", cmd)
 		}
-	case "shell", "lines":
+	case "shell", "lines", "toolsh":
 		st.Text = rest
 		if rest == "" {
 			err = fmt.Errorf("%s needs a command", cmd)
