@@ -40,6 +40,9 @@ type Record struct {
 	// Launch is the permission mode and launch context the runtime runs
 	// under, nil when it asked for none (LaunchRecord).
 	Launch *LaunchRecord `json:"launch,omitempty"`
+	// RateLimit is the running turn's rate-limit wait, nil when it waits
+	// for none: a successor resumes the wait (docs/unattended.md#rate-limits).
+	RateLimit *RateLimitRecord `json:"rate_limit,omitempty"`
 }
 
 // A record's runtime states.
@@ -103,6 +106,10 @@ func (rt *Runtime) Record() Record {
 		r.Pending = append(r.Pending, *l.perms[id])
 	}
 	r.AcceptedAt = l.acceptedAt
+	if w := l.rateWait; w != nil && r.State == RecordRunning {
+		cp := *w
+		r.RateLimit = &cp
+	}
 	r.Launch = recordLaunch(o)
 	return r
 }

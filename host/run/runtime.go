@@ -282,6 +282,7 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	}
 	o.Launch = rt.tracked(o.Launch)
 	rt.armWatchdog(&o)
+	rt.armRateLimit(&o)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	rt.begin(runner)
 	if t.Held != nil {

@@ -150,6 +150,9 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 	if _, err := WatchdogSettings(sp.Backend.Settings, req.LoopFile != "" || req.TeamFile != "", spawnParam); err != nil {
 		return sp, control.InvalidParams(err.Error())
 	}
+	if _, _, err := RateLimitSettings(sp.Backend.Settings, spawnParam); err != nil {
+		return sp, control.InvalidParams(err.Error())
+	}
 	set := &sp.Backend.Settings
 	if req.RosterEntry != "" {
 		// Direct mode: the entry's thinking is the default under an
@@ -188,6 +191,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	// Checked when the spawn resolved (ResolveSpawn); a record's spawn
 	// resolved again is the same.
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
+	o.RateLimit, o.ReportUsage, _ = RateLimitSettings(set, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.

@@ -63,6 +63,13 @@ type SpawnParams struct {
 	ToolTimeout      json.RawMessage `json:"tool_timeout,omitempty"`
 	Watchdog         string          `json:"watchdog,omitempty"`
 	WatchdogRestarts *int            `json:"watchdog_restarts,omitempty"`
+
+	// Rate limits and quota windows (docs/unattended.md#rate-limits), as
+	// avenor run's --wait-on-rate-limit, --max-rate-limit-resumes and
+	// --report-usage.
+	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
+	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
+	ReportUsage         *bool `json:"report_usage,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -87,6 +94,9 @@ func (p *SpawnParams) Validate() error {
 		return control.InvalidParams(err.Error())
 	}
 	if err := p.validateWatchdog(); err != nil {
+		return err
+	}
+	if err := p.validateRateLimit(); err != nil {
 		return err
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
@@ -133,6 +143,7 @@ func (p SpawnParams) configKeys() map[string]any {
 	}
 	p.launchKeys(out)
 	p.watchdogKeys(out)
+	p.rateLimitKeys(out)
 	return out
 }
 
