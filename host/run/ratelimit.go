@@ -95,18 +95,17 @@ type RateLimitRecord struct {
 	Prompt  string `json:"prompt"`
 }
 
-// armRateLimit keeps the runner's waits in the runtime's record, and
-// gives a run that takes a recovered wait over its end and count.
-func (rt *Runtime) armRateLimit(o *hostrt.Options) {
+// armRateLimit keeps the runner's waits in the runtime's record and, with
+// restored (a recovered wait, read under life.mu by the caller), gives the
+// run that takes the turn over the wait's end, count and prompt.
+func (rt *Runtime) armRateLimit(o *hostrt.Options, restored *RateLimitRecord) {
 	if !o.RateLimit.Wait || rt.life == nil {
 		return
 	}
-	l := rt.life
-	l.mu.Lock()
-	if w := l.rateWait; w != nil && o.AdoptTurn {
+	if w := restored; w != nil {
 		o.RateLimit.Until, o.RateLimit.Used, o.Prompt = time.UnixMilli(w.UntilMS), w.Resume, w.Prompt
 	}
-	l.mu.Unlock()
+	l := rt.life
 	o.RateLimit.OnWait = func(until time.Time, resume int, prompt string) {
 		l.mu.Lock()
 		if until.IsZero() {
