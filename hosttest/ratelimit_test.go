@@ -189,3 +189,48 @@ func readEventsIfAny(t *testing.T, path string) []event {
 	}
 	return readEvents(t, path)
 }
+
+// TestRateLimitStableWaitHoldsNoSlot: a runtime waiting on a rate limit
+// holds no executing slot of --max-runtimes (a spawn while both slots'
+// runtimes wait is admitted and runs), is not reaped by --parked-timeout,
+// and keeps --idle-timeout from stopping the supervisor with no control
+// connection open; both waiting runtimes resume and end DONE.
+func TestRateLimitStableWaitHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	s := w.startStable("st", nil, "--max-runtimes", "2", "--idle-timeout", "1s", "--parked-timeout", "1s")
+	yes := true
+	var waiting []client.Spawned
+	for range 2 {
+		var sp client.Spawned
+		p := client.SpawnParams{Backend: "scripted", Dir: w.work, WaitOnRateLimit: &yes, Prompt: "announce\nratelimit 5s\nsay done"}
+		if err := client.CallOnce(s.sock, "spawn", p, &sp, 10*time.Second); err != nil {
+			t.Fatalf("spawn: %v", err)
+		}
+		waiting = append(waiting, sp)
+	}
+	c := s.client()
+	for _, sp := range waiting {
+		waitRuntime(t, c, sp.RuntimeID, 10*time.Second, "waiting on its rate limit", func(rt client.Runtime) bool {
+			return rt.Status == "running" && rt.WaitingReason == "rate_limit"
+		})
+	}
+	third := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: "say hi"})
+	if rt := waitEnded(t, c, third.RuntimeID, 10*time.Second); rt.StopReason != "end_turn" {
+		t.Errorf("the spawn admitted while two runtimes wait: %s, want end_turn", rt.Raw)
+	}
+	c.Close()
+	time.Sleep(2 * time.Second) // past --idle-timeout and --parked-timeout, no connection open
+	if processGone(s.pid()) {
+		t.Fatalf("the supervisor stopped for --idle-timeout while runtimes waited on a rate limit: %s", tail(s.stderr.String(), 1000))
+	}
+	for _, sp := range waiting {
+		if !waitFor(15*time.Second, func() bool { b, _ := os.ReadFile(sp.SentinelFile); return len(b) > 0 }) {
+			t.Fatalf("%s: no sentinel", sp.RuntimeID)
+		}
+		if sent := readFile(t, sp.SentinelFile); !strings.HasPrefix(sent, "DONE\n") {
+			t.Errorf("%s: sentinel %q, want DONE after its resume", sp.RuntimeID, sent)
+		}
+	}
+	s.exited(0, 20*time.Second) // idle now: it stops on its own
+}

@@ -106,6 +106,9 @@ func (rt *Runtime) armRateLimit(o *hostrt.Options, restored *RateLimitRecord) {
 		o.RateLimit.Until, o.RateLimit.Used, o.Prompt = time.UnixMilli(w.UntilMS), w.Resume, w.Prompt
 	}
 	l := rt.life
+	if y, ok := l.owner.(SlotYielder); ok {
+		o.RateLimit.Yield = y.YieldSlot
+	}
 	o.RateLimit.OnWait = func(until time.Time, resume int, prompt string) {
 		l.mu.Lock()
 		if until.IsZero() {
@@ -116,6 +119,14 @@ func (rt *Runtime) armRateLimit(o *hostrt.Options, restored *RateLimitRecord) {
 		l.mu.Unlock()
 		l.owner.Changed()
 	}
+}
+
+// SlotYielder is an Owner whose runs give their executing slot back while
+// they wait for a rate limit's reset (avenor stable's --max-runtimes).
+type SlotYielder interface {
+	// YieldSlot gives the run's slot back; reacquire takes one again,
+	// waiting while none is free, or at once when ctx is done.
+	YieldSlot() (reacquire func(ctx context.Context) error)
 }
 
 // RateLimitWaiting says whether the runtime's run waits for a rate

@@ -37,6 +37,10 @@ type RateLimit struct {
 	// resume's number, the prompt to send again) and when it ends (the zero
 	// time); the runtime keeps it in its durable record. Nil: none.
 	OnWait func(until time.Time, resume int, prompt string)
+	// Yield gives the run's executing slot back for the wait; reacquire
+	// takes one again before the prompt is sent (waiting while none is
+	// free), or at once when ctx is done. Nil: the slot is kept.
+	Yield func() (reacquire func(ctx context.Context) error)
 	// Jitter is what is added to a reset; default up to RateLimitJitter at
 	// random, so that runtimes limited together do not resume in step.
 	Jitter func() time.Duration
@@ -159,6 +163,10 @@ func (r *Runner) waitReset(ctx context.Context, s turnSender, until time.Time, n
 	d = max(d, 0) + o.RateLimit.jitter()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	if o.RateLimit.Yield != nil {
+		reacquire := o.RateLimit.Yield()
+		defer func() { _ = reacquire(ctx) }() // an error is ctx's, told below
+	}
 	select {
 	case <-timer.C:
 		return turnOutcome{}, true
