@@ -234,3 +234,23 @@ func TestRateLimitStableWaitHoldsNoSlot(t *testing.T) {
 	}
 	s.exited(0, 20*time.Second) // idle now: it stops on its own
 }
+
+// TestRateLimitRosterKey: a roster entry's wait_on_rate_limit and
+// max_rate_limit_resumes apply to the run it is the loadout of.
+func TestRateLimitRosterKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	roster := w.writeFile("roster.json", `{"patient": {"backend": "scripted", "model": "m", "wait_on_rate_limit": true, "max_rate_limit_resumes": 1}}`)
+	evPath := w.path("events.ndjson")
+	res := w.run("--roster-file", roster, "--roster-entry", "patient", "--prompt", "announce\nratelimit 100ms times=3\nsay done", "--on-event", evPath)
+	if res.code != 1 {
+		t.Fatalf("want exit 1 (limited past the entry's one resume); got %v", res)
+	}
+	evs := readEvents(t, evPath)
+	if n := len(only(evs, "avenor.rate_limit.wait")); n != 1 {
+		t.Errorf("%d waits, want the entry's max_rate_limit_resumes 1", n)
+	}
+	if end := lastSessionEnd(t, evs); end.str("error_code") != "rate_limited" {
+		t.Errorf("session.end %v, want error_code rate_limited", end)
+	}
+}

@@ -19,6 +19,8 @@ type RosterEntry struct {
 	Thinking string `json:"thinking,omitempty"`
 	// LaunchKeys are the entry's permission mode and launch context.
 	LaunchKeys
+	// RateLimitKeys are the entry's rate-limit settings (direct mode).
+	RateLimitKeys
 }
 
 // Roster is a loaded roster file.
@@ -124,7 +126,7 @@ func (id Identity) sameSession(other Identity) bool {
 // FromEntry is the identity a roster entry selects over run: the entry's
 // backend, agent and model; its thinking unless run sets one explicitly.
 func (run Identity) FromEntry(e RosterEntry) Identity {
-	id := Identity(e)
+	id := Identity{Backend: e.Backend, Agent: e.Agent, Model: e.Model, Thinking: e.Thinking, LaunchKeys: e.LaunchKeys}
 	if run.Thinking != "" {
 		id.Thinking = run.Thinking
 	}

@@ -188,6 +188,7 @@ func (req Request) applyRoster(s *config.Settings, prov config.Provenance) error
 	id := loop.Identity{Thinking: s.Thinking}.FromEntry(e)
 	s.Backend, s.Agent, s.Model, s.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
 	entrySettings(e.LaunchKeys, s, prov, given)
+	entryRateLimit(e.RateLimitKeys, s, given)
 	return nil
 }
 

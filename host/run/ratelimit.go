@@ -7,6 +7,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
+	"github.com/avenor-go/avenor/host/loop"
 	hostrt "github.com/avenor-go/avenor/host/runner"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -82,6 +83,17 @@ func (p SpawnParams) rateLimitKeys(out map[string]any) {
 	}
 	if p.ReportUsage != nil {
 		out["report_usage"] = *p.ReportUsage
+	}
+}
+
+// entryRateLimit gives s, a run's layered settings, its direct-mode
+// roster entry's rate-limit keys where the command line set none.
+func entryRateLimit(k loop.RateLimitKeys, s *config.Settings, given func(string) bool) {
+	if v := k.WaitOnRateLimit; v != nil && !given("wait_on_rate_limit") {
+		s.WaitOnRateLimit = *v
+	}
+	if v := k.MaxRateLimitResumes; v != nil && !given("max_rate_limit_resumes") {
+		s.MaxRateLimitResumes = *v
 	}
 }
 

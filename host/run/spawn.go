@@ -143,6 +143,11 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 		}
 		keys["backend"] = entry.Backend
 		entryLaunch(entry.LaunchKeys, keys)
+		for k, v := range entry.RateLimitKeys.Keys() {
+			if _, given := keys[k]; !given {
+				keys[k] = v
+			}
+		}
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
