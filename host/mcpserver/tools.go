@@ -57,6 +57,11 @@ type spawnArgs struct {
 	Watchdog         string     `json:"watchdog,omitempty" jsonschema:"what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run"`
 	WatchdogRestarts *int       `json:"watchdog_restarts,omitempty" jsonschema:"with watchdog restart: the most restarts (default 2); then the turn is cancelled"`
 	Questions        bool       `json:"questions,omitempty" jsonschema:"hear the agent's own questions (question.request in avenor_events; answer with avenor_answer_question)"`
+
+	// Rate limits (docs/unattended.md#rate-limits).
+	WaitOnRateLimit     bool `json:"wait_on_rate_limit,omitempty" jsonschema:"a turn refused for a rate limit waits for the reset and goes on in the same session (status shows waiting_reason rate_limit); refused on backends that cannot say when a limit lifts"`
+	MaxRateLimitResumes *int `json:"max_rate_limit_resumes,omitempty" jsonschema:"with wait_on_rate_limit: the most resumes, 0 to 100 (default 5); then the turn fails"`
+	ReportUsage         bool `json:"report_usage,omitempty" jsonschema:"report the account's rate-limit windows as avenor.usage.account events where the runtime reports them"`
 }
 
 type spawnResult struct {
@@ -300,6 +305,7 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 		}
 		p.Timeout = secs
 	}
+	p.WaitOnRateLimit, p.ReportUsage, p.MaxRateLimitResumes = onlyTrue(a.WaitOnRateLimit), onlyTrue(a.ReportUsage), a.MaxRateLimitResumes
 	if err := a.watchdogParams(&p); err != nil {
 		return nil, none, err
 	}
