@@ -17,7 +17,13 @@ func checkOpen(info sdk.BackendInfo, o Options) error {
 	if err := sdk.CheckLaunch(info, o.PermissionMode, o.LaunchContext); err != nil {
 		return err
 	}
-	return sdk.CheckSandbox(info, o.Sandbox)
+	if err := sdk.CheckSandbox(info, o.Sandbox); err != nil {
+		return err
+	}
+	if o.Spend != nil {
+		return o.Spend.Check(info, o.Model)
+	}
+	return nil
 }
 
 // addSandboxFields records in session.start the boundary the runtime runs

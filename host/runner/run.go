@@ -577,18 +577,26 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		n := r.turns.next()
 		turnID := r.turnPrefix + strconv.Itoa(n)
 		r.status.update(func(s *Status) { s.TurnState = TurnStarting })
+		if limit := r.spendReached(adopted); limit != "" {
+			// Already at a limit (a follow-up of a runtime that reached
+			// it): no turn runs until set_budget raises it.
+			out = r.budgetReached(h, limit)
+			break
+		}
 		if adopted != "" {
 			turnID, adopted = adopted, "" // its avenor.turn.start is in the log
 		} else {
 			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
+		began := o.Now()
 		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text, Images: images})
+		r.chargeTurn(h, &out, o.Now().Sub(began))
 		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
 		}
-		if out.pluginGone || ctx.Err() != nil {
+		if out.pluginGone || ctx.Err() != nil || out.stopReason == sdk.StopBudgetReached {
 			break
 		}
 		var ok bool
@@ -726,8 +734,14 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 	if dog != nil {
 		restartFailed = make(chan error, 1)
 	}
+	spendWall, stopSpendWall := r.spendWallTimer()
+	defer stopSpendWall()
 	for {
 		select {
+		case <-spendWall:
+			// --spend-policy interrupt: the wall limit passed mid-turn.
+			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+			return r.stopTurn(l, sess, h, done, sdk.StopBudgetReached, "")
 		case pr := <-done:
 			return r.outcome(h, pr)
 		case <-h.activity:

@@ -25,12 +25,18 @@ type run struct {
 	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
 	turn  *turnState
 	usage *runtime.Usage
+	// cost is the usage step's cost=, -1 when it gave none.
+	cost float64
 	// images came with the prompt (the images command reports them).
 	images []runtime.Image
 }
 
 func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
-	return runtime.TurnResult{StopReason: stop, Usage: r.usage}
+	res := runtime.TurnResult{StopReason: stop, Usage: r.usage}
+	if r.usage != nil && r.cost >= 0 {
+		res.Extra = map[string]any{"cost_usd": r.cost}
+	}
+	return res
 }
 
 // step runs one step. A result with a stop reason, or an error, ends the
@@ -92,7 +98,7 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		s.say(fmt.Sprintf("%d images", len(r.images)))
 	case "usage":
 		u := st.Usage
-		r.usage = &u
+		r.usage, r.cost = &u, st.CostUSD
 	case "stop":
 		return r.result(runtime.StopReason(st.Text)), nil
 	case "fail":

@@ -42,7 +42,7 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
-			runtime.CapModelListing,
+			runtime.CapModelListing, runtime.CapUsageReporting, runtime.CapCostReporting,
 		}, launchCapabilities...)...),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

@@ -79,6 +79,7 @@ func (backend) Info() runtime.BackendInfo {
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.ModeCapability(runtime.ModePlan), runtime.CapSandbox, runtime.CapModelListing,
+			runtime.CapUsageReporting,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
