@@ -137,6 +137,13 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	spend, err := SpendSettings(settings, FlagName, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if spend != nil && spend.Limits.Any() && (req.LoopFile != "" || req.TeamFile != "") {
+		return nil, errors.New("spend limits are not available for a loop or team run: set them on a single run")
+	}
 	sb, err := req.sandboxFor(settings, dir, env)
 	if err != nil {
 		return nil, err
@@ -158,6 +165,9 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Watchdog: dog, Sandbox: sb,
 	}
 	backend.Apply(&o)
+	if o.Spend, o.Env, err = openOneshotSpend(spend, o.Env); err != nil {
+		return nil, err
+	}
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil
 }
 

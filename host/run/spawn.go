@@ -231,6 +231,9 @@ func (sp Spawned) Spec(id, runID string, dirExplicit bool, f SpawnOptions) (Spec
 	}}
 	o := &spec.Options
 	sp.Backend.Apply(o)
+	if sp.Phased == nil {
+		openSpend(o, sp.Backend.Settings)
+	}
 	if spec.EventLog == "" || o.SentinelPath == "" {
 		// The artifacts sit under a predictable name in a shared
 		// directory: each level must be ours and 0700, or another user
@@ -288,6 +291,7 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 	} else if dead = r.restoreLaunch(&b); dead == "" {
 		b.Apply(&spec.Options)
+		openSpend(&spec.Options, b.Settings)
 	}
 	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)
 	if err != nil {

@@ -63,6 +63,16 @@ type SpawnParams struct {
 	ToolTimeout      json.RawMessage `json:"tool_timeout,omitempty"`
 	Watchdog         string          `json:"watchdog,omitempty"`
 	WatchdogRestarts *int            `json:"watchdog_restarts,omitempty"`
+
+	// Spend limits (docs/unattended.md#spend-limits), as avenor run's
+	// --spend-*: spend_wall a duration as timeout takes it.
+	SpendTokens *int64          `json:"spend_tokens,omitempty"`
+	SpendUSD    *float64        `json:"spend_usd,omitempty"`
+	SpendWall   json.RawMessage `json:"spend_wall,omitempty"`
+	SpendScope  string          `json:"spend_scope,omitempty"`
+	SpendPolicy string          `json:"spend_policy,omitempty"`
+	// ContextWarnPct asks for context use (docs/unattended.md#context-use).
+	ContextWarnPct *int `json:"context_warn_pct,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -87,6 +97,9 @@ func (p *SpawnParams) Validate() error {
 		return control.InvalidParams(err.Error())
 	}
 	if err := p.validateWatchdog(); err != nil {
+		return err
+	}
+	if err := p.validateSpend(); err != nil {
 		return err
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
@@ -133,6 +146,7 @@ func (p SpawnParams) configKeys() map[string]any {
 	}
 	p.launchKeys(out)
 	p.watchdogKeys(out)
+	p.spendKeys(out)
 	return out
 }
 

@@ -21,9 +21,6 @@ import (
 // TypeBudgetReached: a spend limit was reached; the turn ends budget_reached.
 const TypeBudgetReached sdk.EventType = "avenor.budget.reached"
 
-// TypeBudgetSet: set_budget changed a runtime's spend limits.
-const TypeBudgetSet sdk.EventType = "avenor.budget.set"
-
 // SpendPolicy is what a reached limit does to the turn in flight.
 type SpendPolicy string
 
@@ -84,15 +81,16 @@ type SpendLimits struct {
 // Any says some limit is set.
 func (l SpendLimits) Any() bool { return l.Tokens > 0 || l.USD > 0 || l.Wall > 0 }
 
-// Validate refuses a negative or non-finite limit.
-func (l SpendLimits) Validate() error {
+// Validate refuses a negative or non-finite limit; name turns a setting's
+// key (spend_tokens, spend_usd, spend_wall) into what the user wrote.
+func (l SpendLimits) Validate(name func(string) string) error {
 	switch {
 	case l.Tokens < 0:
-		return fmt.Errorf("spend tokens must not be negative, got %d", l.Tokens)
+		return fmt.Errorf("%s must not be negative, got %d", name("spend_tokens"), l.Tokens)
 	case l.USD < 0 || math.IsNaN(l.USD) || math.IsInf(l.USD, 0):
-		return fmt.Errorf("spend usd must be a non-negative number of US dollars, got %v", l.USD)
+		return fmt.Errorf("%s must be a non-negative number of US dollars, got %v", name("spend_usd"), l.USD)
 	case l.Wall < 0:
-		return fmt.Errorf("spend wall must not be negative, got %s", l.Wall)
+		return fmt.Errorf("%s must not be negative, got %s", name("spend_wall"), l.Wall)
 	}
 	return nil
 }
@@ -134,6 +132,11 @@ type Spend struct {
 	scope  SpendScope
 	price  *Price
 	ledger Ledger // tree scope; nil: the runtime's own spending
+	// upstream are the ledgers of the tree-scoped runtimes this one runs
+	// under (AVENOR_SPEND_LEDGER): its spending adds to them too.
+	upstream []Ledger
+
+	onClose func()
 
 	mu     sync.Mutex
 	limits SpendLimits
@@ -142,15 +145,27 @@ type Spend struct {
 }
 
 // NewSpend is a runtime's spend limits. price is the model's entry of the
-// price table (nil: none); ledger is the tree's (scope tree), nil otherwise.
-func NewSpend(limits SpendLimits, policy SpendPolicy, scope SpendScope, price *Price, ledger Ledger) *Spend {
+// price table (nil: none); ledger is the tree's (scope tree), nil otherwise;
+// upstream are the ledgers of the trees the runtime runs in, which count
+// its spending whatever its own limits (none: zero limits).
+func NewSpend(limits SpendLimits, policy SpendPolicy, scope SpendScope, price *Price, ledger Ledger, upstream []Ledger) *Spend {
 	if policy == "" {
 		policy = SpendFinish
 	}
 	if scope == "" {
 		scope = SpendScopeRuntime
 	}
-	return &Spend{limits: limits, policy: policy, scope: scope, price: price, ledger: ledger}
+	return &Spend{limits: limits, policy: policy, scope: scope, price: price, ledger: ledger, upstream: upstream}
+}
+
+// OnClose makes f what Close runs (the tree ledger's removal).
+func (s *Spend) OnClose(f func()) { s.onClose = f }
+
+// Close ends the spend: its tree ledger is removed. Nil-safe.
+func (s *Spend) Close() {
+	if s != nil && s.onClose != nil {
+		s.onClose()
+	}
 }
 
 // Policy is the spend policy.
@@ -244,6 +259,11 @@ func (s *Spend) charge(u *sdk.Usage, extra map[string]any, wall time.Duration) {
 	} else if s.price != nil && u != nil {
 		d.USD = s.price.Cost(*u)
 	}
+	for _, up := range s.upstream {
+		// Best effort: an upstream tree that cannot be written is its
+		// owner's to notice; this runtime's own limits still hold.
+		_, _ = up.Add(Spent{Tokens: d.Tokens, USD: d.USD})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.own = s.own.plus(d)
@@ -323,17 +343,6 @@ func addLimitFields(ev event.Event, l SpendLimits) {
 	if l.Wall > 0 {
 		ev["spend_wall_ms"] = l.Wall.Milliseconds()
 	}
-}
-
-// SetEvent is the avenor.budget.set event of a set_budget.
-func (s *Spend) SetEvent() event.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sp := s.countedLocked()
-	ev := event.Event{"event": string(TypeBudgetSet), "spent_tokens": sp.Tokens, "spent_usd": sp.USD,
-		"spent_wall_ms": sp.Wall.Milliseconds()}
-	addLimitFields(ev, s.limits)
-	return ev
 }
 
 // Status is the spend's entry in status and list: limits, spent, and the
