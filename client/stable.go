@@ -109,6 +109,16 @@ type SpawnParams struct {
 	ToolTimeout      any    `json:"tool_timeout,omitempty"`
 	Watchdog         string `json:"watchdog,omitempty"`
 	WatchdogRestarts *int   `json:"watchdog_restarts,omitempty"`
+
+	// Spend limits (docs/unattended.md#spend-limits): SpendWall as
+	// Timeout takes it; SpendScope runtime|tree, SpendPolicy
+	// finish|interrupt. ContextWarnPct asks for context use.
+	SpendTokens    *int64   `json:"spend_tokens,omitempty"`
+	SpendUSD       *float64 `json:"spend_usd,omitempty"`
+	SpendWall      any      `json:"spend_wall,omitempty"`
+	SpendScope     string   `json:"spend_scope,omitempty"`
+	SpendPolicy    string   `json:"spend_policy,omitempty"`
+	ContextWarnPct *int     `json:"context_warn_pct,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,
