@@ -141,7 +141,7 @@ func TestStableSpendCostLimit(t *testing.T) {
 	c := w.startStable("spendusd", []string{"SCRIPTED_USAGE=tokens"}).client()
 	for _, tc := range []struct {
 		name, model, turn string
-		env              []string
+		env               []string
 	}{
 		{name: "price table", model: "priced-model", turn: spendTurn},
 	} {

@@ -38,6 +38,14 @@ const TypeRestarted sdk.EventType = "avenor.restarted"
 // TypeWatchdog: the turn watchdog fired (docs/unattended.md).
 const TypeWatchdog sdk.EventType = "avenor.watchdog"
 
+// TypeBudgetReached: a spend limit was reached; the turn ends
+// budget_reached (docs/unattended.md#spend-limits).
+const TypeBudgetReached sdk.EventType = "avenor.budget.reached"
+
+// TypeContext: the context window's use after a turn
+// (docs/unattended.md#context-use).
+const TypeContext sdk.EventType = "avenor.context"
+
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
@@ -116,6 +124,17 @@ var HostEventTypes = []EventType{
 		Doc:      "The turn watchdog fired (--watchdog, docs/unattended.md): kind tool (a tool call whose own process subtree gained neither CPU nor I/O past --tool-timeout; tool is its toolCallId) or progress (no event for --progress-timeout, or for --tool-timeout while a tool call with no process of its own runs). action is what follows: warn (the turn goes on), cancel (the turn ends cancelled) or restart (a fresh turn on the same session; restart counts them, restarts_exhausted says they were used up and the turn is cancelled instead). evidence holds the last events, the tool call and its subtree with CPU and I/O gained over the window, the tool calls in flight and the plugin's stderr tail, each bounded (docs/configuration.md#bounds).",
 		Fields:   []string{"kind", "idle_for_ms", "action", "evidence"},
 		Optional: []string{"tool", "restart", "restarts_allowed", "restarts_exhausted"},
+	},
+	{
+		Name:     TypeBudgetReached,
+		Doc:      "A spend limit was reached (--spend-tokens, --spend-usd, --spend-wall; docs/unattended.md#spend-limits); only in a run that set one. limit names it (tokens, usd or wall); the spent_* fields are what the limits count (scope runtime or tree), the spend_* fields the limits set. The session.end that follows says budget_reached (exit 5, sentinel BLOCKED): at the turn's boundary under policy finish; for a wall limit under interrupt, the turn was cancelled. In avenor stable the runtime parks idle until set_budget raises the limit.",
+		Fields:   []string{"limit", "policy", "scope", "spent_tokens", "spent_usd", "spent_wall_ms"},
+		Optional: []string{"spend_tokens", "spend_usd", "spend_wall_ms"},
+	},
+	{
+		Name:     TypeContext,
+		Doc:      "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. Past the threshold an avenor.warning {kind: context} follows, once per crossing.",
+		Fields:   []string{"used_tokens", "window_tokens", "used_pct"},
 	},
 	{
 		Name:     TypePermissionRequest,

@@ -18,9 +18,6 @@ import (
 // limit; a stable runtime parks with its session, and set_budget raises the
 // limit and may continue it.
 
-// TypeBudgetReached: a spend limit was reached; the turn ends budget_reached.
-const TypeBudgetReached sdk.EventType = "avenor.budget.reached"
-
 // SpendPolicy is what a reached limit does to the turn in flight.
 type SpendPolicy string
 
@@ -325,7 +322,7 @@ func (s *Spend) reachedEvent(limit string) event.Event {
 	defer s.mu.Unlock()
 	sp := s.countedLocked()
 	ev := event.Event{
-		"event": string(TypeBudgetReached), "limit": limit, "policy": string(s.policy), "scope": string(s.scope),
+		"event": string(event.TypeBudgetReached), "limit": limit, "policy": string(s.policy), "scope": string(s.scope),
 		"spent_tokens": sp.Tokens, "spent_usd": sp.USD, "spent_wall_ms": sp.Wall.Milliseconds(),
 	}
 	addLimitFields(ev, s.limits)

@@ -108,7 +108,7 @@ func (b backend) Info() runtime.BackendInfo {
 		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
 		// Every permission mode and launch-context field: the script's
 		// permission steps are what the host's broker decides under a mode.
-		Capabilities: caps,
+		Capabilities:   caps,
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []runtime.EventType{
