@@ -49,7 +49,10 @@ type Runtime struct {
 	// (docs/unattended.md): kind, tool, at, action, idle_for_ms, count;
 	// nil when it never fired.
 	Watchdog json.RawMessage `json:"watchdog,omitempty"`
-	Raw      json.RawMessage `json:"-"`
+	// Spend is the runtime's spend limits and what it spent
+	// (docs/unattended.md#spend-limits); nil without limits.
+	Spend json.RawMessage `json:"spend,omitempty"`
+	Raw   json.RawMessage `json:"-"`
 }
 
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not

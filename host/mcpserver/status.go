@@ -60,6 +60,9 @@ type runStatus struct {
 	FollowUps            []string       `json:"follow_ups,omitempty"`
 	// Watchdog is the run's last turn-watchdog firing (docs/unattended.md).
 	Watchdog    any  `json:"watchdog,omitempty"`
+	// Spend is the run's spend limits and what it spent
+	// (docs/unattended.md#spend-limits), with limits only.
+	Spend any `json:"spend,omitempty"`
 	TimedOut    bool `json:"timed_out,omitempty"`
 	WaitClamped bool `json:"wait_clamped,omitempty"`
 }
@@ -126,6 +129,9 @@ func fromRuntime(rec *Record, rt client.Runtime) runStatus {
 	}
 	if raw := rawValue(rt.Watchdog); raw != nil {
 		st.Watchdog = raw
+	}
+	if raw := rawValue(rt.Spend); raw != nil {
+		st.Spend = raw
 	}
 	if rt.PendingPermission {
 		st.Permission = rawValue(rt.Permission)
