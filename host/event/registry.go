@@ -132,9 +132,9 @@ var HostEventTypes = []EventType{
 		Optional: []string{"spend_tokens", "spend_usd", "spend_wall_ms"},
 	},
 	{
-		Name:     TypeContext,
-		Doc:      "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. Past the threshold an avenor.warning {kind: context} follows, once per crossing.",
-		Fields:   []string{"used_tokens", "window_tokens", "used_pct"},
+		Name:   TypeContext,
+		Doc:    "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. Past the threshold an avenor.warning {kind: context} follows, once per crossing.",
+		Fields: []string{"used_tokens", "window_tokens", "used_pct"},
 	},
 	{
 		Name:     TypePermissionRequest,

@@ -59,10 +59,10 @@ type runStatus struct {
 	SupervisorID         string         `json:"supervisor_id,omitempty"`
 	FollowUps            []string       `json:"follow_ups,omitempty"`
 	// Watchdog is the run's last turn-watchdog firing (docs/unattended.md).
-	Watchdog    any  `json:"watchdog,omitempty"`
+	Watchdog any `json:"watchdog,omitempty"`
 	// Spend is the run's spend limits and what it spent
 	// (docs/unattended.md#spend-limits), with limits only.
-	Spend any `json:"spend,omitempty"`
+	Spend       any  `json:"spend,omitempty"`
 	TimedOut    bool `json:"timed_out,omitempty"`
 	WaitClamped bool `json:"wait_clamped,omitempty"`
 }
