@@ -107,7 +107,7 @@ var HostEventTypes = []EventType{
 		Name:     TypeWarning,
 		Doc:      "Something was ignored or degraded but the run goes on (e.g. --model on a backend that cannot select models). dropped counts the events a plugin could not keep while its supervisor was gone (avenor stable --linger).",
 		Fields:   []string{"source", "message"},
-		Optional: []string{"dropped"},
+		Optional: []string{"dropped", "used_pct"},
 	},
 	{
 		Name:   TypeSupervisorReattached,

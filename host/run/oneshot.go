@@ -141,6 +141,10 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	contextWarn, err := ContextWarnPct(settings, FlagName)
+	if err != nil {
+		return nil, err
+	}
 	if spend != nil && spend.Limits.Any() && (req.LoopFile != "" || req.TeamFile != "") {
 		return nil, errors.New("spend limits are not available for a loop or team run: set them on a single run")
 	}
@@ -162,7 +166,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
-		Watchdog: dog, Sandbox: sb,
+		Watchdog: dog, Sandbox: sb, ContextWarnPct: contextWarn,
 	}
 	backend.Apply(&o)
 	if o.Spend, o.Env, err = openOneshotSpend(spend, o.Env); err != nil {

@@ -188,6 +188,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	// Checked when the spawn resolved (ResolveSpawn); a record's spawn
 	// resolved again is the same.
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
+	o.ContextWarnPct, _ = ContextWarnPct(set, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.

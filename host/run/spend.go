@@ -220,3 +220,12 @@ func openOneshotSpend(plan *SpendPlan, env map[string]string) (*hostrt.Spend, ma
 	sp.OnClose(cleanup)
 	return sp, env, nil
 }
+
+// ContextWarnPct checks --context-warn-pct (context_warn_pct): 0 (none)
+// or 1 to 100.
+func ContextWarnPct(s config.Settings, name func(string) string) (int, error) {
+	if n := s.ContextWarnPct; n < 0 || n > 100 {
+		return 0, fmt.Errorf("%s %d is out of range: 1 to 100 (0: none)", name("context_warn_pct"), n)
+	}
+	return s.ContextWarnPct, nil
+}

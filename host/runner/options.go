@@ -63,6 +63,10 @@ type Options struct {
 	// before a session opens. Default nil: no limit, nothing of it in the
 	// stream.
 	Spend *Spend
+	// ContextWarnPct, 1-100, asks for context use after each turn
+	// (avenor.context, docs/unattended.md#context-use) and a warning at
+	// this share of the window. Default 0: none, nothing of it written.
+	ContextWarnPct int
 	// MaxRetries is how many extra attempts follow an attempt that exits 1.
 	MaxRetries int
 

@@ -78,6 +78,10 @@ type Runner struct {
 
 	dog *turnDog // nil: no --watchdog
 
+	// contextWarned: the context warning was given and the window has not
+	// fallen below the threshold since (context.go).
+	contextWarned bool
+
 	saidMu sync.Mutex
 	said   map[string]bool // backend errors already told on stderr
 }
@@ -591,6 +595,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
 		began := o.Now()
 		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text, Images: images})
+		r.contextUse(h, &out)
 		r.chargeTurn(h, &out, o.Now().Sub(began))
 		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {

@@ -17,3 +17,13 @@ const (
 // --spend-usd, --spend-wall); exit code 5 and sentinel BLOCKED, as
 // blocked. It appears only in a run that set a limit.
 const StopBudgetReached StopReason = "budget_reached"
+
+// TurnResult.Extra keys of context use (docs/unattended.md#context-use): a
+// backend that knows how full its context window is after a turn reports
+// both, as int64 token counts. The host takes them out of the extras
+// (session.end never shows them) and writes avenor.context for a run that
+// asked.
+const (
+	ExtraContextUsedTokens   = "context_used_tokens"
+	ExtraContextWindowTokens = "context_window_tokens"
+)

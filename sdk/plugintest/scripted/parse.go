@@ -34,9 +34,11 @@ type Step struct {
 	Tool      string
 	Options   []runtime.PermissionOption
 	UserInput bool
-	// Usage is what usage sets; CostUSD its cost=, -1 when it gave none.
+	// Usage is what usage sets; CostUSD its cost=, -1 when it gave none;
+	// Window its window= (the context window, whose use is in=), 0 none.
 	Usage   runtime.Usage
 	CostUSD float64
+	Window  int64
 	// Prompts are the prompts of question.
 	Prompts []runtime.QuestionPrompt
 }
@@ -284,12 +286,19 @@ func parseQuestion(st *Step, rest string) error {
 }
 
 func parseUsage(st *Step, rest string) error {
-	a, err := parseArgs(rest, "in", "out", "cost")
+	a, err := parseArgs(rest, "in", "out", "cost", "window")
 	if err != nil {
 		return err
 	}
 	if len(a.pos) > 0 || len(a.opts) == 0 {
-		return errors.New("usage takes in=<n> out=<n> [cost=<usd>]")
+		return errors.New("usage takes in=<n> out=<n> [cost=<usd>] [window=<n>]")
+	}
+	if v, ok := a.opts["window"]; ok {
+		n, err := count(v)
+		if err != nil {
+			return fmt.Errorf("window=: %w", err)
+		}
+		st.Window = int64(n)
 	}
 	st.CostUSD = -1
 	if v, ok := a.opts["cost"]; ok {
