@@ -55,6 +55,23 @@ func TestSpendClaude(t *testing.T) {
 		})
 	}
 	t.Run("stable/set_budget", func(t *testing.T) { testSpendStableClaude(t, rt, ok) })
+	t.Run("context", func(t *testing.T) {
+		w := newWorld(t, rt, ok)
+		res, evs, s := w.startAvenor("run", "--prompt", "Say OK.", "--context-warn-pct", "50").finish()
+		checkDone(t, "run", res, evs, s)
+		var ctx event
+		for _, e := range evs {
+			if e.name() == "avenor.context" {
+				ctx = e
+			}
+		}
+		used, _ := ctx["used_tokens"].(float64)
+		window, _ := ctx["window_tokens"].(float64)
+		if ctx == nil || used <= 0 || window < 100000 {
+			t.Fatalf("avenor.context %v, want the used tokens of the last model call and the model's window", ctx)
+		}
+		t.Logf("claude-stream context: %v of %v tokens (%v%%)", used, window, ctx["used_pct"])
+	})
 }
 
 func testSpendStableClaude(t *testing.T, rt *runtimeSpec, cfg fakellm.Config) {

@@ -90,9 +90,12 @@ type turnState struct {
 	wantInterrupt bool
 	interruptSent bool
 	usage         *runtime.Usage
-	finalOutput   string
-	hasFinal      bool
-	result        runtime.TurnResult
+	// ctxUsed and ctxWindow are the context window's use after the last
+	// model call (its total tokens) and its size, 0 until reported.
+	ctxUsed, ctxWindow int64
+	finalOutput        string
+	hasFinal           bool
+	result             runtime.TurnResult
 }
 
 var _ runtime.Session = (*Session)(nil)
