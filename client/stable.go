@@ -51,9 +51,12 @@ type Runtime struct {
 	Watchdog json.RawMessage `json:"watchdog,omitempty"`
 	// WaitingReason is "rate_limit" while the running turn waits for a rate
 	// limit's reset, RateLimitedUntil (RFC 3339) its end; empty otherwise.
-	WaitingReason    string          `json:"waiting_reason,omitempty"`
-	RateLimitedUntil string          `json:"rate_limited_until,omitempty"`
-	Raw              json.RawMessage `json:"-"`
+	WaitingReason    string `json:"waiting_reason,omitempty"`
+	RateLimitedUntil string `json:"rate_limited_until,omitempty"`
+	// Spend is the runtime's spend limits and what it spent
+	// (docs/unattended.md#spend-limits); nil without limits.
+	Spend json.RawMessage `json:"spend,omitempty"`
+	Raw   json.RawMessage `json:"-"`
 }
 
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not
@@ -127,6 +130,15 @@ type SpawnParams struct {
 	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
 	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
 	ReportUsage         *bool `json:"report_usage,omitempty"`
+	// Spend limits (docs/unattended.md#spend-limits): SpendWall as
+	// Timeout takes it; SpendScope runtime|tree, SpendPolicy
+	// finish|interrupt. ContextWarnPct asks for context use.
+	SpendTokens    *int64   `json:"spend_tokens,omitempty"`
+	SpendUSD       *float64 `json:"spend_usd,omitempty"`
+	SpendWall      any      `json:"spend_wall,omitempty"`
+	SpendScope     string   `json:"spend_scope,omitempty"`
+	SpendPolicy    string   `json:"spend_policy,omitempty"`
+	ContextWarnPct *int     `json:"context_warn_pct,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,

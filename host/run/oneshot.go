@@ -141,6 +141,17 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	spend, err := SpendSettings(settings, FlagName, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	contextWarn, err := ContextWarnPct(settings, FlagName)
+	if err != nil {
+		return nil, err
+	}
+	if spend != nil && spend.Limits.Any() && (req.LoopFile != "" || req.TeamFile != "") {
+		return nil, errors.New("spend limits are not available for a loop or team run: set them on a single run")
+	}
 	sb, err := req.sandboxFor(settings, dir, env)
 	if err != nil {
 		return nil, err
@@ -159,9 +170,12 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
-		Watchdog: dog, Sandbox: sb, RateLimit: rateLimit, ReportUsage: reportUsage,
+		Watchdog: dog, Sandbox: sb, RateLimit: rateLimit, ReportUsage: reportUsage, ContextWarnPct: contextWarn,
 	}
 	backend.Apply(&o)
+	if o.Spend, o.Env, err = openOneshotSpend(spend, o.Env); err != nil {
+		return nil, err
+	}
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil
 }
 

@@ -214,6 +214,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	// resolved again is the same.
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
 	o.RateLimit, o.ReportUsage, _ = RateLimitSettings(set, spawnParam)
+	o.ContextWarnPct, _ = ContextWarnPct(set, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.
@@ -257,6 +258,9 @@ func (sp Spawned) Spec(id, runID string, dirExplicit bool, f SpawnOptions) (Spec
 	}}
 	o := &spec.Options
 	sp.Backend.Apply(o)
+	if sp.Phased == nil {
+		openSpend(o, sp.Backend.Settings)
+	}
 	if spec.EventLog == "" || o.SentinelPath == "" {
 		// The artifacts sit under a predictable name in a shared
 		// directory: each level must be ours and 0700, or another user
@@ -318,6 +322,7 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 			dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 		} else {
 			b.Apply(&spec.Options)
+			openSpend(&spec.Options, b.Settings)
 		}
 	}
 	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)

@@ -78,6 +78,15 @@ type SpawnParams struct {
 	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
 	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
 	ReportUsage         *bool `json:"report_usage,omitempty"`
+	// Spend limits (docs/unattended.md#spend-limits), as avenor run's
+	// --spend-*: spend_wall a duration as timeout takes it.
+	SpendTokens *int64          `json:"spend_tokens,omitempty"`
+	SpendUSD    *float64        `json:"spend_usd,omitempty"`
+	SpendWall   json.RawMessage `json:"spend_wall,omitempty"`
+	SpendScope  string          `json:"spend_scope,omitempty"`
+	SpendPolicy string          `json:"spend_policy,omitempty"`
+	// ContextWarnPct asks for context use (docs/unattended.md#context-use).
+	ContextWarnPct *int `json:"context_warn_pct,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -105,6 +114,9 @@ func (p *SpawnParams) Validate() error {
 		return err
 	}
 	if err := p.validateRateLimit(); err != nil {
+		return err
+	}
+	if err := p.validateSpend(); err != nil {
 		return err
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
@@ -157,6 +169,7 @@ func (p SpawnParams) configKeys() map[string]any {
 	p.watchdogKeys(out)
 	p.sandboxKeys(out)
 	p.rateLimitKeys(out)
+	p.spendKeys(out)
 	return out
 }
 

@@ -61,7 +61,10 @@
 //	images                        says "image <media type> <n> bytes" for each
 //	                              image that came with the prompt (read from
 //	                              its file), then "<n> images"
-//	usage in=<n> out=<n>          the usage reported when the turn ends
+//	usage in=<n> out=<n> [cost=<usd>] [window=<n>]
+//	                              the usage reported when the turn ends; with
+//	                              cost, its cost_usd (spend limits); with
+//	                              window, the context use: in of window
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error
 //	ratelimit <reset> [times=<n>] end the turn with a rate_limited error

@@ -26,12 +26,27 @@ type run struct {
 	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
 	turn  *turnState
 	usage *runtime.Usage
+	// cost is the usage step's cost=, -1 when it gave none; window its
+	// window=, 0 when it gave none.
+	cost   float64
+	window int64
 	// images came with the prompt (the images command reports them).
 	images []runtime.Image
 }
 
 func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
-	return runtime.TurnResult{StopReason: stop, Usage: r.usage}
+	res := runtime.TurnResult{StopReason: stop, Usage: r.usage}
+	if r.usage != nil && r.cost >= 0 {
+		res.Extra = map[string]any{"cost_usd": r.cost}
+	}
+	if r.usage != nil && r.window > 0 {
+		if res.Extra == nil {
+			res.Extra = map[string]any{}
+		}
+		res.Extra[runtime.ExtraContextUsedTokens] = r.usage.InputTokens
+		res.Extra[runtime.ExtraContextWindowTokens] = r.window
+	}
+	return res
 }
 
 // step runs one step. A result with a stop reason, or an error, ends the
@@ -93,7 +108,7 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		s.say(fmt.Sprintf("%d images", len(r.images)))
 	case "usage":
 		u := st.Usage
-		r.usage = &u
+		r.usage, r.cost, r.window = &u, st.CostUSD, st.Window
 	case "stop":
 		return r.result(runtime.StopReason(st.Text)), nil
 	case "fail":
