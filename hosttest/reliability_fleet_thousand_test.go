@@ -28,6 +28,10 @@ import (
 const (
 	fleetRuntimesEnv = "AVENOR_FLEET_RUNTIMES"
 	fleetSlotsEnv    = "AVENOR_FLEET_SLOTS"
+	// fleetPromptEnv replaces each runtime's script (default
+	// fleetThousandPrompt), e.g. "chunks 100 every=5ms" to weigh on the
+	// events rather than the spawns.
+	fleetPromptEnv = "AVENOR_FLEET_PROMPT"
 	// fleetRatioEnv set to 1 asserts the fleet's spawn throughput against
 	// one stable (FleetRatioTarget). On one machine the fleet's three
 	// supervisors and three NATS servers share the cores the single stable
@@ -83,6 +87,9 @@ func TestReliabilityFleetThousand(t *testing.T) {
 	pw := watchPeaks(t, nodes...)
 	rss := watchRSS(nodes...)
 	p := client.SpawnParams{Backend: "scripted", Prompt: fleetThousandPrompt}
+	if v := os.Getenv(fleetPromptEnv); v != "" {
+		p.Prompt = v
+	}
 	start := time.Now()
 	sps := spawnAll(t, c, n, p, "fleet")
 	for _, sp := range sps {
@@ -110,6 +117,7 @@ func TestReliabilityFleetThousand(t *testing.T) {
 
 	fleetRate, singleRate := float64(n)/fleetTook.Seconds(), float64(n)/singleTook.Seconds()
 	ratio := fleetRate / singleRate
+	t.Logf("prompt %q", p.Prompt)
 	t.Logf("%d runtimes, slots %v (total %d), 3 NATS servers (replicas 3): fleet %v = %.1f spawns/s; one stable (%d slots) %v = %.1f spawns/s; ratio %.2f (target %.1f)",
 		n, slots, total, fleetTook.Round(time.Millisecond), fleetRate, total, singleTook.Round(time.Millisecond), singleRate, ratio, FleetRatioTarget)
 	t.Logf("events: %d published, %.0f/s over the fleet run; to a fleet subscriber: %d seen, p50 %v, p99 %v, max %v, %d dropped by the subscriber's queue; 0 lost",
@@ -203,10 +211,15 @@ func checkFleetStreams(t *testing.T, url string, sps []client.Spawned) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	it, err := cons.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
 	got := map[string][]int64{}
 	last := map[string]string{}
 	for read := uint64(0); read < total; read++ {
-		m, err := cons.Next(jetstream.FetchMaxWait(30 * time.Second))
+		m, err := nextWithin(it, 30*time.Second)
 		if err != nil {
 			t.Fatalf("reading the events stream after %d of %d: %v", read, total, err)
 		}
@@ -242,6 +255,22 @@ func checkFleetStreams(t *testing.T, url string, sps []client.Spawned) int {
 		t.Errorf("%d events lost", lost)
 	}
 	return int(total)
+}
+
+// nextWithin is the iterator's next message, or an error after d.
+func nextWithin(it jetstream.MessagesContext, d time.Duration) (jetstream.Msg, error) {
+	type res struct {
+		m   jetstream.Msg
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { m, err := it.Next(); ch <- res{m, err} }()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-time.After(d):
+		return nil, fmt.Errorf("no message within %v", d)
+	}
 }
 
 // checkOwners reads the registry: one entry per runtime, owned by the
