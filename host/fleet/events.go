@@ -147,19 +147,17 @@ func (n *node) aliasOf(o *owned, raw []byte) requestAlias {
 	return requestAlias{fleet: o.permFleet, local: o.permLocal}
 }
 
-// emit publishes one local event and updates the registry on the events
-// that change a runtime's record.
+// emit rewrites one local event for the fleet and queues it on its
+// runtime's outbox, which publishes it in order and then updates the
+// registry on the events that change the runtime's record.
 func (n *node) emit(ctx context.Context, o *owned, raw []byte, localSeq int64) {
 	b, seq, err := fleetEvent(raw, o, n.aliasOf(o, raw))
 	if err != nil {
 		n.log.Error("an event could not be decoded", "runtime_id", o.e.RuntimeID, "error", err)
 		return
 	}
-	if !n.publishEvent(ctx, o.e.RuntimeID, seq, b) {
-		return
-	}
+	n.enqueue(ctx, o, b, seq)
 	o.last = localSeq
-	n.track(ctx, o, b)
 }
 
 // publishEvent stores one fleet event; it retries (a server of the

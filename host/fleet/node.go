@@ -39,7 +39,7 @@ type NodeConfig struct {
 type owned struct {
 	e   Entry
 	rev uint64
-	// last is the last local seq published.
+	// last is the last local seq queued for publishing (out).
 	last      int64
 	eventPath string
 	// carry is the request id of the permission that was pending when
@@ -47,6 +47,8 @@ type owned struct {
 	// perhaps under a new id (permLocal), and the fleet keeps showing and
 	// accepting the id the harness saw (permFleet). Guarded by node.mu.
 	carry, permFleet, permLocal string
+	// out holds its events on their way to the events stream.
+	out outbox
 }
 
 // node is a running node agent.
@@ -64,6 +66,11 @@ type node struct {
 	// spawning is closed when the spawn in flight has registered its
 	// runtime: the publisher holds an unknown runtime's events until then.
 	spawning chan struct{}
+
+	// window holds a token per event publish in flight (PublishWindow);
+	// drainers counts the outboxes' goroutines.
+	window   chan struct{}
+	drainers sync.WaitGroup
 }
 
 // RunNode runs a node agent until ctx ends or the supervisor goes away:
@@ -84,7 +91,8 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 		return err
 	}
 	n := &node{cfg: cfg, log: cfg.Logger.Named("fleet"), js: cfg.Stores.JS, st: cfg.Stores,
-		byLocal: map[string]*owned{}, byFleet: map[string]*owned{}, instance: randomID()}
+		byLocal: map[string]*owned{}, byFleet: map[string]*owned{}, instance: randomID(),
+		window: make(chan struct{}, PublishWindow)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var err error
@@ -140,6 +148,7 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 	}
 	cancel()
 	wg.Wait()
+	n.drainers.Wait()
 	return nil
 }
 

@@ -55,6 +55,7 @@ var Bounds = []Bound{
 	{"host/fleet", "DefaultEventsMaxAge", "fleet `--events-max-age`", "age bound of the events stream"},
 	{"host/fleet", "DefaultEventsMaxBytes", "fleet `--events-max-bytes`", "size bound of the events stream"},
 	{"host/fleet", "DedupeWindow", "fleet streams", "duplicate window: a republished event or spawn within it is stored once"},
+	{"host/fleet", "PublishWindow", "fleet node", "event publishes a node has in flight at once, one per runtime so each runtime's order holds"},
 	{"host/fleet", "RegistryRetry", "fleet node", "retries of a registry write across a lost NATS server"},
 	{"host/fleet", "DevReadyTimeout", "`avenor fleet dev`", "wait for the embedded server to accept connections"},
 	{"host/board", "DialTimeout", "`avenor board`", "dialling a control socket and each call a route makes; a socket slower than this is left out of /api/sockets and is a 502 elsewhere"},
