@@ -48,6 +48,8 @@ var Bounds = []Bound{
 	{"host/fleet", "PresenceTTL", "fleet node", "a node silent this long is lost; its runtimes move"},
 	{"host/fleet", "ReapInterval", "fleet node", "how often a node looks for runtimes of lost nodes"},
 	{"host/fleet", "PullWait", "fleet node", "one pull of the spawn queue and one capacity wait"},
+	{"host/fleet", "SpawnsInFlight", "fleet node", "spawns a node takes from the queue and starts at once, never more than its free slots"},
+	{"host/fleet", "ReapRescan", "fleet node", "the whole registry is read for runtimes to move at least this often, and at once when a node is lost or comes back"},
 	{"host/fleet", "PermissionMoveWait", "`avenor fleet serve`", "an answer to a pending permission of a moving runtime waits this long for the new node to raise it again"},
 	{"host/fleet", "RPCTimeout", "`avenor fleet serve`", "one call routed to the owning node"},
 	{"host/fleet", "ReadAttemptTimeout", "`avenor fleet serve`", "one try of a read-only routed call (status, result, history, list); a try whose reply was lost with a NATS server is sent again"},
