@@ -424,19 +424,23 @@ func (l *latencyListener) finish(want int) (func(q float64) time.Duration, int, 
 type rssWatcher struct {
 	mu   sync.Mutex
 	peak map[string]int
+	// own is each supervisor's own high-water mark (VmHWM).
+	own  map[string]int
 	stop chan struct{}
 	done chan struct{}
 }
 
 func watchRSS(nodes ...*fleetNode) *rssWatcher {
-	rw := &rssWatcher{peak: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+	rw := &rssWatcher{peak: map[string]int{}, own: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(rw.done)
 		for {
 			for _, nd := range nodes {
 				kb := treeRSSKB(nd.cmd.Process.Pid)
+				hwm := statusKB(nd.cmd.Process.Pid, "VmHWM:")
 				rw.mu.Lock()
 				rw.peak[nd.name] = max(rw.peak[nd.name], kb)
+				rw.own[nd.name] = max(rw.own[nd.name], hwm)
 				rw.mu.Unlock()
 			}
 			select {
@@ -462,9 +466,21 @@ func (rw *rssWatcher) finish() string {
 	slices.Sort(names)
 	var parts []string
 	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %d MB", n, rw.peak[n]/1024))
+		parts = append(parts, fmt.Sprintf("%s %d MB (its supervisor alone %d MB)", n, rw.peak[n]/1024, rw.own[n]/1024))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// statusKB is a field of /proc/<pid>/status in KB, 0 when unread.
+func statusKB(pid int, field string) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return 0
 }
 
 // treeRSSKB is the resident memory of pid and every process under it.
