@@ -314,12 +314,20 @@ func checkOwners(t *testing.T, url string, sps []client.Spawned) {
 			t.Fatalf("two spawns answered runtime %s", sp.RuntimeID)
 		}
 		ids[sp.RuntimeID] = true
-		kve, err := kv.Get(ctx, sp.RuntimeID)
+		// The node records the end just after it stored session.end.
+		var e fleet.Entry
+		var err error
+		waitFor(30*time.Second, func() bool {
+			var kve jetstream.KeyValueEntry
+			if kve, err = kv.Get(ctx, sp.RuntimeID); err != nil {
+				return false
+			}
+			_ = json.Unmarshal(kve.Value(), &e)
+			return e.Status == "ended"
+		})
 		if err != nil {
 			t.Fatalf("registry entry of %s: %v", sp.RuntimeID, err)
 		}
-		var e fleet.Entry
-		_ = json.Unmarshal(kve.Value(), &e)
 		var h struct {
 			Node string `json:"node"`
 		}
