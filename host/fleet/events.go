@@ -324,7 +324,8 @@ func (n *node) reap(ctx context.Context) bool {
 			continue
 		}
 		n.move(ctx, e.Node, &owned{e: took, rev: rev})
-		return true // there may be more: read again next time
+		n.reapAt = time.Time{} // there may be more: read again next time
+		return true
 	}
 	if !missed {
 		n.reapSeen, n.reapAt = seen, time.Now()
