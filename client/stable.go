@@ -49,7 +49,11 @@ type Runtime struct {
 	// (docs/unattended.md): kind, tool, at, action, idle_for_ms, count;
 	// nil when it never fired.
 	Watchdog json.RawMessage `json:"watchdog,omitempty"`
-	Raw      json.RawMessage `json:"-"`
+	// WaitingReason is "rate_limit" while the running turn waits for a rate
+	// limit's reset, RateLimitedUntil (RFC 3339) its end; empty otherwise.
+	WaitingReason    string          `json:"waiting_reason,omitempty"`
+	RateLimitedUntil string          `json:"rate_limited_until,omitempty"`
+	Raw              json.RawMessage `json:"-"`
 }
 
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not
@@ -118,6 +122,11 @@ type SpawnParams struct {
 	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	// Rate limits and quota windows (docs/unattended.md#rate-limits); nil
+	// leaves the supervisor's config to decide.
+	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
+	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
+	ReportUsage         *bool `json:"report_usage,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,

@@ -21,6 +21,8 @@ type RosterEntry struct {
 	LaunchKeys
 	// SandboxKeys are the entry's sandbox, for direct mode only.
 	SandboxKeys
+	// RateLimitKeys are the entry's rate-limit settings (direct mode).
+	RateLimitKeys
 }
 
 // Roster is a loaded roster file.

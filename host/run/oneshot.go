@@ -137,6 +137,10 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	rateLimit, reportUsage, err := RateLimitSettings(settings, FlagName)
+	if err != nil {
+		return nil, err
+	}
 	sb, err := req.sandboxFor(settings, dir, env)
 	if err != nil {
 		return nil, err
@@ -155,7 +159,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
-		Watchdog: dog, Sandbox: sb,
+		Watchdog: dog, Sandbox: sb, RateLimit: rateLimit, ReportUsage: reportUsage,
 	}
 	backend.Apply(&o)
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil
@@ -185,6 +189,7 @@ func (req *Request) applyRoster(s *config.Settings, prov config.Provenance) erro
 	s.Backend, s.Agent, s.Model, s.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
 	entrySettings(e.LaunchKeys, s, prov, given)
 	entrySandbox(e.SandboxKeys, s, &req.Sandbox, given)
+	entryRateLimit(e.RateLimitKeys, s, given)
 	return nil
 }
 

@@ -153,11 +153,19 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 		keys["backend"] = entry.Backend
 		entryLaunch(entry.LaunchKeys, keys)
 		entrySandboxKeys(entry.SandboxKeys, keys, &req)
+		for k, v := range entry.RateLimitKeys.Keys() {
+			if _, given := keys[k]; !given {
+				keys[k] = v
+			}
+		}
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
 	}
 	if _, err := WatchdogSettings(sp.Backend.Settings, req.LoopFile != "" || req.TeamFile != "", spawnParam); err != nil {
+		return sp, control.InvalidParams(err.Error())
+	}
+	if _, _, err := RateLimitSettings(sp.Backend.Settings, spawnParam); err != nil {
 		return sp, control.InvalidParams(err.Error())
 	}
 	set := &sp.Backend.Settings
@@ -205,6 +213,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	// Checked when the spawn resolved (ResolveSpawn); a record's spawn
 	// resolved again is the same.
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
+	o.RateLimit, o.ReportUsage, _ = RateLimitSettings(set, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.

@@ -72,6 +72,12 @@ type SpawnParams struct {
 	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	// Rate limits and quota windows (docs/unattended.md#rate-limits), as
+	// avenor run's --wait-on-rate-limit, --max-rate-limit-resumes and
+	// --report-usage.
+	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
+	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
+	ReportUsage         *bool `json:"report_usage,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -96,6 +102,9 @@ func (p *SpawnParams) Validate() error {
 		return control.InvalidParams(err.Error())
 	}
 	if err := p.validateWatchdog(); err != nil {
+		return err
+	}
+	if err := p.validateRateLimit(); err != nil {
 		return err
 	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
@@ -147,6 +156,7 @@ func (p SpawnParams) configKeys() map[string]any {
 	p.launchKeys(out)
 	p.watchdogKeys(out)
 	p.sandboxKeys(out)
+	p.rateLimitKeys(out)
 	return out
 }
 

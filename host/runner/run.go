@@ -269,6 +269,9 @@ func (r *Runner) emit(ev event.Event) { r.write(ev, false) }
 // the stamped event. owned: ev is handed over and may be stamped in place
 // (event.Writer.WriteOwned); else the writer stamps a copy.
 func (r *Runner) write(ev event.Event, owned bool) event.Event {
+	if r.dropped(ev.Type()) {
+		return ev
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for _, st := range r.status.before(ev) {
@@ -321,6 +324,9 @@ func (r *Runner) wantsOnEvent(typ sdk.EventType) bool {
 // scanned (sessionHost.EmitJSON): the same statuses first, the same
 // stamping, the same line — spliced, not decoded and encoded again.
 func (r *Runner) writeFields(f *event.Fields) {
+	if r.dropped(f.Type()) {
+		return
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for _, st := range r.status.beforeFields(f) {
@@ -580,13 +586,17 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		n := r.turns.next()
 		turnID := r.turnPrefix + strconv.Itoa(n)
 		r.status.update(func(s *Status) { s.TurnState = TurnStarting })
-		if adopted != "" {
+		switch {
+		case adopted != "" && o.RateLimit.Until.IsZero():
 			turnID, adopted = adopted, "" // its avenor.turn.start is in the log
-		} else {
+		case !o.RateLimit.Until.IsZero():
+			adopted = "" // a restored rate-limit wait: the turn began before, and ended in the plugin
+		default:
 			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
-		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text, Images: images})
+		send := func(t sdk.Turn) turnOutcome { return r.turn(ctx, l, sess, h, t) }
+		out = r.sendTurn(ctx, turnSender{h: h, send: send}, sdk.Turn{ID: turnID, Text: text, Images: images})
 		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
@@ -697,6 +707,8 @@ type turnOutcome struct {
 	// restarted: stopped by Restart (ErrRestart), the session goes on in
 	// a fresh process; a turn that ended on its own is not.
 	restarted bool
+	// rateLimit: the turn failed on a rate limit (sendTurn reports it).
+	rateLimit *rateLimited
 }
 
 type promptReturn struct {
@@ -784,7 +796,9 @@ func (r *Runner) outcome(h *sessionHost, pr promptReturn) turnOutcome {
 		// A user's mistake (a bad script, a bad option) fails the same way
 		// again: retrying it only costs the backoff.
 		out.final = sdk.FaultOf(pr.err) == sdk.FaultUser
-		r.fail(h, "backend", pr.err.Error())
+		if out.rateLimit = rateLimitOf(pr.err); out.rateLimit == nil {
+			r.fail(h, "backend", pr.err.Error())
+		}
 	}
 	if pr.err == nil && out.stopReason == sdk.StopError {
 		for _, k := range []string{"error_message", "error"} {

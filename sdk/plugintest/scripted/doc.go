@@ -64,6 +64,17 @@
 //	usage in=<n> out=<n>          the usage reported when the turn ends
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error
+//	ratelimit <reset> [times=<n>] end the turn with a rate_limited error
+//	                              (runtime.RateLimited) whose reset is <reset>
+//	                              (a Go duration from now, or an RFC 3339
+//	                              time), the first n times (default 1) the
+//	                              session reaches a ratelimit step — counted
+//	                              in scripted-ratelimits.json beside the
+//	                              sessions, so across resumes; after that the
+//	                              step does nothing and the script goes on
+//	account <window> <pct> <in>   an avenor.usage.account event: window
+//	                              <window> used <pct> percent, resetting <in>
+//	                              (a Go duration) from now
 //	error <text>                  an avenor.error{source:"backend"} event, as
 //	                              codex reports a failure; the turn goes on
 //	write <relpath> <text>        write a file under the session directory

@@ -98,6 +98,10 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.result(runtime.StopReason(st.Text)), nil
 	case "fail":
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "%s", st.Text)
+	case "ratelimit":
+		return r.rateLimit(st)
+	case "account":
+		s.host.Emit(runtime.UsageAccount(s.id, st.Text, st.Pct, time.Now().Add(st.Duration)))
 	case "error":
 		// As codex reports a failure it may retry (its "error"
 		// notification): an event only, the turn goes on.
@@ -134,6 +138,33 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "line %d: command %q has no implementation", st.Line, st.Cmd)
 	}
 	return runtime.TurnResult{}, nil
+}
+
+// rateLimit fails the turn with a rate_limited error whose reset is the
+// step's, the first st.N times the session reaches a ratelimit step (its
+// count is kept beside the session's turns, so a fresh plugin process
+// resuming the session goes on counting); after that it does nothing.
+func (r *run) rateLimit(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	limited := false
+	err := s.limits.Update(func(hits map[string]int) error {
+		if hits[s.id] < st.N {
+			hits[s.id]++
+			limited = true
+		}
+		return nil
+	})
+	if err != nil {
+		return r.result(runtime.StopError), err
+	}
+	if !limited {
+		return runtime.TurnResult{}, nil
+	}
+	reset := st.ResetAt
+	if reset.IsZero() {
+		reset = time.Now().Add(st.Duration)
+	}
+	return r.result(runtime.StopError), runtime.RateLimited(reset, "scripted: rate limited until %s", reset.UTC().Format(time.RFC3339Nano))
 }
 
 // sleep waits d; false when the turn was cancelled first.

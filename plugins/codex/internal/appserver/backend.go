@@ -52,7 +52,7 @@ var EventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk,
 	runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventPlan,
 	runtime.EventNative, runtime.EventWarning, EventError,
-	EventItemStarted, EventItemCompleted,
+	EventItemStarted, EventItemCompleted, runtime.EventUsageAccount,
 }
 
 // Event types of this backend beyond the canonical ones. The avenor.item.*
@@ -86,7 +86,7 @@ func (backend) Info() runtime.BackendInfo {
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeAcceptEdits), runtime.CapSandbox, runtime.CapModelListing,
-		),
+		).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
 		EventTypes:     EventTypes,
