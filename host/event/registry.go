@@ -41,6 +41,7 @@ const TypeWatchdog sdk.EventType = "avenor.watchdog"
 // TypeSandboxDenied: the sandbox refused an access a tool made, or could
 // not be set up (docs/sandbox.md#denials).
 const TypeSandboxDenied sdk.EventType = "avenor.sandbox.denied"
+
 // TypeRateLimitWait: a run with --wait-on-rate-limit waits for a rate
 // limit's reset (docs/unattended.md#rate-limits).
 const TypeRateLimitWait sdk.EventType = "avenor.rate_limit.wait"
