@@ -99,3 +99,23 @@ func TestStableSpawnSandboxRefused(t *testing.T) {
 		t.Error("a refused spawn's runtime ran")
 	}
 }
+
+// TestStableSpawnSandboxLandlock: a spawn chooses its mechanism as avenor
+// run does — under Landlock (forced in the supervisor's environment) its
+// write outside and its read of a planted key are denied, each an
+// avenor.sandbox.denied, and session.start names landlock.
+func TestStableSpawnSandboxLandlock(t *testing.T) {
+	t.Parallel()
+	requireLandlock(t)
+	w := newWorld(t)
+	home, secret, outside := plantSecret(t)
+	c := w.startStable("sandbox-landlock", []string{"HOME=" + home, forceLandlock}).client()
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: denialScript(outside, secret), Sandbox: "workspace"})
+	rt := waitEnded(t, c, sp.RuntimeID, 60*time.Second)
+	evs := readEvents(t, rt.EventPath)
+	checkDenials(t, evs, outside+"/out.txt", secret)
+	start := only(evs, "session.start")[0]
+	if sb, _ := start["sandbox"].(map[string]any); sb["mechanism"] != "landlock" {
+		t.Errorf("session.start sandbox %v; want mechanism landlock", start["sandbox"])
+	}
+}

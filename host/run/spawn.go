@@ -41,9 +41,9 @@ type SpawnBackend struct {
 	// (spawnsandbox.go), resolved against the spawn's working directory
 	// by ResolveSpawn and RecordSpec; the zero value is none.
 	Sandbox sdk.Sandbox
-	// home is $HOME of the supervisor's environment, under which the
-	// sandbox's deny list lies.
-	home string
+	// getenv reads the supervisor's environment: $HOME, under which the
+	// sandbox's deny list lies, and the sandbox's switches; nil reads none.
+	getenv func(string) string
 }
 
 // Resolver resolves a spawn: dir is the spawn's absolute working directory
@@ -72,7 +72,7 @@ func SpawnResolver(env Env) Resolver {
 		if err != nil {
 			return SpawnBackend{}, err
 		}
-		return SpawnBackend{Settings: res.Settings, Backend: b, Asked: asked, home: env.Getenv("HOME")}, nil
+		return SpawnBackend{Settings: res.Settings, Backend: b, Asked: asked, getenv: env.Getenv}, nil
 	}
 }
 

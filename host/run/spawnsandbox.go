@@ -51,7 +51,7 @@ func (p SpawnParams) sandboxKeys(out map[string]any) {
 func (b *SpawnBackend) resolveSandbox(req SpawnRequest, dir string) error {
 	sb, err := sandbox.Resolve(sandbox.Request{
 		Profile: b.Settings.Sandbox, Network: b.Settings.SandboxNetwork,
-		AllowWrite: req.Sandbox.AllowWrite, DenyRead: req.Sandbox.DenyRead, Dir: dir, Home: b.home,
+		AllowWrite: req.Sandbox.AllowWrite, DenyRead: req.Sandbox.DenyRead, Dir: dir, Home: b.env("HOME"),
 	}, paramKey)
 	if err != nil {
 		return control.InvalidParams(err.Error())
@@ -63,11 +63,26 @@ func (b *SpawnBackend) resolveSandbox(req SpawnRequest, dir string) error {
 	if req.LoopFile != "" || req.TeamFile != "" {
 		return errors.New("sandbox is not supported with loop_file or team_file yet; spawn the phases without it, or one at a time with sandbox")
 	}
-	if err := sandbox.Check(context.Background(), sb, exec.LookPath); err != nil {
+	// The mechanism, as avenor run chooses it: bubblewrap, else
+	// Landlock, else refused here.
+	if sb, err = sandbox.Choose(context.Background(), sb, b.machine()); err != nil {
 		return err
 	}
 	b.Sandbox = sb
 	return nil
+}
+
+// env is the supervisor's environment variable key, "" when unknown.
+func (b *SpawnBackend) env(key string) string {
+	if b.getenv == nil {
+		return ""
+	}
+	return b.getenv(key)
+}
+
+// machine is what sandbox.Choose looks at for a spawn.
+func (b *SpawnBackend) machine() sandbox.Machine {
+	return sandbox.Machine{LookPath: exec.LookPath, Getenv: b.env}
 }
 
 // checkSandbox refuses, before anything of the spawn runs, a sandbox its
@@ -128,15 +143,17 @@ func entrySandboxKeys(k loop.SandboxKeys, set map[string]any, req *SpawnRequest)
 }
 
 // restoreSandbox gives b the boundary the record's runtime ran inside,
-// checked against this machine again; a record of none resolves req's
+// its mechanism chosen on this machine again; a record of none resolves req's
 // (none, unless the config asks for one now).
 func (r Record) restoreSandbox(b *SpawnBackend, req SpawnRequest) error {
 	if r.Sandbox == nil {
 		return b.resolveSandbox(req, r.Dir)
 	}
-	if err := sandbox.Check(context.Background(), *r.Sandbox, exec.LookPath); err != nil {
+	// The same boundary, with the mechanism this machine has now.
+	sb, err := sandbox.Choose(context.Background(), *r.Sandbox, b.machine())
+	if err != nil {
 		return err
 	}
-	b.Sandbox = *r.Sandbox
+	b.Sandbox = sb
 	return nil
 }
