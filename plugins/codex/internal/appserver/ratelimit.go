@@ -90,14 +90,12 @@ func (s *Session) rateLimitsUpdated(params json.RawMessage) {
 var rateLimitedRE = regexp.MustCompile(`(?i)\b429\b|rate[ _-]?limit|usage limit`)
 
 // rateLimitError is the rate_limited error of a failed turn whose
-// codexErrorInfo is info and message msg, nil when it was no rate limit.
-func (s *Session) rateLimitError(info, msg string) error {
+// codexErrorInfo is info and message msg, nil when it was no rate limit;
+// reset is the fullest window's (Session.limitReset).
+func rateLimitError(info, msg string, reset time.Time) error {
 	if info != "rateLimitExceeded" && info != "usageLimitExceeded" && !rateLimitedRE.MatchString(msg) {
 		return nil
 	}
-	s.mu.Lock()
-	reset := s.limitReset
-	s.mu.Unlock()
 	if !reset.After(time.Now()) {
 		reset = time.Time{}
 	}
