@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,10 +58,13 @@ func limitedOnce() fakellm.Script {
 }
 
 // TestRateLimitRealCLIs: what each real CLI makes of a 429 with the
-// provider's headers, through avenor run --report-usage: the mapping to
-// rate_limited (and avenor.usage.account where the CLI reports windows),
-// or, where the pinned version reports nothing avenor can read, that the
-// backend's rate_limit_reset capability is not "supported".
+// provider's headers, through avenor run --report-usage. Both pinned CLIs
+// end the turn in error and the plugins map it to rate_limited
+// (avenor.error code, session.end error_code, FAILED, exit 1), but
+// neither reports when the limit lifts, nor any usage window: no
+// rate_limited_until, no avenor.usage.account. So their capability
+// rate_limit_reset says unsupported, and --wait-on-rate-limit is refused
+// before anything starts.
 func TestRateLimitRealCLIs(t *testing.T) {
 	installClaude(t)
 	codex.bin = func() string { return codexBin(t) }
@@ -72,15 +76,39 @@ func TestRateLimitRealCLIs(t *testing.T) {
 			w := newWorld(t, rt, fakellm.Config{Script: limitedOnce()})
 			run := w.startAvenor("run", "--prompt", "say DONE", "--report-usage")
 			res := run.p.wait()
+			if res.code != 1 {
+				t.Fatalf("exit %d, want 1: %v", res.code, res)
+			}
 			evs := readEvents(t, run.events)
-			var lines []string
-			for _, ev := range evs {
-				switch ev.name() {
-				case "avenor.error", "session.end", "avenor.usage.account", "avenor.warning":
-					lines = append(lines, fmt.Sprintf("%v", map[string]any(ev)))
+			var coded []event
+			for _, ev := range only(evs, "avenor.error") {
+				if ev.str("code") == "rate_limited" {
+					coded = append(coded, ev)
 				}
 			}
-			t.Logf("%s: exit %d; %s", rt.backend, res.code, strings.Join(lines, "\n"))
+			if len(coded) != 1 || coded[0].str("rate_limited_until") != "" {
+				t.Errorf("avenor.error with code rate_limited: %v, want one, with no reset (the CLI reports none)", coded)
+			}
+			ends := only(evs, "session.end")
+			if len(ends) != 1 || ends[0].str("stop_reason") != "error" || ends[0].str("error_code") != "rate_limited" {
+				t.Errorf("session.end %v, want one: stop_reason error, error_code rate_limited", ends)
+			}
+			if acc := only(evs, "avenor.usage.account"); len(acc) != 0 {
+				t.Errorf("avenor.usage.account %v: the pinned CLI reported a window; its capability can say more", acc)
+			}
+			if s, _ := os.ReadFile(run.sentinel); !strings.HasPrefix(string(s), "FAILED\n") {
+				t.Errorf("sentinel %q, want FAILED", s)
+			}
+
+			// Fail closed: the capability says unsupported, the wait is refused.
+			refused := w.startAvenor("refused", "--prompt", "say DONE", "--wait-on-rate-limit")
+			r := refused.p.wait()
+			if r.code != 1 || !strings.Contains(r.stderr, "cannot wait on a rate limit") {
+				t.Errorf("--wait-on-rate-limit on %s: %v, want exit 1 saying it cannot wait", rt.backend, r)
+			}
+			if fileExists(refused.events) && len(only(readEvents(t, refused.events), "session.start")) != 0 {
+				t.Errorf("--wait-on-rate-limit on %s started a session", rt.backend)
+			}
 		})
 	}
 }
