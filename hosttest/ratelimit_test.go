@@ -175,6 +175,11 @@ func TestRateLimitBadInput(t *testing.T) {
 	if !errors.As(err, &re) || !strings.Contains(re.Message, "backend echo cannot wait on a rate limit") || !strings.Contains(re.Message, "nothing was started") {
 		t.Errorf("spawn with wait_on_rate_limit on echo: %v, want a refusal naming the backend", err)
 	}
+	// avenor control spawn's flags carry the params.
+	res := w.run("control", "--socket", s.sock, "spawn", "--backend", "scripted", "--prompt", "say hi", "--wait-on-rate-limit", "--max-rate-limit-resumes", "-3")
+	if res.code == 0 || !strings.Contains(res.stderr, "max_rate_limit_resumes -3 is out of range") {
+		t.Errorf("avenor control spawn --max-rate-limit-resumes -3: %v, want a refusal naming it", res)
+	}
 	if l, err := c.List(ctxT(t, 5*time.Second)); err != nil || len(l) != 0 {
 		t.Errorf("after refused spawns the supervisor lists %d runtimes (%v), want none", len(l), err)
 	}

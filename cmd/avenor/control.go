@@ -249,5 +249,6 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.StringVar(&f.ToolTimeout, "tool-timeout", "", "a tool call idle this long is hung (needs --watchdog)")
 	fl.StringVar(&f.P.Watchdog, "watchdog", "", "on a hung turn or tool: warn, cancel or restart")
 	fl.IntVar(&f.WatchdogRestarts, "watchdog-restarts", 0, "with --watchdog restart: the most restarts")
+	f.RateLimit.Register(fl)
 	return cmd
 }
