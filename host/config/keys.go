@@ -25,6 +25,7 @@ const (
 	kindInt
 	kindBool
 	kindBackends
+	kindNumber
 )
 
 var kindNames = [...]string{
@@ -33,6 +34,7 @@ var kindNames = [...]string{
 	kindInt:      "int",
 	kindBool:     "bool",
 	kindBackends: "table",
+	kindNumber:   "number",
 }
 
 type keySpec struct {
@@ -71,6 +73,14 @@ var keySpecs = []keySpec{
 	// The sandbox (docs/sandbox.md).
 	{"sandbox", kindString, "", "boundary the runtime is launched inside: off|workspace|read-only; \"\" is off"},
 	{"sandbox_network", kindString, "", "network inside a sandbox: host|none; \"\" is host"},
+	// Spend limits and context use (docs/unattended.md).
+	{"spend_tokens", kindInt, 0, "spend limit: input plus output tokens, counted from what the runtime reports; the turn ends budget_reached (exit 5); 0 means none"},
+	{"spend_usd", kindNumber, 0.0, "spend limit in US dollars: the runtime's reported cost, else spend_prices; 0 means none"},
+	{"spend_wall", kindDuration, time.Duration(0), "spend limit: time spent in turns (Go duration); 0 means none"},
+	{"spend_scope", kindString, "", "what spend limits count: runtime|tree (the runtime and every runtime started under it); \"\" is runtime"},
+	{"spend_policy", kindString, "", "at a spend limit: finish (end at the turn's boundary) or interrupt (cancel the turn); \"\" is finish"},
+	{"spend_prices", kindString, "", "price table for spend_usd: MODEL=INPUT:OUTPUT[,...] in US dollars per million tokens"},
+	{"context_warn_pct", kindInt, 0, "context use: avenor.context after each turn and an avenor.warning once the window is this full (1-100); 0 means none"},
 	{"server_url", kindString, "", "external runtime server URL"},
 	{"label", kindString, "", "free-form label stamped on events as run_label"},
 	{"linger", kindDuration, 60 * time.Second, "avenor stable: how long runtimes outlive a supervisor that died, for one restarted on the same socket to take them over (Go duration); 0 stops them at once"},
@@ -117,6 +127,8 @@ func Keys() []KeyDoc {
 			d.Default = strconv.Itoa(v)
 		case bool:
 			d.Default = strconv.FormatBool(v)
+		case float64:
+			d.Default = strconv.FormatFloat(v, 'f', -1, 64)
 		}
 		if s.kind != kindBackends {
 			d.Env = envName(s.key)

@@ -66,6 +66,19 @@ type Settings struct {
 	// host or none; "" is host. host/sandbox validates them.
 	Sandbox        string `koanf:"sandbox"`
 	SandboxNetwork string `koanf:"sandbox_network"`
+	// Spend limits (docs/unattended.md#spend-limits): 0 (the default) is no
+	// limit; SpendScope runtime|tree and SpendPolicy finish|interrupt ("":
+	// runtime, finish) and SpendPrices (MODEL=IN:OUT,...) are validated by
+	// the caller.
+	SpendTokens int           `koanf:"spend_tokens"`
+	SpendUSD    float64       `koanf:"spend_usd"`
+	SpendWall   time.Duration `koanf:"spend_wall"`
+	SpendScope  string        `koanf:"spend_scope"`
+	SpendPolicy string        `koanf:"spend_policy"`
+	SpendPrices string        `koanf:"spend_prices"`
+	// ContextWarnPct asks for context use (docs/unattended.md#context-use);
+	// 0 (the default) none.
+	ContextWarnPct int `koanf:"context_warn_pct"`
 	// ServerURL is an external runtime server; "" for none. AVENOR_OPENCODE_URL
 	// is not read here: it applies to opencode-http only, which the caller knows.
 	ServerURL string `koanf:"server_url"`

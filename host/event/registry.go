@@ -38,9 +38,21 @@ const TypeRestarted sdk.EventType = "avenor.restarted"
 // TypeWatchdog: the turn watchdog fired (docs/unattended.md).
 const TypeWatchdog sdk.EventType = "avenor.watchdog"
 
+// TypeSandboxDenied: the sandbox refused an access a tool made, or could
+// not be set up (docs/sandbox.md#denials).
+const TypeSandboxDenied sdk.EventType = "avenor.sandbox.denied"
+
 // TypeRateLimitWait: a run with --wait-on-rate-limit waits for a rate
 // limit's reset (docs/unattended.md#rate-limits).
 const TypeRateLimitWait sdk.EventType = "avenor.rate_limit.wait"
+
+// TypeBudgetReached: a spend limit was reached; the turn ends
+// budget_reached (docs/unattended.md#spend-limits).
+const TypeBudgetReached sdk.EventType = "avenor.budget.reached"
+
+// TypeContext: the context window's use after a turn
+// (docs/unattended.md#context-use).
+const TypeContext sdk.EventType = "avenor.context"
 
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
@@ -103,7 +115,7 @@ var HostEventTypes = []EventType{
 		Name:     TypeWarning,
 		Doc:      "Something was ignored or degraded but the run goes on (e.g. --model on a backend that cannot select models). dropped counts the events a plugin could not keep while its supervisor was gone (avenor stable --linger).",
 		Fields:   []string{"source", "message"},
-		Optional: []string{"dropped"},
+		Optional: []string{"dropped", "used_pct"},
 	},
 	{
 		Name:   TypeSupervisorReattached,
@@ -122,10 +134,27 @@ var HostEventTypes = []EventType{
 		Optional: []string{"tool", "restart", "restarts_allowed", "restarts_exhausted"},
 	},
 	{
+		Name:     TypeSandboxDenied,
+		Doc:      "A sandboxed run only (--sandbox): the boundary refused an access, as a tool's output shows it (op write: a path outside the writable paths, with EROFS, EACCES or EPERM; op read: a path on the deny list; tool is the tool call's toolCallId), or bubblewrap could not set the boundary up (op launch: path is the path it named, or bwrap; message is its own line). Emitted right after the tool.call_update that showed it; each op and path once per tool call, bounded (docs/configuration.md#bounds).",
+		Fields:   []string{"op", "path"},
+		Optional: []string{"tool", "message"},
+	},
+	{
 		Name:     TypeRateLimitWait,
 		Doc:      "The turn failed on a rate limit and, with --wait-on-rate-limit (docs/unattended.md#rate-limits), waits instead of ending: at until (RFC 3339, absent when the runtime did not say: a minute) plus jitter the same session is sent the turn's prompt again. attempt counts the run's resumes (first: 1), at most max_resumes; message is the runtime's. Only in runs that asked.",
 		Fields:   []string{"attempt", "max_resumes", "message"},
 		Optional: []string{"until"},
+	},
+	{
+		Name:     TypeBudgetReached,
+		Doc:      "A spend limit was reached (--spend-tokens, --spend-usd, --spend-wall; docs/unattended.md#spend-limits); only in a run that set one. limit names it (tokens, usd or wall); the spent_* fields are what the limits count (scope runtime or tree), the spend_* fields the limits set. The session.end that follows says budget_reached (exit 5, sentinel BLOCKED): at the turn's boundary under policy finish; for a wall limit under interrupt, the turn was cancelled. In avenor stable the runtime parks idle until set_budget raises the limit.",
+		Fields:   []string{"limit", "policy", "scope", "spent_tokens", "spent_usd", "spent_wall_ms"},
+		Optional: []string{"spend_tokens", "spend_usd", "spend_wall_ms"},
+	},
+	{
+		Name:   TypeContext,
+		Doc:    "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. Past the threshold an avenor.warning {kind: context} follows, once per crossing.",
+		Fields: []string{"used_tokens", "window_tokens", "used_pct"},
 	},
 	{
 		Name:     TypePermissionRequest,

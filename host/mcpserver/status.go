@@ -64,8 +64,11 @@ type runStatus struct {
 	// waits for a rate limit's reset (docs/unattended.md#rate-limits).
 	WaitingReason    string `json:"waiting_reason,omitempty"`
 	RateLimitedUntil string `json:"rate_limited_until,omitempty"`
-	TimedOut         bool   `json:"timed_out,omitempty"`
-	WaitClamped      bool   `json:"wait_clamped,omitempty"`
+	// Spend is the run's spend limits and what it spent
+	// (docs/unattended.md#spend-limits), with limits only.
+	Spend       any  `json:"spend,omitempty"`
+	TimedOut    bool `json:"timed_out,omitempty"`
+	WaitClamped bool `json:"wait_clamped,omitempty"`
 }
 
 // lifecycleKeys are what view:"lifecycle" keeps (the original's list).
@@ -133,6 +136,9 @@ func fromRuntime(rec *Record, rt client.Runtime) runStatus {
 		st.Watchdog = raw
 	}
 	st.WaitingReason, st.RateLimitedUntil = rt.WaitingReason, rt.RateLimitedUntil
+	if raw := rawValue(rt.Spend); raw != nil {
+		st.Spend = raw
+	}
 	if rt.PendingPermission {
 		st.Permission = rawValue(rt.Permission)
 	}

@@ -69,6 +69,7 @@ func (rt *Runtime) Entry() map[string]any {
 		e["watchdog"] = st.Watchdog
 	}
 	addRateLimitFields(e, st)
+	spendEntry(e, o.Spend)
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
 	}

@@ -446,6 +446,7 @@ func (rt *Runtime) Close() error {
 		rt.debug.End()
 	}
 	err := rt.w.Close()
+	rt.spec.Options.Spend.Close()
 	if rt.evlog != nil {
 		if cerr := rt.evlog.Close(); err == nil {
 			err = cerr

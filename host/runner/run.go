@@ -78,6 +78,10 @@ type Runner struct {
 
 	dog *turnDog // nil: no --watchdog
 
+	// contextWarned: the context warning was given and the window has not
+	// fallen below the threshold since (context.go).
+	contextWarned bool
+
 	saidMu sync.Mutex
 	said   map[string]bool // backend errors already told on stderr
 }
@@ -367,6 +371,8 @@ func (r *Runner) fail(h *sessionHost, source, msg string) {
 	ev := event.Event{"event": string(event.TypeError), "source": source, "message": msg}
 	if h != nil {
 		h.emit(ev)
+		// A sandbox that could not be set up is a denial too.
+		h.emitDenied(h.deniedOf().fromError(msg))
 		return
 	}
 	r.emit(ev)
@@ -453,6 +459,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		h = newSessionHost(r, o.Logger, nil)
 	}
 	h.setOnError(r.sayBackendError)
+	h.setSandbox(o.Sandbox)
 	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
 	onProcess := func(p sdk.ProcessInfo) { r.status.update(func(s *Status) { s.PID = p.PID }) }
 	var pgid int
@@ -583,6 +590,12 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		n := r.turns.next()
 		turnID := r.turnPrefix + strconv.Itoa(n)
 		r.status.update(func(s *Status) { s.TurnState = TurnStarting })
+		if limit := r.spendReached(adopted); limit != "" {
+			// Already at a limit (a follow-up of a runtime that reached
+			// it): no turn runs until set_budget raises it.
+			out = r.budgetReached(h, limit)
+			break
+		}
 		switch {
 		case adopted != "" && o.RateLimit.Until.IsZero():
 			turnID, adopted = adopted, "" // its avenor.turn.start is in the log
@@ -592,13 +605,19 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
-		send := func(t sdk.Turn) turnOutcome { return r.turn(ctx, l, sess, h, t) }
+		send := func(t sdk.Turn) turnOutcome {
+			began := o.Now()
+			out := r.turn(ctx, l, sess, h, t)
+			r.contextUse(h, &out)
+			r.chargeTurn(h, &out, o.Now().Sub(began))
+			return out
+		}
 		out = r.sendTurn(ctx, turnSender{h: h, send: send}, sdk.Turn{ID: turnID, Text: text, Images: images})
 		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
 		}
-		if out.pluginGone || ctx.Err() != nil {
+		if out.pluginGone || ctx.Err() != nil || out.stopReason == sdk.StopBudgetReached {
 			break
 		}
 		var ok bool
@@ -738,8 +757,14 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 	if dog != nil {
 		restartFailed = make(chan error, 1)
 	}
+	spendWall, stopSpendWall := r.spendWallTimer()
+	defer stopSpendWall()
 	for {
 		select {
+		case <-spendWall:
+			// --spend-policy interrupt: the wall limit passed mid-turn.
+			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+			return r.stopTurn(l, sess, h, done, sdk.StopBudgetReached, "")
 		case pr := <-done:
 			return r.outcome(h, pr)
 		case <-h.activity:

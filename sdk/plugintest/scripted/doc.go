@@ -61,7 +61,10 @@
 //	images                        says "image <media type> <n> bytes" for each
 //	                              image that came with the prompt (read from
 //	                              its file), then "<n> images"
-//	usage in=<n> out=<n>          the usage reported when the turn ends
+//	usage in=<n> out=<n> [cost=<usd>] [window=<n>]
+//	                              the usage reported when the turn ends; with
+//	                              cost, its cost_usd (spend limits); with
+//	                              window, the context use: in of window
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error
 //	ratelimit <reset> [times=<n>] end the turn with a rate_limited error
@@ -86,6 +89,14 @@
 //	                              a line over the bound an avenor.warning;
 //	                              inside the Open's sandbox when it has one
 //	                              (shell then refuses to run)
+//	toolsh <command...>           a tool call (kind execute) whose tool is
+//	                              /bin/sh -c through agentproc, like lines
+//	                              (inside the Open's sandbox when it has
+//	                              one): tool.call in_progress, then
+//	                              tool.call_update completed (failed on a
+//	                              non-zero exit) with rawOutput {output:
+//	                              its stdout and stderr, then the
+//	                              launcher's stderr}
 //	child <seconds>               start `sleep <seconds>` in its own process
 //	                              group as the session's runtime process (see
 //	                              below)

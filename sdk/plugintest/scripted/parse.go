@@ -34,8 +34,11 @@ type Step struct {
 	Tool      string
 	Options   []runtime.PermissionOption
 	UserInput bool
-	// Usage is what usage sets.
-	Usage runtime.Usage
+	// Usage is what usage sets; CostUSD its cost=, -1 when it gave none;
+	// Window its window= (the context window, whose use is in=), 0 none.
+	Usage   runtime.Usage
+	CostUSD float64
+	Window  int64
 	// Prompts are the prompts of question.
 	Prompts []runtime.QuestionPrompt
 	// Pct is account's used share of its window, 0–100.
@@ -92,7 +95,7 @@ func parseStep(cmd, rest string) (Step, error) {
 		if err == nil && (cmd == "fail" || cmd == "error") && st.Text == "" {
 			err = fmt.Errorf("%s needs a message", cmd)
 		}
-	case "shell", "lines":
+	case "shell", "lines", "toolsh":
 		st.Text = rest
 		if rest == "" {
 			err = fmt.Errorf("%s needs a command", cmd)
@@ -292,12 +295,27 @@ func parseQuestion(st *Step, rest string) error {
 }
 
 func parseUsage(st *Step, rest string) error {
-	a, err := parseArgs(rest, "in", "out")
+	a, err := parseArgs(rest, "in", "out", "cost", "window")
 	if err != nil {
 		return err
 	}
 	if len(a.pos) > 0 || len(a.opts) == 0 {
-		return errors.New("usage takes in=<n> out=<n>")
+		return errors.New("usage takes in=<n> out=<n> [cost=<usd>] [window=<n>]")
+	}
+	if v, ok := a.opts["window"]; ok {
+		n, err := count(v)
+		if err != nil {
+			return fmt.Errorf("window=: %w", err)
+		}
+		st.Window = int64(n)
+	}
+	st.CostUSD = -1
+	if v, ok := a.opts["cost"]; ok {
+		c, err := strconv.ParseFloat(v, 64)
+		if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+			return fmt.Errorf("cost=: %q is not a non-negative number of US dollars", v)
+		}
+		st.CostUSD = c
 	}
 	for key, dst := range map[string]*int64{"in": &st.Usage.InputTokens, "out": &st.Usage.OutputTokens} {
 		if v, ok := a.opts[key]; ok {

@@ -44,6 +44,12 @@ const maxScriptFile = 1 << 20
 // (claude's TUI): it then resumes only sessions this process opened.
 const ResumeScopeEnv = "SCRIPTED_RESUME_SCOPE"
 
+// UsageEnv names the variable that, in the plugin's environment, narrows
+// what the backend claims to report: "none" (no usage, no cost, as a
+// backend that reports neither) or "tokens" (usage without cost). Unset:
+// both, as the usage step reports them.
+const UsageEnv = "SCRIPTED_USAGE"
+
 // New returns the scripted backend; its resume scope is cross_process
 // unless ResumeScopeEnv says in_process.
 func New() runtime.Backend {
@@ -84,17 +90,25 @@ func (b backend) Info() runtime.BackendInfo {
 	if b.live != nil {
 		scope = runtime.ResumeInProcess
 	}
+	caps := runtime.Supports(append([]runtime.Capability{
+		runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+		runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
+		runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
+		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset,
+	}, runtime.LaunchCapabilityNames...)...)
+	switch os.Getenv(UsageEnv) {
+	case "none":
+		delete(caps, runtime.CapUsageReporting)
+		delete(caps, runtime.CapCostReporting)
+	case "tokens":
+		delete(caps, runtime.CapCostReporting)
+	}
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
 		// Every permission mode and launch-context field: the script's
 		// permission steps are what the host's broker decides under a mode.
-		Capabilities: runtime.Supports(append([]runtime.Capability{
-			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
-			runtime.CapRateLimitReset,
-		}, runtime.LaunchCapabilityNames...)...),
+		Capabilities:   caps,
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []runtime.EventType{

@@ -43,7 +43,7 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
-			runtime.CapModelListing,
+			runtime.CapModelListing, runtime.CapUsageReporting, runtime.CapCostReporting,
 		}, launchCapabilities...)...).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

@@ -76,7 +76,10 @@ type streamSession struct {
 	streamed map[string]bool // message ids whose text came as stream_event deltas
 	curMsg   string          // the message id being streamed
 	tools    map[string]string
-	noise    []string
+	// contextUsed is the tokens the last model call read and wrote: the
+	// context window's use (ExtraContextUsedTokens).
+	contextUsed int64
+	noise       []string
 }
 
 // streamTurn is the turn in flight.
@@ -352,6 +355,9 @@ func (s *streamSession) assistant(sid string, m *apiMessage) {
 	}
 	s.mu.Lock()
 	streamed := m.ID != "" && s.streamed[m.ID]
+	if u := m.Usage; u != nil {
+		s.contextUsed = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens + u.OutputTokens
+	}
 	s.mu.Unlock()
 	for _, b := range m.blocks() {
 		switch b.Type {
@@ -575,6 +581,12 @@ func (s *streamSession) turnResult(t *streamTurn, r resultFrame) (runtime.TurnRe
 	}
 	if r.TotalCostUSD != nil {
 		res.Extra["cost_usd"] = *r.TotalCostUSD
+	}
+	s.mu.Lock()
+	used := s.contextUsed
+	s.mu.Unlock()
+	if w := r.contextWindow(); w > 0 && used > 0 {
+		res.Extra[runtime.ExtraContextUsedTokens], res.Extra[runtime.ExtraContextWindowTokens] = used, w
 	}
 	if r.NumTurns > 0 {
 		res.Extra["num_turns"] = r.NumTurns

@@ -253,6 +253,7 @@ func (s *Session) tokenUsage(turnID string, params json.RawMessage) {
 				CachedInputTokens int64 `json:"cachedInputTokens"`
 				OutputTokens      int64 `json:"outputTokens"`
 			} `json:"last"`
+			ModelContextWindow int64 `json:"modelContextWindow"`
 		} `json:"tokenUsage"`
 	}
 	if json.Unmarshal(params, &p) != nil {
@@ -276,6 +277,10 @@ func (s *Session) tokenUsage(turnID string, params json.RawMessage) {
 		total = l.InputTokens + l.OutputTokens
 	}
 	t.usage.TotalTokens += total
+	if w := p.TokenUsage.ModelContextWindow; w > 0 {
+		// The last call's tokens are what the context holds now.
+		t.ctxUsed, t.ctxWindow = total, w
+	}
 }
 
 // plan maps turn/plan/updated to session.plan with ACP's entry shape.
@@ -332,6 +337,9 @@ func (s *Session) turnCompleted(params json.RawMessage) {
 	}
 	res := runtime.TurnResult{Usage: t.usage, FinalOutput: t.finalOutput, HasFinalOutput: t.hasFinal, Extra: s.extra()}
 	res.Extra["codex_turn_status"] = p.Turn.Status
+	if t.ctxWindow > 0 {
+		res.Extra[runtime.ExtraContextUsedTokens], res.Extra[runtime.ExtraContextWindowTokens] = t.ctxUsed, t.ctxWindow
+	}
 	info := ""
 	if p.Turn.Error != nil {
 		info = errorInfo(p.Turn.Error.CodexErrorInfo)

@@ -93,10 +93,13 @@ type turnState struct {
 	wantInterrupt bool
 	interruptSent bool
 	usage         *runtime.Usage
-	finalOutput   string
-	hasFinal      bool
-	result        runtime.TurnResult
-	err           error // the turn's error: a rate limit's (ratelimit.go); nil for most
+	// ctxUsed and ctxWindow are the context window's use after the last
+	// model call (its total tokens) and its size, 0 until reported.
+	ctxUsed, ctxWindow int64
+	finalOutput        string
+	hasFinal           bool
+	result             runtime.TurnResult
+	err                error // the turn's error: a rate limit's (ratelimit.go); nil for most
 }
 
 var _ runtime.Session = (*Session)(nil)
