@@ -150,17 +150,6 @@ type SlotYielder interface {
 	YieldSlot() (reacquire func(ctx context.Context) error)
 }
 
-// RateLimitWaiting says whether the runtime's run waits for a rate
-// limit's reset: it holds no executing slot's work, and is not idle.
-func (rt *Runtime) RateLimitWaiting() bool {
-	if rt.life == nil {
-		return false
-	}
-	rt.life.mu.Lock()
-	defer rt.life.mu.Unlock()
-	return rt.life.rateWait != nil
-}
-
 // addRateLimitFields adds to a list/status entry the wait of a running
 // turn: waiting_reason and rate_limited_until, only while it waits.
 func addRateLimitFields(e map[string]any, st control.Status) {
