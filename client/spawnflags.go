@@ -31,6 +31,8 @@ type SpawnFlags struct {
 	ProgressTimeout, ToolTimeout string
 	WatchdogRestarts             int
 	WatchdogRestartsGiven        bool
+	// RateLimit are the rate-limit flags (spawnflags_ratelimit.go).
+	RateLimit RateLimitFlags
 }
 
 // Params checks the flags and returns the params to send, only the values
@@ -76,5 +78,6 @@ func (f SpawnFlags) Params() (SpawnParams, error) {
 	if f.AllowedToolsGiven {
 		p.AllowedTools = f.AllowedTools
 	}
+	f.RateLimit.apply(&p)
 	return p.WithAbsPaths()
 }

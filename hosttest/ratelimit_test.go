@@ -141,11 +141,15 @@ func TestRateLimitBadInput(t *testing.T) {
 		{"negative", []string{"--backend", "scripted", "--wait-on-rate-limit", "--max-rate-limit-resumes", "-1"}, 1, "--max-rate-limit-resumes: invalid integer -1: must not be negative"},
 		{"too many", []string{"--backend", "scripted", "--max-rate-limit-resumes", "101"}, 1, "--max-rate-limit-resumes 101 is out of range"},
 		{"unparsable", []string{"--backend", "scripted", "--max-rate-limit-resumes", "five"}, 2, "invalid argument \"five\""},
-		{"backend cannot", []string{"--backend", "echo", "--wait-on-rate-limit"}, 1, "backend echo cannot wait on a rate limit"},
+		{"backend cannot", []string{"--backend", "echo", "--wait-on-rate-limit", "--prompt", "say hi"}, 1, "backend echo cannot wait on a rate limit"},
+		{"loop", []string{"--backend", "scripted", "--wait-on-rate-limit", "--loop-file", w.writeFile("loop.json", "{}")}, 1, "--wait-on-rate-limit is not available for a loop or team run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evPath, sentPath := w.path(tc.name+".ndjson"), w.path(tc.name+".done")
-			res := w.run(append(tc.args, "--prompt", "say hi", "--on-event", evPath, "--sentinel-file", sentPath)...)
+			if !slices.Contains(tc.args, "--prompt") && !slices.Contains(tc.args, "--loop-file") {
+				tc.args = append(tc.args, "--prompt", "say hi")
+			}
+			res := w.run(append(tc.args, "--on-event", evPath, "--sentinel-file", sentPath)...)
 			if res.code != tc.code || !strings.Contains(res.stderr, tc.want) {
 				t.Fatalf("want exit %d saying %q; got %v", tc.code, tc.want, res)
 			}
@@ -174,6 +178,11 @@ func TestRateLimitBadInput(t *testing.T) {
 	var re *client.RPCError
 	if !errors.As(err, &re) || !strings.Contains(re.Message, "backend echo cannot wait on a rate limit") || !strings.Contains(re.Message, "nothing was started") {
 		t.Errorf("spawn with wait_on_rate_limit on echo: %v, want a refusal naming the backend", err)
+	}
+	// avenor control spawn's flags carry the params.
+	res := w.run("control", "--socket", s.sock, "spawn", "--backend", "scripted", "--prompt", "say hi", "--wait-on-rate-limit", "--max-rate-limit-resumes", "-3")
+	if res.code == 0 || !strings.Contains(res.stderr, "max_rate_limit_resumes -3 is out of range") {
+		t.Errorf("avenor control spawn --max-rate-limit-resumes -3: %v, want a refusal naming it", res)
 	}
 	if l, err := c.List(ctxT(t, 5*time.Second)); err != nil || len(l) != 0 {
 		t.Errorf("after refused spawns the supervisor lists %d runtimes (%v), want none", len(l), err)

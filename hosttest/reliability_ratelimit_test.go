@@ -190,7 +190,7 @@ func rateLimitTrial(t *testing.T, kill bool) {
 	}
 	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
 	if len(delays) > 0 {
-		t.Logf("%d runtimes (kill -9 while waiting: %v): resumed after the reset p50 %v max %v; re-sends per runtime: 1 each (%d in all); capped runtimes: %d, %d resumes each",
+		t.Logf("%d runtimes (kill -9 while waiting: %v): resumed after the reset p50 %v max %v; prompt re-sent once per runtime (%d re-sends in all); %d capped runtimes ended rate_limited after %d resumes each",
 			len(delays), kill, delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)-1].Round(time.Millisecond), len(delays), len(capped), capMax)
 	}
 	if err := c.Shutdown(ctxT(t, 10*time.Second), "graceful"); err != nil {

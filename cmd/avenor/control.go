@@ -253,5 +253,6 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.StringVar(&f.P.SandboxNetwork, "sandbox-network", "", "network inside the sandbox: host or none")
 	fl.StringArrayVar(&f.P.SandboxAllowWrite, "sandbox-allow-write", nil, "path also writable under --sandbox workspace (repeatable)")
 	fl.StringArrayVar(&f.P.SandboxDenyRead, "sandbox-deny-read", nil, "path made unreadable in the sandbox (repeatable)")
+	f.RateLimit.Register(fl)
 	return cmd
 }

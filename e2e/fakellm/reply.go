@@ -34,6 +34,9 @@ type Reply struct {
 	// error shape, with ErrorMessage.
 	Status       int
 	ErrorMessage string
+	// Headers are set on the answer (a provider's rate-limit headers on a
+	// 429: retry-after, anthropic-ratelimit-*, x-ratelimit-*).
+	Headers map[string]string
 }
 
 // Script decides the reply to one request. It may be called concurrently.

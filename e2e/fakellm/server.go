@@ -250,6 +250,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		decide = s.cfg.Side
 	}
 	rep := decide(req.clone())
+	for k, v := range rep.Headers {
+		w.Header().Set(k, v)
+	}
 	if rep.Status >= 400 {
 		s.fail(w, d, req, rep.Status, rep.ErrorMessage)
 		return

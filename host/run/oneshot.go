@@ -138,6 +138,9 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		return nil, err
 	}
 	rateLimit, reportUsage, err := RateLimitSettings(settings, FlagName)
+	if err == nil {
+		err = RefusePhased(rateLimit, req.LoopFile != "" || req.TeamFile != "", FlagName)
+	}
 	if err != nil {
 		return nil, err
 	}

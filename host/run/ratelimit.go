@@ -33,6 +33,15 @@ func RateLimitSettings(s config.Settings, name func(string) string) (hostrt.Rate
 	return hostrt.RateLimit{Wait: true, MaxResumes: s.MaxRateLimitResumes}, report, nil
 }
 
+// RefusePhased refuses wait_on_rate_limit for a loop or team run: its
+// phases are runs of their own, which do not wait (fail closed).
+func RefusePhased(rl hostrt.RateLimit, phased bool, name func(string) string) error {
+	if rl.Wait && phased {
+		return fmt.Errorf("%s is not available for a loop or team run (its phases are runs of their own and do not wait); drop it, or run the prompt on its own", name("wait_on_rate_limit"))
+	}
+	return nil
+}
+
 // CheckRateLimit refuses --wait-on-rate-limit on a backend that does not
 // declare rate_limit_reset: it could not say when to resume (fail closed).
 func CheckRateLimit(info sdk.BackendInfo, rl hostrt.RateLimit, name func(string) string) error {
@@ -139,17 +148,6 @@ type SlotYielder interface {
 	// YieldSlot gives the run's slot back; reacquire takes one again,
 	// waiting while none is free, or at once when ctx is done.
 	YieldSlot() (reacquire func(ctx context.Context) error)
-}
-
-// RateLimitWaiting says whether the runtime's run waits for a rate
-// limit's reset: it holds no executing slot's work, and is not idle.
-func (rt *Runtime) RateLimitWaiting() bool {
-	if rt.life == nil {
-		return false
-	}
-	rt.life.mu.Lock()
-	defer rt.life.mu.Unlock()
-	return rt.life.rateWait != nil
 }
 
 // addRateLimitFields adds to a list/status entry the wait of a running

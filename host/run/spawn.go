@@ -165,7 +165,9 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 	if _, err := WatchdogSettings(sp.Backend.Settings, req.LoopFile != "" || req.TeamFile != "", spawnParam); err != nil {
 		return sp, control.InvalidParams(err.Error())
 	}
-	if _, _, err := RateLimitSettings(sp.Backend.Settings, spawnParam); err != nil {
+	if rl, _, err := RateLimitSettings(sp.Backend.Settings, spawnParam); err != nil {
+		return sp, control.InvalidParams(err.Error())
+	} else if err := RefusePhased(rl, req.LoopFile != "" || req.TeamFile != "", spawnParam); err != nil {
 		return sp, control.InvalidParams(err.Error())
 	}
 	set := &sp.Backend.Settings

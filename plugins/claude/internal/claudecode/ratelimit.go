@@ -17,10 +17,13 @@ import (
 // the event's.
 
 // rateLimitSupport is how far claude-stream supports
-// runtime.CapRateLimitReset: the mapping is tested on recorded frames; the
-// pinned CLI against the offline fake LLM does not report the reset of a
-// 429 it was refused with (e2e/ratelimit_test.go), so it is not vouched for.
-const rateLimitSupport = runtime.Unverified
+// runtime.CapRateLimitReset: unsupported. The pinned CLI (2.1.332) ends a
+// turn refused with a 429 as an API error (mapped to rate_limited) but
+// reads no reset from the refusal — retry-after and the
+// anthropic-ratelimit-* headers of a 429 reach no frame, and no
+// rate_limit_event follows (e2e/ratelimit_test.go) — so avenor cannot
+// know when to resume, and --wait-on-rate-limit is refused for it.
+const rateLimitSupport = runtime.Unsupported
 
 // rateLimitInfo is a rate_limit_event's rate_limit_info.
 type rateLimitInfo struct {

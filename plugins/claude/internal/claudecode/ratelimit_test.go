@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
+	"github.com/avenor-go/avenor/sdk/turn"
 )
 
 func TestRateLimitError(t *testing.T) {
@@ -42,5 +43,35 @@ func TestRateLimitError(t *testing.T) {
 				t.Errorf("reset = %v, want %v", got, tc.reset)
 			}
 		})
+	}
+}
+
+type recordingHost struct {
+	runtime.Host
+	events []runtime.Event
+}
+
+func (h *recordingHost) Emit(ev runtime.Event) { h.events = append(h.events, ev) }
+
+// TestRateLimitEvent: a recorded rate_limit_event becomes
+// avenor.usage.account (utilization 0–1 as a percentage) and is kept for
+// the turn, so a rejected window's reset is the turn's.
+func TestRateLimitEvent(t *testing.T) {
+	h := &recordingHost{}
+	s := &streamSession{host: h, gate: turn.NewGate(h, 16, "test")}
+	s.gate.Open()
+	st := &streamTurn{}
+	s.turn = st
+	line := []byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1700000000,"rateLimitType":"five_hour","utilization":0.97},"uuid":"u1","session_id":"s1"}`)
+	s.rateLimitEvent("s1", line)
+	if len(h.events) != 1 || h.events[0].Type != runtime.EventUsageAccount {
+		t.Fatalf("events %v, want one avenor.usage.account", h.events)
+	}
+	f := h.events[0].Fields
+	if f["window"] != "five_hour" || f["used_pct"] != 97.0 || f["resets_at"] != "2023-11-14T22:13:20Z" {
+		t.Errorf("usage.account %v, want window five_hour, used_pct 97, resets_at 2023-11-14T22:13:20Z", f)
+	}
+	if err := rateLimitError("claude-stream", st, "API Error"); runtime.ResetOf(err).Unix() != 1700000000 {
+		t.Errorf("the turn's error %v does not carry the rejected window's reset", err)
 	}
 }

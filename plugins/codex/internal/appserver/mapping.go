@@ -350,7 +350,7 @@ func (s *Session) turnCompleted(params json.RawMessage) {
 	}
 	res.StopReason = stopReason(p.Turn.Status, info, t.rt.IsCancelled())
 	if p.Turn.Error != nil && res.StopReason == runtime.StopError {
-		t.err = s.rateLimitError(info, p.Turn.Error.Message)
+		t.err = rateLimitError(info, p.Turn.Error.Message, s.limitReset) // s.mu is held
 	}
 	t.result = res
 	s.turn = nil // what follows belongs to no turn

@@ -18,10 +18,13 @@ import (
 // the fullest window the account last reported.
 
 // rateLimitSupport is how far codex-app-server supports
-// runtime.CapRateLimitReset: the mapping is tested on recorded frames; the
-// pinned CLI against the offline fake LLM retries a 429 itself and reports
-// no window (e2e/ratelimit_test.go), so it is not vouched for.
-const rateLimitSupport = runtime.Unverified
+// runtime.CapRateLimitReset: unsupported. The pinned CLI (0.171.0) ends a
+// turn refused with a 429 as responseTooManyFailedAttempts (mapped to
+// rate_limited) but reports no reset: its account/rateLimits/updated
+// windows are null and the 429's retry-after and x-ratelimit-* /
+// x-codex-primary-* headers reach no notification
+// (e2e/ratelimit_test.go), so --wait-on-rate-limit is refused for it.
+const rateLimitSupport = runtime.Unsupported
 
 // rateLimitWindow is one window of a RateLimitSnapshot.
 type rateLimitWindow struct {
@@ -90,14 +93,12 @@ func (s *Session) rateLimitsUpdated(params json.RawMessage) {
 var rateLimitedRE = regexp.MustCompile(`(?i)\b429\b|rate[ _-]?limit|usage limit`)
 
 // rateLimitError is the rate_limited error of a failed turn whose
-// codexErrorInfo is info and message msg, nil when it was no rate limit.
-func (s *Session) rateLimitError(info, msg string) error {
+// codexErrorInfo is info and message msg, nil when it was no rate limit;
+// reset is the fullest window's (Session.limitReset).
+func rateLimitError(info, msg string, reset time.Time) error {
 	if info != "rateLimitExceeded" && info != "usageLimitExceeded" && !rateLimitedRE.MatchString(msg) {
 		return nil
 	}
-	s.mu.Lock()
-	reset := s.limitReset
-	s.mu.Unlock()
 	if !reset.After(time.Now()) {
 		reset = time.Time{}
 	}

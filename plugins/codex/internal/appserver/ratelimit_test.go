@@ -37,11 +37,11 @@ func TestRateLimitsUpdated(t *testing.T) {
 	if len(got) != 2 || got[0] != "5h" || got[1] != "7d" {
 		t.Fatalf("usage.account windows %v, want [5h 7d]", got)
 	}
-	err := s.rateLimitError("rateLimitExceeded", "stream error: exceeded retry limit, last status: 429 Too Many Requests")
+	err := rateLimitError("rateLimitExceeded", "stream error: exceeded retry limit, last status: 429 Too Many Requests", s.limitReset)
 	if !errors.Is(err, runtime.ErrRateLimited) || runtime.ResetOf(err).Unix() != reset {
 		t.Errorf("rate-limited turn: %v (reset %v), want rate_limited with the fullest window's reset", err, runtime.ResetOf(err))
 	}
-	if err := s.rateLimitError("unauthorized", "401 Unauthorized"); err != nil {
+	if err := rateLimitError("unauthorized", "401 Unauthorized", s.limitReset); err != nil {
 		t.Errorf("an auth failure is no rate limit: %v", err)
 	}
 }
