@@ -36,6 +36,11 @@ var mcpReference = []mcpTool{
 		"permission_mode", "append_system_prompt", "allowed_tools", "mcp_config",
 		// The turn watchdog's (docs/unattended.md), additive.
 		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts",
+		// The sandbox's (docs/sandbox.md), additive.
+		"sandbox", "sandbox_network", "sandbox_allow_write", "sandbox_deny_read",
+		// Rate limits (docs/unattended.md#rate-limits), additive.
+		"wait_on_rate_limit", "max_rate_limit_resumes", "report_usage",
+
 		// Spend limits (docs/unattended.md#spend-limits), additive.
 		"spend_tokens", "spend_usd", "spend_wall", "spend_scope", "spend_policy"}, []string{"repo_dir"},
 		[]string{"run_id", "label", "supervisor_id"}, []string{"runtime_id"}},
@@ -43,7 +48,7 @@ var mcpReference = []mcpTool{
 		[]string{"run_id", "label", "status"}, []string{"runtime_id", "session_id", "stop_reason", "phase", "phase_label", "pending_permission",
 			"permission", "latest_seq", "dir", "backend", "agent", "model", "parent_id", "children", "event_path", "usage", "final_output",
 			"final_output_truncated", "supervisor_id", "follow_ups", "timed_out", "wait_clamped",
-			"watchdog", "spend"}},
+			"watchdog", "waiting_reason", "rate_limited_until", "spend"}},
 	{"avenor_result", []string{"run_id", "wait", "timeout", "supervisor_id"}, []string{"run_id"},
 		[]string{"run_id", "label", "status", "ready"}, []string{"runtime_id", "session_id", "stop_reason", "pending_permission", "permission",
 			"output", "output_truncated", "output_event_path", "timed_out", "wait_clamped", "next"}},

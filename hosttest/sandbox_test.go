@@ -145,14 +145,14 @@ func TestSandboxRefused(t *testing.T) {
 		args     func(w *world) []string
 		msg      string // stderr after "avenor: "; <root> is the world's root
 	}{
-		{"bubblewrap absent from PATH", "scripted", false, func(w *world) []string {
+		{"bubblewrap absent from PATH, Landlock disabled", "scripted", false, func(w *world) []string {
 			empty := w.path("emptybin")
 			if err := os.MkdirAll(empty, 0o755); err != nil {
 				w.t.Fatal(err)
 			}
-			return []string{"PATH=" + empty}
+			return []string{"PATH=" + empty, "AVENOR_SANDBOX_DISABLE_LANDLOCK=1"}
 		}, func(w *world) []string { return []string{"--sandbox", "workspace"} },
-			"the sandbox cannot be enforced on this machine: bubblewrap (bwrap not found in PATH); install bubblewrap (apt-get install bubblewrap); nothing was started"},
+			"the sandbox cannot be enforced on this machine: bubblewrap (bwrap not found in PATH), landlock (disabled by AVENOR_SANDBOX_DISABLE_LANDLOCK=1); install bubblewrap (apt-get install bubblewrap) or run on a kernel with Landlock; nothing was started"},
 		{"unknown profile", "scripted", false, nil, func(w *world) []string { return []string{"--sandbox", "strict"} },
 			`--sandbox: invalid sandbox profile "strict"; valid profiles: off, workspace, read-only`},
 		{"unknown network", "scripted", false, nil, func(w *world) []string { return []string{"--sandbox", "workspace", "--sandbox-network", "lan"} },

@@ -30,7 +30,8 @@ func newBackendsCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := hostrun.ListBackendsWith(cmd.Context(), resolved.Finder, hostrun.ListOptions{Models: models})
+			mechs := hostrun.SandboxMechanisms(cmd.Context(), env.Getenv)
+			rows := hostrun.ListBackendsWith(cmd.Context(), resolved.Finder, hostrun.ListOptions{Models: models, Sandbox: mechs})
 			switch {
 			case asJSON:
 				return writeJSON(env.Stdout, rows)
@@ -41,8 +42,10 @@ func newBackendsCmd(env Env) *cobra.Command {
 			case output == "wide":
 				hostrun.WriteBackendsTable(env.Stdout, rows)
 				hostrun.WriteBackendsLegend(env.Stdout)
+				hostrun.WriteSandboxMechanisms(env.Stdout, mechs)
 			default:
 				hostrun.WriteBackendsNarrow(env.Stdout, rows, BackendsWidth)
+				hostrun.WriteSandboxMechanisms(env.Stdout, mechs)
 			}
 			return nil
 		},

@@ -59,6 +59,10 @@ var keySpecs = []keySpec{
 	{"watchdog", kindString, "", "what the turn watchdog does when a tool or the turn is hung: warn|cancel|restart; \"\" means no watchdog (progress_timeout alone ends a quiet turn, exit 124)"},
 	{"watchdog_restarts", kindInt, 2, "with watchdog restart: the most restarts of one run; the next firing cancels the turn"},
 	{"max_retries", kindInt, 0, "retries after an attempt exits with code 1"},
+	// Rate limits and quota windows (docs/unattended.md#rate-limits).
+	{"wait_on_rate_limit", kindBool, false, "a turn that fails on a rate limit waits for the reset and sends its prompt again on the same session instead of ending (backends that declare rate_limit_reset)"},
+	{"max_rate_limit_resumes", kindInt, 5, "with wait_on_rate_limit: the most resumes of one run, 0 to 100; the next rate limit ends the turn with the error"},
+	{"report_usage", kindBool, false, "report the runtime's account usage windows as avenor.usage.account events where the runtime reports them"},
 	{"permission_claim_timeout", kindDuration, time.Duration(0), "how long a permission request waits for a control client (Go duration); 0 means no deadline"},
 	{"auto_approve", kindBool, false, "auto-approve ordinary permission requests (not those requiring user input)"},
 	{"questions", kindBool, false, "hear the runtime's own questions (question.request, answered with answer_question) on backends that relay them; false keeps what a runtime asks handled as before"},

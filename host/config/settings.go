@@ -36,6 +36,14 @@ type Settings struct {
 	// MaxRetries is how many times an attempt ending in exit code 1 is
 	// retried; default 0.
 	MaxRetries int `koanf:"max_retries"`
+	// WaitOnRateLimit makes a rate-limited turn wait for its reset and go
+	// on; default false (it ends with the error).
+	WaitOnRateLimit bool `koanf:"wait_on_rate_limit"`
+	// MaxRateLimitResumes bounds a run's rate-limit resumes; default 5. The
+	// caller validates it.
+	MaxRateLimitResumes int `koanf:"max_rate_limit_resumes"`
+	// ReportUsage lets avenor.usage.account into the stream; default false.
+	ReportUsage bool `koanf:"report_usage"`
 	// PermissionClaimTimeout bounds how long a permission request waits for
 	// a control client; 0 (the default) means no deadline.
 	PermissionClaimTimeout time.Duration `koanf:"permission_claim_timeout"`
@@ -117,7 +125,8 @@ func Defaults() Settings {
 		Dir:     ".",
 		Linger:  60 * time.Second,
 
-		WatchdogRestarts: 2,
+		WatchdogRestarts:    2,
+		MaxRateLimitResumes: 5,
 	}
 }
 

@@ -47,6 +47,8 @@ func Explain(s Settings, prov Provenance, src Sources) []Entry {
 	values["context_warn_pct"] = s.ContextWarnPct
 	// The sandbox's keys.
 	values["sandbox"], values["sandbox_network"] = s.Sandbox, s.SandboxNetwork
+	// Rate limits and quota windows.
+	values["wait_on_rate_limit"], values["max_rate_limit_resumes"], values["report_usage"] = s.WaitOnRateLimit, s.MaxRateLimitResumes, s.ReportUsage
 	var out []Entry
 	for _, spec := range keySpecs {
 		if spec.kind == kindBackends {

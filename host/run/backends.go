@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/avenor-go/avenor/host/sandbox"
 	"io"
 	"sort"
 	"strings"
@@ -57,6 +58,11 @@ type BackendRow struct {
 	ModelsError string `json:"models_error,omitempty"`
 	// AuthMessage is the runtime's status command's verdict, in one line.
 	AuthMessage string `json:"auth_message,omitempty"`
+
+	// SandboxMechanisms, with ListOptions.Sandbox and on a backend that
+	// declares capability sandbox, are the mechanisms a --sandbox run of
+	// it can use on this machine: [] for none (such a run is refused).
+	SandboxMechanisms []string `json:"sandbox_mechanisms,omitzero"`
 }
 
 // ListOptions chooses what ListBackendsWith asks each plugin; the zero
@@ -67,6 +73,10 @@ type ListOptions struct {
 	// failed), capabilities.model_listing, and an auth in the vocabulary
 	// authenticated|required|rejected|unknown.
 	Models bool
+	// Sandbox, when set, are this machine's sandbox mechanisms
+	// (SandboxMechanisms): rows of backends that declare capability
+	// sandbox gain sandbox_mechanisms.
+	Sandbox []sandbox.Status
 }
 
 // ListBackends launches every plugin finder finds (a pinned one as its pin)
@@ -120,6 +130,9 @@ func ListBackendsWith(ctx context.Context, finder plugins.Finder, opts ListOptio
 		}
 		c.Kill()
 		cancel()
+	}
+	if opts.Sandbox != nil {
+		addSandboxMechanisms(rows, opts.Sandbox)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Backend < rows[j].Backend })
 	return rows

@@ -115,6 +115,9 @@ type life struct {
 	// accepting is closed once a follow-up prompt accepted while parked
 	// has been made durable (or refused); nil otherwise.
 	accepting chan struct{}
+	// rateWait is the run's rate-limit wait, nil when it waits for none
+	// (ratelimit.go).
+	rateWait *RateLimitRecord
 }
 
 func newLife(deps Deps, state State) *life {

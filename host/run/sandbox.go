@@ -38,8 +38,6 @@ func (req Request) sandboxFor(s config.Settings, dir string, env Env) (sdk.Sandb
 	if req.LoopFile != "" || req.TeamFile != "" {
 		return sdk.Sandbox{}, errors.New("--sandbox is not supported with --loop-file or --team-file yet; run the phases without it or one at a time with avenor run --sandbox")
 	}
-	if err := sandbox.Check(context.Background(), sb, exec.LookPath); err != nil {
-		return sdk.Sandbox{}, err
-	}
-	return sb, nil
+	// The mechanism: bubblewrap, else Landlock, else refused here.
+	return sandbox.Choose(context.Background(), sb, sandbox.Machine{LookPath: exec.LookPath, Getenv: getenv})
 }

@@ -101,6 +101,12 @@ func (sp Spawned) CheckLaunch(ctx context.Context) error {
 	if err := sp.CheckSpend(ctx); err != nil {
 		return err
 	}
+	if err := sp.checkSandbox(ctx); err != nil {
+		return err
+	}
+	if err := sp.checkSpawnRateLimit(ctx); err != nil {
+		return err
+	}
 	if sp.Phased != nil {
 		return sp.Phased.CheckLaunch(ctx, sp.Backend.Asked, paramKey)
 	}

@@ -69,6 +69,14 @@ type Options struct {
 	ContextWarnPct int
 	// MaxRetries is how many extra attempts follow an attempt that exits 1.
 	MaxRetries int
+	// RateLimit is what a turn that fails on a rate limit does
+	// (docs/unattended.md#rate-limits); the zero value ends it with the
+	// error, as before.
+	RateLimit RateLimit
+	// ReportUsage lets the runtime's account usage windows
+	// (avenor.usage.account) into the stream (--report-usage); false
+	// drops them, so a run that did not ask sees the stream as before.
+	ReportUsage bool
 
 	// AutoApprove answers ordinary permission requests with their first
 	// allow option.

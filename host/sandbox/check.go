@@ -16,18 +16,35 @@ import (
 // CheckTimeout bounds the trial bwrap run of Check.
 const CheckTimeout = 5 * time.Second
 
-// MissingError says this machine cannot enforce a sandbox, what is
-// missing and how to get it.
-type MissingError struct {
+// Unusable is one mechanism this machine cannot enforce a sandbox with,
+// and why.
+type Unusable struct {
 	Mechanism string
 	Reason    string
 }
 
-func (e *MissingError) Error() string {
-	return fmt.Sprintf("the sandbox cannot be enforced on this machine: %s (%s); %s; nothing was started", e.Mechanism, e.Reason, agentproc.BwrapInstallHint)
+// MissingError says this machine cannot enforce a sandbox: each mechanism
+// tried, what it lacks, and how to get one.
+type MissingError struct {
+	Tried []Unusable
 }
 
-// Check says whether this machine can enforce sb: for bubblewrap, bwrap
+func (e *MissingError) Error() string {
+	parts := make([]string, len(e.Tried))
+	hints := make([]string, 0, 2)
+	for i, u := range e.Tried {
+		parts[i] = fmt.Sprintf("%s (%s)", u.Mechanism, u.Reason)
+		switch u.Mechanism {
+		case sdk.MechanismBubblewrap:
+			hints = append(hints, agentproc.BwrapInstallHint)
+		case sdk.MechanismLandlock:
+			hints = append(hints, "run on a kernel with Landlock")
+		}
+	}
+	return fmt.Sprintf("the sandbox cannot be enforced on this machine: %s; %s; nothing was started", strings.Join(parts, ", "), strings.Join(hints, " or "))
+}
+
+// Check says whether this machine can enforce sb with bubblewrap: bwrap
 // is on PATH (lookPath) and a trial `bwrap --ro-bind / / true` succeeds
 // within CheckTimeout (user namespaces, mount permission). No sandbox
 // needs nothing. The error is a *MissingError.
@@ -36,14 +53,14 @@ func Check(ctx context.Context, sb sdk.Sandbox, lookPath func(string) (string, e
 		return nil
 	}
 	if sb.Mechanism != sdk.MechanismBubblewrap {
-		return &MissingError{Mechanism: sb.Mechanism, Reason: "not a mechanism this avenor knows"}
+		return &MissingError{Tried: []Unusable{{Mechanism: sb.Mechanism, Reason: "not a mechanism this avenor knows"}}}
 	}
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
 	path, err := lookPath(agentproc.BwrapBinary)
 	if err != nil {
-		return &MissingError{Mechanism: sdk.MechanismBubblewrap, Reason: agentproc.BwrapBinary + " not found in PATH"}
+		return &MissingError{Tried: []Unusable{{Mechanism: sdk.MechanismBubblewrap, Reason: agentproc.BwrapBinary + " not found in PATH"}}}
 	}
 	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
@@ -62,7 +79,7 @@ func Check(ctx context.Context, sb sdk.Sandbox, lookPath func(string) (string, e
 		if len(reason) > 200 {
 			reason = reason[:200]
 		}
-		return &MissingError{Mechanism: sdk.MechanismBubblewrap, Reason: path + " cannot run here: " + reason}
+		return &MissingError{Tried: []Unusable{{Mechanism: sdk.MechanismBubblewrap, Reason: path + " cannot run here: " + reason}}}
 	}
 	return nil
 }

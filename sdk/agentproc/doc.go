@@ -21,6 +21,17 @@
 //   - the goroutines that read those pipes, which all end when the process is
 //     gone.
 //
+// Spec.Sandbox launches the CLI inside a boundary (docs/sandbox.md), by the
+// mechanism the host chose: bubblewrap (BwrapArgs) or Landlock. Landlock
+// confines the process that applies it for good, so it is applied in a
+// launcher, never in the plugin: the CLI is started as this binary run
+// again with LandlockEnv set, and the package's init — which runs before
+// the plugin's main, so the plugin needs no hook of its own — builds the
+// ruleset (the deny list as read rules for its siblings, landlock.go),
+// drops every capability, restricts itself and execs the CLI in its
+// place. A launcher that cannot do all of it exits LandlockLauncherExit
+// without running the CLI.
+//
 // WatchParent is the other direction: a plugin calls it to notice that the
 // host died and shut down instead of lingering as an orphan.
 //

@@ -105,6 +105,8 @@ type Process struct {
 	cg     *Cgroup
 	pgid   int
 	reaper *exec.Cmd
+	// tempDir is the sandbox's private temp dir, removed with the tree.
+	tempDir string
 
 	stdin  *os.File
 	stdout *drainReader
@@ -142,10 +144,12 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, lookPathError(spec, err)
 	}
 	argv := append([]string{spec.Path}, spec.Args...)
+	var sbx launch
 	if spec.Sandbox.Active() {
-		if path, argv, err = sandboxed(spec, path); err != nil {
+		if sbx, err = sandboxed(spec, path); err != nil {
 			return nil, err
 		}
+		path, argv = sbx.path, sbx.argv
 	}
 	maxLine := spec.MaxLineBytes
 	if maxLine <= 0 {
@@ -174,6 +178,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 			for _, e := range ends[:i] {
 				closeFiles(e[:])
 			}
+			sbx.removeTemp()
 			return nil, fmt.Errorf("agentproc: creating pipes for %s: %w", spec.Path, err)
 		}
 		ends[i] = [2]*os.File{r, w}
@@ -192,7 +197,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		// The trees the plugin belongs to hold its CLI too.
 		env = append([]string{TreeEnv + "=" + v}, env...)
 	}
-	env = WithTreeToken(env, token)
+	env = append(WithTreeToken(env, token), sbx.env...)
 	cg, cgErr := NewCgroup("avenor-rt")
 	if cgErr != nil {
 		log.Debug("runtime CLI without a cgroup of its own; its tree is owned through its process group and "+TreeEnv, "reason", cgErr)
@@ -203,7 +208,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if cg != nil {
 		cgDir = cg.Path()
 	}
-	reaper, reaperErr := startReaper(token, cgDir)
+	reaper, reaperErr := startReaper(token, cgDir, sbx.tempDir)
 	pgid := 0
 	if reaperErr != nil {
 		log.Debug("runtime CLI without a reaper; it leads its own process group", "reason", reaperErr)
@@ -230,6 +235,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		cg:         cg,
 		pgid:       pgid,
 		reaper:     reaper,
+		tempDir:    sbx.tempDir,
 		stdin:      stdinW,
 		stdout:     &drainReader{f: stdoutR},
 		stderr:     &drainReader{f: stderrR},
@@ -250,6 +256,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	closeFiles(child)
 	if err != nil {
 		closeFiles(parent)
+		sbx.removeTemp()
 		return nil, fmt.Errorf("agentproc: starting %s (%s): %w", spec.Path, path, err)
 	}
 	cmd = p.cmd // run may have restarted it without the cgroup or the reaper
@@ -389,6 +396,11 @@ func (p *Process) killTree() {
 	}
 	ReapKilled(killed)
 	p.dropReaper()
+	if p.tempDir != "" {
+		if err := os.RemoveAll(p.tempDir); err != nil {
+			p.log.Warn("removing the sandbox's private temp dir", "error", err)
+		}
+	}
 	if p.cg != nil {
 		if err := p.cg.Remove(CgroupRemoveWait); err != nil {
 			p.log.Warn("removing the runtime CLI's cgroup", "error", err)

@@ -29,4 +29,6 @@ const (
 	reaperTokenEnv = "AVENOR_AGENTPROC_REAPER_TREE"
 	// reaperCgroupEnv is the CLI's cgroup directory, when it has one.
 	reaperCgroupEnv = "AVENOR_AGENTPROC_REAPER_CGROUP"
+	// reaperTempEnv is the sandbox's private temp dir, when it has one.
+	reaperTempEnv = "AVENOR_AGENTPROC_REAPER_TMP"
 )

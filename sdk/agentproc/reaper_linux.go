@@ -20,10 +20,11 @@ func init() {
 	}
 }
 
-// startReaper starts the reaper of a CLI whose token is token and whose
-// cgroup, if any, is cgroupDir, as the leader of a new process group: the
-// group the CLI is then started into.
-func startReaper(token, cgroupDir string) (*exec.Cmd, error) {
+// startReaper starts the reaper of a CLI whose token is token, whose
+// cgroup, if any, is cgroupDir and whose sandbox's private temp dir, if
+// any, is tempDir, as the leader of a new process group: the group the
+// CLI is then started into.
+func startReaper(token, cgroupDir, tempDir string) (*exec.Cmd, error) {
 	env := make([]string, 0, 8)
 	for _, kv := range os.Environ() {
 		// The plugin's own trees (TreeEnv) hold the reaper too; nothing
@@ -35,6 +36,9 @@ func startReaper(token, cgroupDir string) (*exec.Cmd, error) {
 	env = append(env, ReaperEnv+"="+strconv.Itoa(os.Getpid()), reaperTokenEnv+"="+token)
 	if cgroupDir != "" {
 		env = append(env, reaperCgroupEnv+"="+cgroupDir)
+	}
+	if tempDir != "" {
+		env = append(env, reaperTempEnv+"="+tempDir)
 	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
@@ -67,6 +71,9 @@ func reaperMain(ppidArg string) int {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	waitParentDeath(ppid)
 	reapTree(token, cgroupDir)
+	if tmp := os.Getenv(reaperTempEnv); tmp != "" {
+		_ = os.RemoveAll(tmp)
+	}
 	return 0
 }
 

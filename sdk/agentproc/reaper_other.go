@@ -9,6 +9,6 @@ import (
 
 // startReaper: outside Linux there is no reaper (no pidfds, no /proc); a
 // CLI leads its own process group.
-func startReaper(string, string) (*exec.Cmd, error) {
+func startReaper(string, string, string) (*exec.Cmd, error) {
 	return nil, errors.New("agentproc: no runtime reaper on this system")
 }

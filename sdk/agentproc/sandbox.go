@@ -1,6 +1,7 @@
 package agentproc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,7 +43,11 @@ func StatPath(p string) PathKind {
 
 // BwrapArgs is the bwrap command line (without the program name) that runs
 // argv, in dir, inside sb (docs/sandbox.md#mechanism-bubblewrap): the whole
-// filesystem bound read-only; /dev and /proc as bwrap makes them; a
+// filesystem bound read-only; a process namespace of its own, so that its
+// /proc shows no process outside (/proc/<pid>/root of one would lead back
+// to the host's filesystem); no capabilities, even for root (who would
+// otherwise keep them, mount and make device nodes); /dev and /proc as
+// bwrap makes them; a
 // private /tmp, which TMPDIR names; sb's writable paths and runtime directories bound
 // writable over it (workspace only); the runtime's own files read-only;
 // the deny list hidden last, so that a
@@ -61,7 +66,7 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 	if len(argv) == 0 {
 		return nil, ErrNoPath
 	}
-	args := []string{"--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	args := []string{"--die-with-parent", "--unshare-pid", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--setenv", "TMPDIR", "/tmp"}
 	switch sb.Profile {
 	case runtime.SandboxWorkspace:
@@ -111,38 +116,112 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 	return append(args, argv...), nil
 }
 
-// sandboxed turns the launch of path with argv into bwrap's (path and
-// argv of bwrap itself), creating the runtime's own directories it keeps
-// writable. Without bwrap it fails: nothing runs outside the sandbox it
-// asked for.
-func sandboxed(spec Spec, path string) (string, []string, error) {
-	bwrap, err := exec.LookPath(BwrapBinary)
-	if err != nil {
-		return "", nil, fmt.Errorf("agentproc: the runtime must run inside a %s sandbox but %s is not usable (%v); %s", spec.Sandbox.Profile, BwrapBinary, err, BwrapInstallHint)
+// launch is how a sandboxed runtime is started: the program and argv to
+// exec, variables to add to its environment, and a private temp dir to
+// remove once it and its tree are gone ("" for none).
+type launch struct {
+	path    string
+	argv    []string
+	env     []string
+	tempDir string
+}
+
+// removeTemp removes l's private temp dir, if it has one.
+func (l launch) removeTemp() {
+	if l.tempDir != "" {
+		_ = os.RemoveAll(l.tempDir)
 	}
+}
+
+// sandboxed turns the launch of path with argv into one inside
+// spec.Sandbox, by its mechanism: bwrap's command line, or this binary
+// run again as the Landlock launcher (landlock.go). It creates the
+// runtime's own directories it keeps writable. What the mechanism needs
+// and does not find fails the launch: nothing runs outside the sandbox it
+// asked for.
+func sandboxed(spec Spec, path string) (launch, error) {
 	sb := spec.Sandbox
-	dirs := make([]string, 0, len(sb.RuntimeDirs))
-	for _, d := range sb.RuntimeDirs {
+	if sb.Mechanism == runtime.MechanismBubblewrap {
+		if _, err := exec.LookPath(BwrapBinary); err != nil {
+			return launch{}, fmt.Errorf("agentproc: the runtime must run inside a %s sandbox but %s is not usable (%v); %s", sb.Profile, BwrapBinary, err, BwrapInstallHint)
+		}
+	}
+	dirs, err := runtimeDirs(sb.RuntimeDirs)
+	if err != nil {
+		return launch{}, err
+	}
+	sb.RuntimeDirs = dirs
+	switch sb.Mechanism {
+	case runtime.MechanismBubblewrap:
+		// The runtime's binary stays visible where the private /tmp
+		// would hide it.
+		sb.RuntimeFiles = append(append([]string(nil), sb.RuntimeFiles...), path)
+		args, err := BwrapArgs(sb, spec.Dir, append([]string{path}, spec.Args...), StatPath)
+		if err != nil {
+			return launch{}, err
+		}
+		bwrap, _ := exec.LookPath(BwrapBinary)
+		return launch{path: bwrap, argv: append([]string{BwrapBinary}, args...)}, nil
+	case runtime.MechanismLandlock:
+		return landlockLaunch(sb, spec, path)
+	}
+	return launch{}, fmt.Errorf("agentproc: sandbox mechanism %q is not supported", sb.Mechanism)
+}
+
+// runtimeDirs creates the runtime's own directories, absolute, and
+// resolves their symlinks.
+func runtimeDirs(in []string) ([]string, error) {
+	dirs := make([]string, 0, len(in))
+	for _, d := range in {
 		if !filepath.IsAbs(d) {
-			return "", nil, fmt.Errorf("agentproc: runtime directory %q is not absolute", d)
+			return nil, fmt.Errorf("agentproc: runtime directory %q is not absolute", d)
 		}
 		if err := os.MkdirAll(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return "", nil, fmt.Errorf("agentproc: creating runtime directory %s to keep it writable in the sandbox: %w", d, err)
+			return nil, fmt.Errorf("agentproc: creating runtime directory %s to keep it writable in the sandbox: %w", d, err)
 		}
 		if r, err := filepath.EvalSymlinks(d); err == nil {
 			d = r
 		}
-		dirs = append(dirs, d)
+		dirs = append(dirs, filepath.Clean(d))
 	}
-	sb.RuntimeDirs = dirs
-	// The runtime's binary stays visible where the private /tmp would
-	// hide it.
-	sb.RuntimeFiles = append(append([]string(nil), sb.RuntimeFiles...), path)
-	args, err := BwrapArgs(sb, spec.Dir, append([]string{path}, spec.Args...), StatPath)
+	return dirs, nil
+}
+
+// landlockLaunch is the launch of path through the Landlock launcher
+// under sb: checked first (LandlockExpressible, this kernel's ABI), with
+// a private temp dir writable and named by TMPDIR.
+func landlockLaunch(sb runtime.Sandbox, spec Spec, path string) (launch, error) {
+	switch sb.Profile {
+	case runtime.SandboxWorkspace, runtime.SandboxReadOnly:
+	default:
+		return launch{}, fmt.Errorf("agentproc: sandbox profile %q is not supported", sb.Profile)
+	}
+	if err := LandlockExpressible(sb); err != nil {
+		return launch{}, fmt.Errorf("agentproc: %w", err)
+	}
+	if LandlockABI() < 1 {
+		return launch{}, fmt.Errorf("agentproc: the runtime must run inside a %s sandbox (landlock) but this kernel does not enforce Landlock; %s", sb.Profile, LandlockInstallHint)
+	}
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", nil, err
+		return launch{}, fmt.Errorf("agentproc: %w", err)
 	}
-	return bwrap, append([]string{BwrapBinary}, args...), nil
+	tmp, err := landlockTempDir()
+	if err != nil {
+		return launch{}, err
+	}
+	ls := landlockSpec{Path: abs, DenyRead: sb.DenyRead}
+	if sb.Profile == runtime.SandboxWorkspace {
+		ls.Writable = append(append(ls.Writable, sb.Writable...), sb.RuntimeDirs...)
+	}
+	ls.Writable = append(ls.Writable, tmp)
+	b, err := json.Marshal(ls)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return launch{}, fmt.Errorf("agentproc: %w", err)
+	}
+	argv := append([]string{spec.Path}, spec.Args...)
+	return launch{path: "/proc/self/exe", argv: argv, env: []string{LandlockEnv + "=" + string(b), "TMPDIR=" + tmp}, tempDir: tmp}, nil
 }
 
 // XDGDirs are app's own directories under the XDG base directories of the

@@ -35,7 +35,7 @@ func requireBwrap(t *testing.T) {
 func TestBwrapArgs(t *testing.T) {
 	kinds := map[string]PathKind{"/h/.ssh": PathDir, "/h/.netrc": PathFile}
 	stat := func(p string) PathKind { return kinds[p] }
-	base := []string{"--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	base := []string{"--die-with-parent", "--unshare-pid", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--setenv", "TMPDIR", "/tmp"}
 	tail := func(extra ...string) []string {
 		return append(append(append([]string(nil), base...), extra...), "--chdir", "/w", "--", "/bin/rt", "-x")
@@ -193,14 +193,68 @@ func TestStopSandboxed(t *testing.T) {
 	} {
 		p := startSh(t, Spec{Sandbox: sb, Dir: t.TempDir()}, script)
 		l := nextLine(t, p)
-		grandchild, err := strconv.Atoi(string(l.Data))
+		inner, err := strconv.Atoi(string(l.Data))
 		if err != nil {
 			t.Fatalf("%s: grandchild pid line %q: %v", script, l.Data, err)
 		}
+		grandchild := hostPID(t, p.PID(), inner)
 		_ = p.Stop(200 * time.Millisecond)
 		if err := syscall.Kill(p.PID(), 0); !errors.Is(err, syscall.ESRCH) {
 			t.Fatalf("%s: kill(bwrap, 0) after Stop = %v, want ESRCH", script, err)
 		}
 		waitGone(t, grandchild)
 	}
+}
+
+// hostPID is the pid, as the host sees it, of the descendant of ancestor
+// whose pid in its own process namespace (bwrap's --unshare-pid) is inner.
+func hostPID(t *testing.T, ancestor, inner int) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		var nspid []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				nspid = strings.Fields(rest)
+			}
+		}
+		if len(nspid) < 2 || nspid[len(nspid)-1] != strconv.Itoa(inner) {
+			continue
+		}
+		for p, hops := pid, 0; p > 1 && hops < 64; hops++ {
+			if p == ancestor {
+				return pid
+			}
+			p = parentOf(p)
+		}
+	}
+	t.Fatalf("no descendant of %d has pid %d in its namespace", ancestor, inner)
+	return 0
+}
+
+// parentOf is pid's parent, 0 when unreadable.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }

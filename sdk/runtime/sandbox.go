@@ -33,9 +33,21 @@ const (
 	SandboxNetworkNone = "none"
 )
 
-// MechanismBubblewrap is the sandbox mechanism that wraps the runtime's
-// launch in bwrap (bubblewrap): mount namespaces, read-only binds.
-const MechanismBubblewrap = "bubblewrap"
+// Sandbox mechanisms (docs/sandbox.md#mechanisms): how the boundary is
+// enforced. The host picks one per run and names it in Sandbox.Mechanism.
+const (
+	// MechanismBubblewrap wraps the runtime's launch in bwrap
+	// (bubblewrap): mount namespaces, read-only binds, a private /tmp.
+	MechanismBubblewrap = "bubblewrap"
+	// MechanismLandlock launches the runtime through a small launcher that
+	// restricts itself with Landlock (Linux 5.13 or later) and then execs
+	// the runtime: no namespaces, access rules on the filesystem.
+	MechanismLandlock = "landlock"
+)
+
+// SandboxMechanisms are the mechanisms this SDK launches a runtime inside,
+// in the host's order of preference.
+var SandboxMechanisms = []string{MechanismBubblewrap, MechanismLandlock}
 
 // CapSandbox is the capability row saying that a backend's plugin launches
 // its runtime inside the sandbox an Open asks for. Absent, the host refuses
@@ -48,7 +60,8 @@ const CapSandbox Capability = "sandbox"
 // state and config directories (WithRuntimeDirs) before the launch.
 type Sandbox struct {
 	Profile SandboxProfile
-	// Mechanism is how the boundary is enforced: MechanismBubblewrap.
+	// Mechanism is how the boundary is enforced: MechanismBubblewrap or
+	// MechanismLandlock.
 	Mechanism string
 	// Writable are the paths writable inside the boundary (empty under
 	// SandboxReadOnly).
@@ -116,8 +129,8 @@ func CheckSandbox(b BackendInfo, s Sandbox) error {
 	if _, err := ParseSandboxProfile(string(s.Profile)); err != nil {
 		return err
 	}
-	if s.Mechanism != MechanismBubblewrap {
-		return fmt.Errorf("sandbox mechanism %q is not supported; supported: %s", s.Mechanism, MechanismBubblewrap)
+	if !slices.Contains(SandboxMechanisms, s.Mechanism) {
+		return fmt.Errorf("sandbox mechanism %q is not supported; supported: %s, %s", s.Mechanism, MechanismBubblewrap, MechanismLandlock)
 	}
 	if b.Capability(CapSandbox) == Unsupported {
 		return fmt.Errorf("backend %q cannot launch its runtime inside a sandbox (--sandbox %s); run it with --sandbox off or choose a backend that declares capability %q", b.Name, s.Profile, CapSandbox)

@@ -93,6 +93,8 @@ function fmtCost(c) {
 function waitingFor(key, rt) {
   if (rt.pending_permission) return "waiting for you: permission";
   if (rt.status !== "running") return "";
+  // A rate limit's wait (docs/unattended.md#rate-limits): it resumes on its own.
+  if (rt.waiting_reason === "rate_limit") return "rate limited: resumes at " + fmtReset(rt.rate_limited_until);
   // The turn watchdog warned (docs/unattended.md): the turn goes on, hung.
   if (rt.watchdog && rt.watchdog.action === "warn") return "watchdog: " + watchdogWhat(rt.watchdog);
   const s = state.seen.get(key);
@@ -100,6 +102,12 @@ function waitingFor(key, rt) {
     return "no progress for " + fmtAge(s.at);
   }
   return "";
+}
+
+// fmtReset is a rate limit's reset as a local time of day.
+function fmtReset(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? (iso || "unknown") : d.toLocaleTimeString();
 }
 
 // watchdogWhat says what a watchdog firing found hung.
@@ -127,6 +135,7 @@ function oneShotRow(st) {
     phase: st.phase, phase_label: st.phase_label, started_at: st.started_at, updated_at: st.updated_at,
     pending_permission: st.pending_permission, permission: st.permission, latest_seq: st.latest_seq,
     backend: st.backend || "", model: st.model || "", oneShot: true, watchdog: st.watchdog,
+    waiting_reason: st.waiting_reason, rate_limited_until: st.rate_limited_until,
   };
 }
 
@@ -509,6 +518,9 @@ function onEvent(v, ev) {
       break;
     case "avenor.error":
       note(v, "error (" + ev.source + "): " + ev.message, "error");
+      break;
+    case "avenor.rate_limit.wait":
+      note(v, "rate limited: waiting until " + fmtReset(ev.until) + " (resume " + ev.attempt + " of " + ev.max_resumes + ")", "error");
       break;
     case "avenor.watchdog":
       note(v, "watchdog: " + watchdogWhat(ev) + " \u2192 " + (ev.restarts_exhausted ? "restarts used up, cancel" : ev.action), "error");

@@ -94,7 +94,7 @@ func (b backend) Info() runtime.BackendInfo {
 		runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 		runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
 		runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
-		runtime.CapUsageReporting, runtime.CapCostReporting,
+		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset,
 	}, runtime.LaunchCapabilityNames...)...)
 	switch os.Getenv(UsageEnv) {
 	case "none":
@@ -113,7 +113,7 @@ func (b backend) Info() runtime.BackendInfo {
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []runtime.EventType{
 			runtime.EventMessageChunk, runtime.EventThoughtChunk,
-			runtime.EventToolCall, runtime.EventToolCallUpdate, EventError,
+			runtime.EventToolCall, runtime.EventToolCallUpdate, EventError, runtime.EventUsageAccount,
 		},
 	}
 }
@@ -162,7 +162,8 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if prose == "" {
 		prose = os.Getenv(ProseEnv)
 	}
-	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host, sandbox: req.Sandbox,
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host,
+		limits: sessionstate.Store[int]{Dir: req.StateDir, Name: Name + "-ratelimits"}, sandbox: req.Sandbox,
 		questions: req.Questions,
 		Runner:    turn.New(turn.Config{Backend: Name})}, nil
 }
@@ -181,6 +182,7 @@ type session struct {
 	pidFile      string
 	prose        string // ProseEnv's script, "" for none
 	store        sessionstate.Store[int]
+	limits       sessionstate.Store[int] // ratelimit steps taken, per session
 	host         runtime.Host
 	*turn.Runner // keeps a Cancel that arrives while a turn starts
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,10 +44,10 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.CapModelListing, runtime.CapUsageReporting, runtime.CapCostReporting,
-		}, launchCapabilities...)...),
+		}, launchCapabilities...)...).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
-		EventTypes:     eventTypes,
+		EventTypes:     slices.Concat(eventTypes, []runtime.EventType{runtime.EventUsageAccount}),
 	}
 }
 

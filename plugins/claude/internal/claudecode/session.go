@@ -87,6 +87,7 @@ type streamTurn struct {
 	rt      *turn.Turn       // the runner's: its context ends pending permission requests
 	result  chan resultFrame // buffered 1
 	unknown atomic.Int64
+	limit   atomic.Pointer[rateLimitInfo] // the turn's last rate_limit_event (ratelimit.go)
 }
 
 func (t *streamTurn) isCancelled() bool { return t.rt.IsCancelled() }
@@ -269,6 +270,8 @@ func (s *streamSession) handle(line []byte) {
 		}
 	case "stream_event":
 		s.streamEvent(sid, f.Event)
+	case "rate_limit_event":
+		s.rateLimitEvent(sid, line)
 	case "assistant":
 		s.assistant(sid, f.Message)
 	case "user":
@@ -611,6 +614,9 @@ func (s *streamSession) turnResult(t *streamTurn, r resultFrame) (runtime.TurnRe
 			msg = "no detail given"
 		}
 		res.Extra["error"] = msg
+		if err := rateLimitError(s.cfg.Backend, t, msg); err != nil {
+			return res, err
+		}
 		return res, runtime.Errorf(runtime.FaultRuntime, "%s: claude ended the turn with %s: %s%s", s.cfg.Backend, r.Subtype, runtime.Truncate(msg, 500), authFix(s.cfg.Backend, msg))
 	}
 	switch r.StopReason {

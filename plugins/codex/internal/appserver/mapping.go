@@ -17,7 +17,6 @@ var quiet = map[string]bool{
 	"thread/status/changed":           true,
 	"turn/started":                    true,
 	"serverRequest/resolved":          true,
-	"account/rateLimits/updated":      true,
 	"remoteControl/status/changed":    true,
 	"mcpServer/startupStatus/updated": true,
 	"turn/diff/updated":               true,
@@ -121,6 +120,8 @@ func (s *Session) HandleNotification(method string, params json.RawMessage) {
 	switch {
 	case method == "turn/completed":
 		s.turnCompleted(params)
+	case method == "account/rateLimits/updated":
+		s.rateLimitsUpdated(params)
 	case method == "item/agentMessage/delta":
 		ev := runtime.MessageChunk(s.id, n.Delta)
 		ev.Fields["messageId"] = n.ItemID
@@ -348,6 +349,9 @@ func (s *Session) turnCompleted(params json.RawMessage) {
 		}
 	}
 	res.StopReason = stopReason(p.Turn.Status, info, t.rt.IsCancelled())
+	if p.Turn.Error != nil && res.StopReason == runtime.StopError {
+		t.err = s.rateLimitError(info, p.Turn.Error.Message)
+	}
 	t.result = res
 	s.turn = nil // what follows belongs to no turn
 	s.mu.Unlock()

@@ -1,0 +1,215 @@
+package agentproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	if v, ok := os.LookupEnv(LandlockEnv); ok {
+		err := landlockMain(v)
+		fmt.Fprintf(os.Stderr, "agentproc: the Landlock launcher did not start the runtime: %v\n", err)
+		os.Exit(LandlockLauncherExit)
+	}
+}
+
+// LandlockABI is the Landlock ABI version this kernel enforces; 0 is
+// none (no Landlock, or disabled at boot).
+func LandlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil || v < 1 {
+		return 0
+	}
+	return v
+}
+
+// landlockHandled are the filesystem rights ABI abi handles, all of them:
+// the strictest ruleset the kernel knows.
+func landlockHandled(abi int) uint64 {
+	switch {
+	case abi >= 9:
+		return 1<<17 - 1
+	case abi >= 5:
+		return 1<<16 - 1
+	case abi >= 3:
+		return 1<<15 - 1
+	case abi == 2:
+		return 1<<14 - 1
+	}
+	return 1<<13 - 1
+}
+
+// Rights a rule on a file may carry, and the read rights.
+const (
+	landlockFileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	landlockReadRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSResolveUnix
+	landlockDevRights  = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev | ll.AccessFSReadDir
+)
+
+// landlockMain is the launcher: it returns only on failure.
+func landlockMain(v string) error {
+	var spec landlockSpec
+	if err := json.Unmarshal([]byte(v), &spec); err != nil || spec.Path == "" {
+		return fmt.Errorf("%s is not a launcher spec (%v); unset it", LandlockEnv, err)
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, LandlockEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	plan, err := planLandlock(spec, os.ReadDir)
+	if err != nil {
+		return err
+	}
+	abi := LandlockABI()
+	if abi < 1 {
+		return errors.New("this kernel does not enforce Landlock; " + LandlockInstallHint)
+	}
+	fd, err := landlockRuleset(plan, abi)
+	if err != nil {
+		return err
+	}
+	// The ruleset binds the thread that applies it and what it execs:
+	// both must be this one.
+	runtime.LockOSThread()
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	_ = unix.Close(fd)
+	return syscall.Exec(spec.Path, os.Args, env)
+}
+
+// dropCapabilities leaves the runtime no capability, root included:
+// Landlock governs files, not what a capability allows (loading a kernel
+// module, raw devices, another process's memory). It empties the bounding
+// set, so that the exec grants none, then the inheritable and ambient
+// sets; a process that has no capability has nothing to drop.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			if data[0].Permitted|data[1].Permitted == 0 {
+				break // nothing held, nothing the exec could grant without privileges
+			}
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clearing inheritable capabilities: %w", err)
+	}
+	return nil
+}
+
+// landlockRuleset builds plan's ruleset under ABI abi: every filesystem
+// right the ABI has is handled, and from ABI 6 signals to and abstract
+// unix sockets of processes outside the boundary are refused.
+func landlockRuleset(plan landlockPlan, abi int) (int, error) {
+	handled := landlockHandled(abi)
+	attr := ll.RulesetAttr{HandledAccessFS: handled}
+	if abi >= 6 {
+		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+	}
+	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return -1, fmt.Errorf("landlock_create_ruleset (ABI %d): %w", abi, err)
+	}
+	// Device nodes are made by no one: a block device in the workspace
+	// would be the whole disk.
+	writable := handled &^ (ll.AccessFSMakeChar | ll.AccessFSMakeBlock)
+	add := func(paths []string, rights uint64, missingOK bool) error {
+		for _, p := range paths {
+			if err := landlockAllow(fd, p, rights&handled); err != nil {
+				if missingOK && errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	for _, step := range []struct {
+		paths     []string
+		rights    uint64
+		missingOK bool
+	}{
+		{plan.Writable, writable, false},
+		{plan.ReadDirs, landlockReadRights, true},
+		{plan.ReadFiles, landlockReadRights, true},
+		{plan.Devices, landlockDevRights, true},
+	} {
+		if err := add(step.paths, step.rights, step.missingOK); err != nil {
+			_ = unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// landlockAllow adds a rule granting rights beneath p. p is opened
+// without following a final symlink, so an entry swapped for a link
+// since it was listed grants nothing beyond the link itself; a rule on a
+// file keeps only the rights a file can carry.
+func landlockAllow(fd int, p string, rights uint64) error {
+	pfd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s for its Landlock rule: %w", p, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFLNK:
+		return nil
+	default:
+		rights &= landlockFileRights
+	}
+	if rights == 0 {
+		return nil
+	}
+	attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: rights}
+	if err := ll.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+		return fmt.Errorf("landlock_add_rule %s: %w", p, err)
+	}
+	return nil
+}
+
+// processAlive reports whether pid exists (a zombie counts).
+func processAlive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// ownedByMe reports whether p is a directory (not a link) of this user.
+func ownedByMe(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
