@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +151,35 @@ func TestStableSpendTreeCountsChildren(t *testing.T) {
 	}
 	rt := promptParked(t, c, parent.RuntimeID, spendTurn)
 	checkBudgetReached(t, rt, "tokens")
+}
+
+// TestSpendNestedCountsIntoTheTree: what a tree-scoped runtime starts
+// inside itself finds its ledger in AVENOR_SPEND_LEDGER (the runtime's
+// processes see it) and counts its own turns into it: an avenor run and
+// an avenor stable started with it, neither with limits of its own.
+func TestSpendNestedCountsIntoTheTree(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// The tree's root: its runtime writes the ledger chain it was given.
+	res, _, sent := spendRun(t, w, nil, spendTurn+"\nshell printenv AVENOR_SPEND_LEDGER > chain.txt", "--spend-tokens", "1000", "--spend-scope", "tree")
+	if res.code != 0 || !strings.HasPrefix(sent, "DONE\n") {
+		t.Fatalf("root: %v, %q", res, sent)
+	}
+	chain := strings.TrimSpace(readFile(t, filepath.Join(w.work, "chain.txt")))
+	if !strings.HasSuffix(chain, "ledger.json") || !filepath.IsAbs(chain) {
+		t.Fatalf("the root's runtime saw AVENOR_SPEND_LEDGER=%q, want its ledger file", chain)
+	}
+
+	// A ledger a tree shares, as a runtime started inside the tree sees it.
+	ledger := filepath.Join(w.tmp, "tree-ledger.json")
+	env := []string{"AVENOR_SPEND_LEDGER=" + ledger}
+	if res := w.runEnv(env, "--backend", "scripted", "--prompt", spendTurn); res.code != 0 {
+		t.Fatalf("nested avenor run: %v", res)
+	}
+	c := w.startStable("nested", env).client()
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: spendTurn})
+	waitParked(t, c, sp.RuntimeID)
+	if got := readFile(t, ledger); !strings.Contains(got, `"tokens":200`) {
+		t.Errorf("the tree's ledger %q, want 200 tokens (a nested run's 100 and a nested supervisor's runtime's 100)", got)
+	}
 }

@@ -153,7 +153,7 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:   TypeContext,
-		Doc:    "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. Past the threshold an avenor.warning {kind: context} follows, once per crossing.",
+		Doc:    "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. At or past the threshold an avenor.warning {source: context, used_pct} follows: the first such turn of a run, and again once the window fell below it.",
 		Fields: []string{"used_tokens", "window_tokens", "used_pct"},
 	},
 	{

@@ -119,6 +119,10 @@ func (v *View) render(ev event.Event) {
 		v.line(v.paint(styleYellow, "⏸ rate limited: waiting until "+until+", then sending the prompt again (resume "+num(ev, "attempt")+" of "+num(ev, "max_resumes")+")"))
 	case event.TypeSubscriberLagged:
 		v.line(v.paint(styleYellow, "… "+num(ev, "dropped_count")+" events not shown: the live view fell behind (the event log has them all)"))
+	case event.TypeBudgetReached:
+		v.line(v.paint(styleYellow, "⏸ spend limit reached ("+sanitizeLine(str(ev, "limit"), 10)+"): "+num(ev, "spent_tokens")+" tokens, $"+num(ev, "spent_usd")+"; raise it to continue (set_budget, or --resume with a higher limit)"))
+	case event.TypeContext:
+		v.line(v.paint(styleDim, "context: "+num(ev, "used_tokens")+" of "+num(ev, "window_tokens")+" tokens ("+num(ev, "used_pct")+"%)"))
 	}
 }
 

@@ -90,13 +90,17 @@ func AllowedToolsParam(raw json.RawMessage) (string, bool, error) {
 	return s, true, nil
 }
 
-// CheckLaunch refuses, before anything of the spawn runs, a permission
+// CheckLaunch refuses, before anything of the spawn runs, spend limits
+// its backend cannot be held to (CheckSpend), and a permission
 // mode or launch-context field that a backend it runs does not declare
 // (docs/backends.md#capability-matrix): each such backend's plugin is
 // started to describe itself and stopped again. Nothing is started when
 // nothing was asked. A refusal is a -32000 whose data names the backend,
 // the refused key and the modes the backend supports.
 func (sp Spawned) CheckLaunch(ctx context.Context) error {
+	if err := sp.CheckSpend(ctx); err != nil {
+		return err
+	}
 	if err := sp.checkSandbox(ctx); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
@@ -165,12 +166,20 @@ func priceOf(s string) (float64, error) {
 }
 
 // openSpend gives o the spend of settings set (nil when it asks for none),
-// counting into the ledgers o.Env names (EnvSpendLedger): called once a
+// counting into the ledgers o.Env (else the process) names
+// (EnvSpendLedger): called once a
 // runtime's options are applied (a spawn's, a recovered record's). A
 // settings error was refused when the spawn resolved; here it leaves o
 // without limits.
 func openSpend(o *hostrt.Options, set config.Settings) {
-	plan, err := SpendSettings(set, spawnParam, func(k string) string { return o.Env[k] })
+	plan, err := SpendSettings(set, spawnParam, func(k string) string {
+		if v := o.Env[k]; v != "" {
+			return v
+		}
+		// A nested supervisor: the runtime that started it passed its
+		// ledgers in the supervisor's own environment.
+		return os.Getenv(k)
+	})
 	if err != nil || plan == nil {
 		return
 	}
@@ -228,4 +237,23 @@ func ContextWarnPct(s config.Settings, name func(string) string) (int, error) {
 		return 0, fmt.Errorf("%s %d is out of range: 1 to 100 (0: none)", name("context_warn_pct"), n)
 	}
 	return s.ContextWarnPct, nil
+}
+
+// FlagSet is what SpendFlags needs of a flag set (a *pflag.FlagSet).
+type FlagSet interface {
+	Int(name string, value int, usage string) *int
+	String(name, value, usage string) *string
+	Duration(name string, value time.Duration, usage string) *time.Duration
+}
+
+// SpendFlags defines avenor run's spend and context flags, whose values
+// reach the settings by their config keys (spend_tokens, ...).
+func SpendFlags(fl FlagSet) {
+	fl.Int("spend-tokens", 0, "pause at this many input plus output tokens: the turn ends budget_reached, exit 5, BLOCKED; --resume continues (0: none)")
+	fl.String("spend-usd", "", "pause at this cost in US dollars, as the runtime reports it or spend_prices prices it (default: none)")
+	fl.Duration("spend-wall", 0, "pause after this much time in turns, e.g. 20m (0: none)")
+	fl.String("spend-scope", "", "what the spend limits count: runtime, or tree (with every runtime started under it) (default runtime)")
+	fl.String("spend-policy", "", "at a spend limit: finish (the turn ends on its own, then the run) or interrupt (the turn is cancelled) (default finish)")
+	fl.String("spend-prices", "", "price table for --spend-usd: MODEL=INPUT:OUTPUT[,...], US dollars per million tokens")
+	fl.Int("context-warn-pct", 0, "report context use (avenor.context after each turn) and warn once the window is this full, 1-100 (0: none)")
 }

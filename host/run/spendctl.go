@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/avenor-go/avenor/host/control"
@@ -91,4 +92,40 @@ func spendEntry(e map[string]any, sp *hostrt.Spend) {
 	if sp != nil && sp.Limits().Any() {
 		e["spend"] = sp.Status()
 	}
+}
+
+// InheritSpend makes a child runtime (spawned with parent_id on its
+// parent's supervisor, through avenor mcp) count its spending into the
+// spend ledgers its parent counts into (spend_scope tree), as a nested
+// supervisor's runtimes do through EnvSpendLedger.
+func InheritSpend(parent *Runtime, b *SpawnBackend) {
+	chain := parent.spec.Options.Env[EnvSpendLedger]
+	if chain == "" || chain == b.Env[EnvSpendLedger] {
+		return
+	}
+	env := make(map[string]string, len(b.Env)+1)
+	for k, v := range b.Env {
+		env[k] = v
+	}
+	if own := env[EnvSpendLedger]; own != "" {
+		chain = own + string(os.PathListSeparator) + chain
+	}
+	env[EnvSpendLedger] = chain
+	b.Env = env
+}
+
+// SetBudgetMethod is the set_budget control method
+// (docs/control-protocol.md#set_budget) over the runtimes lookup finds.
+func SetBudgetMethod(lookup func(id string) (*Runtime, error)) control.Method {
+	return control.Method{Mutating: true, Concurrent: true, Handler: func(ctx context.Context, c *control.Call) (any, error) {
+		var p SetBudgetParams
+		if err := c.Decode(&p); err != nil {
+			return nil, err
+		}
+		rt, err := lookup(p.RuntimeID)
+		if err != nil {
+			return nil, err
+		}
+		return rt.SetBudget(ctx, p)
+	}}
 }

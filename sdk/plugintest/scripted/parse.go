@@ -34,10 +34,10 @@ type Step struct {
 	Tool      string
 	Options   []runtime.PermissionOption
 	UserInput bool
-	// Usage is what usage sets; CostUSD its cost=, -1 when it gave none;
+	// Usage is what usage sets; CostUSD its cost=, nil when it gave none;
 	// Window its window= (the context window, whose use is in=), 0 none.
 	Usage   runtime.Usage
-	CostUSD float64
+	CostUSD *float64
 	Window  int64
 	// Prompts are the prompts of question.
 	Prompts []runtime.QuestionPrompt
@@ -309,13 +309,12 @@ func parseUsage(st *Step, rest string) error {
 		}
 		st.Window = int64(n)
 	}
-	st.CostUSD = -1
 	if v, ok := a.opts["cost"]; ok {
 		c, err := strconv.ParseFloat(v, 64)
 		if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
 			return fmt.Errorf("cost=: %q is not a non-negative number of US dollars", v)
 		}
-		st.CostUSD = c
+		st.CostUSD = &c
 	}
 	for key, dst := range map[string]*int64{"in": &st.Usage.InputTokens, "out": &st.Usage.OutputTokens} {
 		if v, ok := a.opts[key]; ok {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	half := 0.5
 	cases := []struct {
 		name   string
 		script string
@@ -42,6 +43,7 @@ func TestParse(t *testing.T) {
 		}}},
 		{"usage", "usage in=10 out=32", []Step{{Line: 1, Cmd: "usage", Usage: runtime.Usage{InputTokens: 10, OutputTokens: 32, TotalTokens: 42}}}},
 		{"usage out only", "usage out=5", []Step{{Line: 1, Cmd: "usage", Usage: runtime.Usage{OutputTokens: 5, TotalTokens: 5}}}},
+		{"usage cost and window", "usage in=1 out=2 cost=0.5 window=100", []Step{{Line: 1, Cmd: "usage", Usage: runtime.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}, CostUSD: &half, Window: 100}}},
 		{"stop", "stop max_tokens", []Step{{Line: 1, Cmd: "stop", Text: "max_tokens"}}},
 		{"fail", "fail the model fell over", []Step{{Line: 1, Cmd: "fail", Text: "the model fell over"}}},
 		{"write", "write sub/dir/a.txt hello there", []Step{{Line: 1, Cmd: "write", Path: "sub/dir/a.txt", Text: "hello there"}}},
@@ -94,6 +96,8 @@ func TestParseErrors(t *testing.T) {
 		{"usage empty", "usage", "usage takes"},
 		{"usage positional", "usage 12", "usage takes"},
 		{"usage bad", "usage in=x", "in=:"},
+		{"usage bad cost", "usage in=1 cost=-1", "cost=:"},
+		{"usage bad window", "usage in=1 window=x", "window=:"},
 		{"toolproc unknown mode", "toolproc spin", "unknown toolproc mode"},
 		{"toolproc no mode", "toolproc n=2", "want a mode"},
 		{"toolproc too many", "toolproc idle n=257", "between 1 and 256"},

@@ -26,9 +26,9 @@ type run struct {
 	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
 	turn  *turnState
 	usage *runtime.Usage
-	// cost is the usage step's cost=, -1 when it gave none; window its
+	// cost is the usage step's cost=, nil when it gave none; window its
 	// window=, 0 when it gave none.
-	cost   float64
+	cost   *float64
 	window int64
 	// images came with the prompt (the images command reports them).
 	images []runtime.Image
@@ -36,8 +36,8 @@ type run struct {
 
 func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
 	res := runtime.TurnResult{StopReason: stop, Usage: r.usage}
-	if r.usage != nil && r.cost >= 0 {
-		res.Extra = map[string]any{"cost_usd": r.cost}
+	if r.usage != nil && r.cost != nil {
+		res.Extra = map[string]any{"cost_usd": *r.cost}
 	}
 	if r.usage != nil && r.window > 0 {
 		if res.Extra == nil {
