@@ -159,6 +159,7 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 		{plan.ReadDirs, landlockReadRights, true},
 		{plan.ReadFiles, landlockReadRights, true},
 		{plan.Devices, landlockDevRights, true},
+		{plan.ListDirs, ll.AccessFSReadDir, false},
 	} {
 		if err := add(step.paths, step.rights, step.missingOK); err != nil {
 			_ = unix.Close(fd)
