@@ -109,7 +109,7 @@ var Bounds = []Bound{
 	// The sandbox (docs/sandbox.md).
 	{"host/sandbox", "MaxAllowWrite", "`--sandbox-allow-write`", "paths one run allows written besides `--dir`"},
 	{"host/sandbox", "MaxDenyRead", "`--sandbox-deny-read`", "paths one run hides besides the default deny list"},
-	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --ro-bind / / true` that checks this machine can enforce a sandbox"},
+	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --unshare-pid --ro-bind / / true` that checks bubblewrap can enforce a sandbox here"},
 	{"host/run", "ListTimeout", "`avenor backends`", "time for one plugin to start and describe its backends"},
 	{"host/run", "CatalogTimeout", "`avenor backends --models`", "time for one plugin to answer the catalogs of all its backends, after their checks; past it a backend's row keeps its readiness and says why in `models_error`"},
 	{"sdk/runtime", "MaxModels", "`avenor backends --models`", "models listed per backend; more are left out (`models_truncated`)"},
