@@ -145,8 +145,8 @@ bench: build
 		echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'; exit 0; fi; \
 	[ $$rc -eq 0 ] || { echo "make bench: e2e/install.sh failed (exit $$rc)"; exit $$rc; }; \
 	while IFS='=' read -r k v; do [ -n "$$k" ] && export "$$k=$$v"; done <<< "$$clis"; \
-	echo "AVENOR_TEST_BIN=$(BIN) AVENOR_E2E_TIMING_ROUNDS=10 $(GO) test -tags e2e -count=1 -run '^TestTiming(Opencode|WarmOpencode)$$' -v ./e2e/"; \
-	AVENOR_TEST_BIN=$(BIN) AVENOR_E2E_TIMING_ROUNDS=10 $(GO) test -tags e2e -count=1 -run '^TestTiming(Opencode|WarmOpencode)$$' -v -timeout 20m ./e2e/ | tee -a bench/out.txt
+	echo "AVENOR_TEST_BIN=$(BIN) AVENOR_E2E_TIMING_ROUNDS=10 $(GO) test -tags e2e -count=1 -run '^TestTiming(Opencode|WarmOpencode|SandboxOpencode)$$' -v ./e2e/"; \
+	AVENOR_TEST_BIN=$(BIN) AVENOR_E2E_TIMING_ROUNDS=10 $(GO) test -tags e2e -count=1 -run '^TestTiming(Opencode|WarmOpencode|SandboxOpencode)$$' -v -timeout 20m ./e2e/ | tee -a bench/out.txt
 
 # The reliability suite (hosttest/reliability_*_test.go, build tag reliability): crash
 # matrix, soak, security, bad input. Bounded for CI; the full run is e.g.

@@ -65,6 +65,8 @@ var ControlCommands = []ControlCommand{
 		Params: answerQuestionParams},
 	{Use: "shutdown [graceful|kill|immediate]", Method: "shutdown", Short: "stop the supervisor", Done: "shutting down", MaxArgs: 1, Params: shutdownParams},
 	{Use: "tree_budget", Method: "tree_budget", Short: "print the tree budget", Params: noParams},
+	{Use: "set-budget <runtime-id> [tokens=N] [usd=X] [wall=D] [resume]", Method: "set_budget", Short: "set a runtime's spend limits; resume continues a runtime a limit paused (stable)", MinArgs: 2, MaxArgs: 5,
+		Params: setBudgetParams},
 }
 
 // answerQuestionParams are answer-question's params: answers a JSON array

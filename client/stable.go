@@ -49,7 +49,14 @@ type Runtime struct {
 	// (docs/unattended.md): kind, tool, at, action, idle_for_ms, count;
 	// nil when it never fired.
 	Watchdog json.RawMessage `json:"watchdog,omitempty"`
-	Raw      json.RawMessage `json:"-"`
+	// WaitingReason is "rate_limit" while the running turn waits for a rate
+	// limit's reset, RateLimitedUntil (RFC 3339) its end; empty otherwise.
+	WaitingReason    string `json:"waiting_reason,omitempty"`
+	RateLimitedUntil string `json:"rate_limited_until,omitempty"`
+	// Spend is the runtime's spend limits and what it spent
+	// (docs/unattended.md#spend-limits); nil without limits.
+	Spend json.RawMessage `json:"spend,omitempty"`
+	Raw   json.RawMessage `json:"-"`
 }
 
 // SpawnParams are spawn's params (docs/control-protocol.md#spawn); empty fields are not
@@ -109,12 +116,35 @@ type SpawnParams struct {
 	ToolTimeout      any    `json:"tool_timeout,omitempty"`
 	Watchdog         string `json:"watchdog,omitempty"`
 	WatchdogRestarts *int   `json:"watchdog_restarts,omitempty"`
+
+	// The sandbox (docs/sandbox.md): Sandbox (off, workspace, read-only)
+	// and SandboxNetwork (host, none) are the supervisor's config keys'
+	// when empty; SandboxAllowWrite and SandboxDenyRead are paths
+	// (WithAbsPaths makes them absolute).
+	Sandbox           string   `json:"sandbox,omitempty"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
+	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
+	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	// Rate limits and quota windows (docs/unattended.md#rate-limits); nil
+	// leaves the supervisor's config to decide.
+	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
+	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
+	ReportUsage         *bool `json:"report_usage,omitempty"`
+	// Spend limits (docs/unattended.md#spend-limits): SpendWall as
+	// Timeout takes it; SpendScope runtime|tree, SpendPolicy
+	// finish|interrupt. ContextWarnPct asks for context use.
+	SpendTokens    *int64   `json:"spend_tokens,omitempty"`
+	SpendUSD       *float64 `json:"spend_usd,omitempty"`
+	SpendWall      any      `json:"spend_wall,omitempty"`
+	SpendScope     string   `json:"spend_scope,omitempty"`
+	SpendPolicy    string   `json:"spend_policy,omitempty"`
+	ContextWarnPct *int     `json:"context_warn_pct,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,
 // sentinel_file, roster_file, loop_file, team_file, mcp_config, the base
-// of a file:<base> permission_handler and the file of an @FILE
-// append_system_prompt — made absolute against this process's
+// of a file:<base> permission_handler, the file of an @FILE
+// append_system_prompt and the sandbox's paths — made absolute against this process's
 // working directory: the supervisor's working directory is not the
 // caller's.
 func (p SpawnParams) WithAbsPaths() (SpawnParams, error) {
@@ -148,6 +178,23 @@ func (p SpawnParams) WithAbsPaths() (SpawnParams, error) {
 			return p, fmt.Errorf("append_system_prompt %q: %w", p.AppendSystemPrompt, err)
 		}
 		p.AppendSystemPrompt = "@" + abs
+	}
+	for _, l := range []struct {
+		key   string
+		paths *[]string
+	}{{"sandbox_allow_write", &p.SandboxAllowWrite}, {"sandbox_deny_read", &p.SandboxDenyRead}} {
+		if len(*l.paths) == 0 {
+			continue
+		}
+		abs := make([]string, len(*l.paths))
+		for i, v := range *l.paths {
+			a, err := filepath.Abs(v)
+			if err != nil {
+				return p, fmt.Errorf("%s %q: %w", l.key, v, err)
+			}
+			abs[i] = a
+		}
+		*l.paths = abs
 	}
 	return p, nil
 }

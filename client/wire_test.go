@@ -38,6 +38,7 @@ func TestSpawnParamsMatchTheServer(t *testing.T) {
 		// The same shape as timeout's.
 		"progress_timeout": "any on the client (seconds or a duration string), raw JSON on the server",
 		"tool_timeout":     "any on the client (seconds or a duration string), raw JSON on the server",
+		"spend_wall":       "any on the client (seconds or a duration string), raw JSON on the server",
 		"allowed_tools":    "any on the client (a list or a comma string), raw JSON on the server",
 	}
 	cl := wireFields(reflect.TypeOf(client.SpawnParams{}))

@@ -330,8 +330,8 @@ func TestLaunchRefusedPerBackend(t *testing.T) {
 		args func(w *world) []string
 		msg  string
 	}{
-		{codex, func(*world) []string { return []string{"--permission-mode", "accept-edits"} },
-			`backend "codex-app-server" does not support permission mode "accept-edits"; supported modes: plan`},
+		{codex, func(*world) []string { return []string{"--permission-mode", "full-access"} },
+			`backend "codex-app-server" does not support permission mode "full-access"; supported modes: accept-edits, plan`},
 		{codex, func(w *world) []string { return []string{"--mcp-config", mcp(w)} },
 			`backend "codex-app-server" does not support --mcp-config`},
 		{gemini, func(*world) []string { return []string{"--append-system-prompt", "be brief"} },

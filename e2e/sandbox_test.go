@@ -13,8 +13,8 @@ import (
 
 // TestSandboxWorkspaceOpencode: real opencode-acp, offline, auto-approved,
 // under --sandbox workspace: the model writes a file in --dir (it lands)
-// and one beyond it (the sandbox denies it: nothing lands), and the turn
-// completes. The outside target lies beyond /tmp, so that only the
+// and one beyond it (the sandbox denies it: nothing lands, and an
+// avenor.sandbox.denied names the write), and the turn completes. The outside target lies beyond /tmp, so that only the
 // boundary — not the sandbox's private /tmp — stands in its way.
 func TestSandboxWorkspaceOpencode(t *testing.T) {
 	w := newWorld(t, opencode, fakellm.Config{})
@@ -51,6 +51,12 @@ func TestSandboxWorkspaceOpencode(t *testing.T) {
 	}
 	if fileExists(outside) {
 		t.Errorf("%s exists: a write beyond --dir got out of the sandbox", outside)
+	}
+	// opencode's write tool reports the boundary's refusal in its output:
+	// one denied write of that path, by that tool call.
+	denied := only(evs, "avenor.sandbox.denied")
+	if len(denied) != 1 || denied[0].str("op") != "write" || denied[0].str("path") != outside || denied[0].str("tool") == "" {
+		t.Errorf("denied events %v; want one write of %s", denied, outside)
 	}
 	start := only(evs, "session.start")
 	if len(start) != 1 || !reflect.DeepEqual(start[0]["sandbox"], map[string]any{"mechanism": "bubblewrap", "profile": "workspace", "network": "host"}) {

@@ -35,13 +35,20 @@ var mcpReference = []mcpTool{
 		"roster_file", "roster_entry", "server_url", "supervisor_id", "auto_approve", "questions",
 		"permission_mode", "append_system_prompt", "allowed_tools", "mcp_config",
 		// The turn watchdog's (docs/unattended.md), additive.
-		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts"}, []string{"repo_dir"},
+		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts",
+		// The sandbox's (docs/sandbox.md), additive.
+		"sandbox", "sandbox_network", "sandbox_allow_write", "sandbox_deny_read",
+		// Rate limits (docs/unattended.md#rate-limits), additive.
+		"wait_on_rate_limit", "max_rate_limit_resumes", "report_usage",
+
+		// Spend limits (docs/unattended.md#spend-limits), additive.
+		"spend_tokens", "spend_usd", "spend_wall", "spend_scope", "spend_policy"}, []string{"repo_dir"},
 		[]string{"run_id", "label", "supervisor_id"}, []string{"runtime_id"}},
 	{"avenor_status", []string{"run_id", "view", "wait_for", "timeout", "supervisor_id"}, nil,
 		[]string{"run_id", "label", "status"}, []string{"runtime_id", "session_id", "stop_reason", "phase", "phase_label", "pending_permission",
 			"permission", "latest_seq", "dir", "backend", "agent", "model", "parent_id", "children", "event_path", "usage", "final_output",
 			"final_output_truncated", "supervisor_id", "follow_ups", "timed_out", "wait_clamped",
-			"watchdog"}},
+			"watchdog", "waiting_reason", "rate_limited_until", "spend"}},
 	{"avenor_result", []string{"run_id", "wait", "timeout", "supervisor_id"}, []string{"run_id"},
 		[]string{"run_id", "label", "status", "ready"}, []string{"runtime_id", "session_id", "stop_reason", "pending_permission", "permission",
 			"output", "output_truncated", "output_event_path", "timed_out", "wait_clamped", "next"}},
@@ -56,6 +63,8 @@ var mcpReference = []mcpTool{
 	{"avenor_list_backends", nil, nil, []string{"backends", "count"}, nil},
 	{"avenor_answer_question", []string{"run_id", "request_id", "answers", "supervisor_id"}, []string{"run_id", "request_id", "answers"},
 		[]string{"ok"}, nil},
+	{"avenor_set_budget", []string{"run_id", "spend_tokens", "spend_usd", "spend_wall", "resume", "supervisor_id"}, []string{"run_id"},
+		[]string{"ok", "run_id", "resumed"}, []string{"spend"}},
 }
 
 // mcpServer is one `avenor mcp` process and a go-sdk client session to it.

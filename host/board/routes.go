@@ -26,6 +26,7 @@ import (
 //	POST /api/prompt    {socket, text, runtime_id?}
 //	POST /api/answer    {socket, request_id, option_id, message?, runtime_id?}
 //	POST /api/answer-question  {socket, request_id, answers, runtime_id?}
+//	POST /api/set-budget  {socket, runtime_id, spend_tokens?, spend_usd?, spend_wall?, resume?}
 //	GET  /board/        the page; / and /board redirect to it
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -65,6 +66,7 @@ func (s *Server) routes() http.Handler {
 	api("/api/prompt", http.MethodPost, false, s.handlePrompt)
 	api("/api/answer", http.MethodPost, false, s.handleAnswer)
 	api("/api/answer-question", http.MethodPost, false, s.handleAnswerQuestion)
+	api("/api/set-budget", http.MethodPost, false, s.handleSetBudget)
 	mux.Handle("/board/", http.StripPrefix("/board/", pageHandler()))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.URL.Path)

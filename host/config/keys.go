@@ -25,6 +25,7 @@ const (
 	kindInt
 	kindBool
 	kindBackends
+	kindNumber
 )
 
 var kindNames = [...]string{
@@ -33,6 +34,7 @@ var kindNames = [...]string{
 	kindInt:      "int",
 	kindBool:     "bool",
 	kindBackends: "table",
+	kindNumber:   "number",
 }
 
 type keySpec struct {
@@ -57,6 +59,10 @@ var keySpecs = []keySpec{
 	{"watchdog", kindString, "", "what the turn watchdog does when a tool or the turn is hung: warn|cancel|restart; \"\" means no watchdog (progress_timeout alone ends a quiet turn, exit 124)"},
 	{"watchdog_restarts", kindInt, 2, "with watchdog restart: the most restarts of one run; the next firing cancels the turn"},
 	{"max_retries", kindInt, 0, "retries after an attempt exits with code 1"},
+	// Rate limits and quota windows (docs/unattended.md#rate-limits).
+	{"wait_on_rate_limit", kindBool, false, "a turn that fails on a rate limit waits for the reset and sends its prompt again on the same session instead of ending (backends that declare rate_limit_reset)"},
+	{"max_rate_limit_resumes", kindInt, 5, "with wait_on_rate_limit: the most resumes of one run, 0 to 100; the next rate limit ends the turn with the error"},
+	{"report_usage", kindBool, false, "report the runtime's account usage windows as avenor.usage.account events where the runtime reports them"},
 	{"permission_claim_timeout", kindDuration, time.Duration(0), "how long a permission request waits for a control client (Go duration); 0 means no deadline"},
 	{"auto_approve", kindBool, false, "auto-approve ordinary permission requests (not those requiring user input)"},
 	{"questions", kindBool, false, "hear the runtime's own questions (question.request, answered with answer_question) on backends that relay them; false keeps what a runtime asks handled as before"},
@@ -67,6 +73,14 @@ var keySpecs = []keySpec{
 	// The sandbox (docs/sandbox.md).
 	{"sandbox", kindString, "", "boundary the runtime is launched inside: off|workspace|read-only; \"\" is off"},
 	{"sandbox_network", kindString, "", "network inside a sandbox: host|none; \"\" is host"},
+	// Spend limits and context use (docs/unattended.md).
+	{"spend_tokens", kindInt, 0, "spend limit: input plus output tokens, counted from what the runtime reports; the turn ends budget_reached (exit 5); 0 means none"},
+	{"spend_usd", kindNumber, 0.0, "spend limit in US dollars: the runtime's reported cost, else spend_prices; 0 means none"},
+	{"spend_wall", kindDuration, time.Duration(0), "spend limit: time spent in turns (Go duration); 0 means none"},
+	{"spend_scope", kindString, "", "what spend limits count: runtime|tree (the runtime and every runtime started under it); \"\" is runtime"},
+	{"spend_policy", kindString, "", "at a spend limit: finish (end at the turn's boundary) or interrupt (cancel the turn); \"\" is finish"},
+	{"spend_prices", kindString, "", "price table for spend_usd: MODEL=INPUT:OUTPUT[,...] in US dollars per million tokens"},
+	{"context_warn_pct", kindInt, 0, "context use: avenor.context after each turn and an avenor.warning once the window is this full (1-100); 0 means none"},
 	{"server_url", kindString, "", "external runtime server URL"},
 	{"label", kindString, "", "free-form label stamped on events as run_label"},
 	{"linger", kindDuration, 60 * time.Second, "avenor stable: how long runtimes outlive a supervisor that died, for one restarted on the same socket to take them over (Go duration); 0 stops them at once"},
@@ -113,6 +127,8 @@ func Keys() []KeyDoc {
 			d.Default = strconv.Itoa(v)
 		case bool:
 			d.Default = strconv.FormatBool(v)
+		case float64:
+			d.Default = strconv.FormatFloat(v, 'f', -1, 64)
 		}
 		if s.kind != kindBackends {
 			d.Env = envName(s.key)

@@ -157,7 +157,7 @@ label = "nightly"
 	want := Settings{
 		Backend: "pi", Model: "m2", Agent: "build", Thinking: "high", Dir: "sub",
 		Timeout: 10 * time.Minute, ProgressTimeout: 2 * time.Minute, MaxRetries: 2,
-		ToolTimeout: 5 * time.Minute, Watchdog: "cancel", WatchdogRestarts: 3,
+		ToolTimeout: 5 * time.Minute, Watchdog: "cancel", WatchdogRestarts: 3, MaxRateLimitResumes: 5,
 		PermissionClaimTimeout: 30 * time.Second, AutoApprove: false,
 		ServerURL: "http://127.0.0.1:4096", Label: "from-env", Linger: 60 * time.Second,
 	}

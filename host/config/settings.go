@@ -36,6 +36,14 @@ type Settings struct {
 	// MaxRetries is how many times an attempt ending in exit code 1 is
 	// retried; default 0.
 	MaxRetries int `koanf:"max_retries"`
+	// WaitOnRateLimit makes a rate-limited turn wait for its reset and go
+	// on; default false (it ends with the error).
+	WaitOnRateLimit bool `koanf:"wait_on_rate_limit"`
+	// MaxRateLimitResumes bounds a run's rate-limit resumes; default 5. The
+	// caller validates it.
+	MaxRateLimitResumes int `koanf:"max_rate_limit_resumes"`
+	// ReportUsage lets avenor.usage.account into the stream; default false.
+	ReportUsage bool `koanf:"report_usage"`
 	// PermissionClaimTimeout bounds how long a permission request waits for
 	// a control client; 0 (the default) means no deadline.
 	PermissionClaimTimeout time.Duration `koanf:"permission_claim_timeout"`
@@ -58,6 +66,19 @@ type Settings struct {
 	// host or none; "" is host. host/sandbox validates them.
 	Sandbox        string `koanf:"sandbox"`
 	SandboxNetwork string `koanf:"sandbox_network"`
+	// Spend limits (docs/unattended.md#spend-limits): 0 (the default) is no
+	// limit; SpendScope runtime|tree and SpendPolicy finish|interrupt ("":
+	// runtime, finish) and SpendPrices (MODEL=IN:OUT,...) are validated by
+	// the caller.
+	SpendTokens int           `koanf:"spend_tokens"`
+	SpendUSD    float64       `koanf:"spend_usd"`
+	SpendWall   time.Duration `koanf:"spend_wall"`
+	SpendScope  string        `koanf:"spend_scope"`
+	SpendPolicy string        `koanf:"spend_policy"`
+	SpendPrices string        `koanf:"spend_prices"`
+	// ContextWarnPct asks for context use (docs/unattended.md#context-use);
+	// 0 (the default) none.
+	ContextWarnPct int `koanf:"context_warn_pct"`
 	// ServerURL is an external runtime server; "" for none. AVENOR_OPENCODE_URL
 	// is not read here: it applies to opencode-http only, which the caller knows.
 	ServerURL string `koanf:"server_url"`
@@ -104,7 +125,8 @@ func Defaults() Settings {
 		Dir:     ".",
 		Linger:  60 * time.Second,
 
-		WatchdogRestarts: 2,
+		WatchdogRestarts:    2,
+		MaxRateLimitResumes: 5,
 	}
 }
 

@@ -42,8 +42,13 @@ func Explain(s Settings, prov Provenance, src Sources) []Entry {
 		"allowed_tools": s.AllowedTools, "mcp_config": s.MCPConfig,
 		"server_url": s.ServerURL, "label": s.Label, "linger": s.Linger,
 	}
+	values["spend_tokens"], values["spend_usd"], values["spend_wall"] = s.SpendTokens, s.SpendUSD, s.SpendWall
+	values["spend_scope"], values["spend_policy"], values["spend_prices"] = s.SpendScope, s.SpendPolicy, s.SpendPrices
+	values["context_warn_pct"] = s.ContextWarnPct
 	// The sandbox's keys.
 	values["sandbox"], values["sandbox_network"] = s.Sandbox, s.SandboxNetwork
+	// Rate limits and quota windows.
+	values["wait_on_rate_limit"], values["max_rate_limit_resumes"], values["report_usage"] = s.WaitOnRateLimit, s.MaxRateLimitResumes, s.ReportUsage
 	var out []Entry
 	for _, spec := range keySpecs {
 		if spec.kind == kindBackends {

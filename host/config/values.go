@@ -80,6 +80,9 @@ func parseValue(k kind, v any) (any, error) {
 		}
 		return int(n), nil
 
+	case kindNumber:
+		return parseNumber(v)
+
 	case kindBool:
 		switch x := v.(type) {
 		case bool:
@@ -261,4 +264,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// parseNumber is a kindNumber value: a finite, non-negative number.
+func parseNumber(v any) (any, error) {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
+			return nil, invalidf("invalid number %q", x)
+		}
+	default:
+		return nil, invalidf("invalid number: want a number such as 2.5, got %s", describe(v))
+	}
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, invalidf("invalid number %v: must be finite and not negative", f)
+	}
+	return f, nil
 }

@@ -51,6 +51,11 @@ type Status struct {
 	// Watchdog is the run's last turn-watchdog firing (kind, tool, at,
 	// action, idle_for_ms, count), nil when none: shown only when set.
 	Watchdog map[string]any
+	// WaitingReason is why a running turn waits ("rate_limit"), and
+	// RateLimitedUntil (RFC 3339) until when; both empty, and not shown,
+	// when it does not.
+	WaitingReason    string
+	RateLimitedUntil string
 }
 
 // MarshalJSON writes the snapshot with the contract's keys; permission is
@@ -68,6 +73,9 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	}
 	if s.Watchdog != nil {
 		m["watchdog"] = s.Watchdog
+	}
+	if s.WaitingReason != "" {
+		m["waiting_reason"], m["rate_limited_until"] = s.WaitingReason, s.RateLimitedUntil
 	}
 	return json.Marshal(m)
 }

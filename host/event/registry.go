@@ -38,6 +38,22 @@ const TypeRestarted sdk.EventType = "avenor.restarted"
 // TypeWatchdog: the turn watchdog fired (docs/unattended.md).
 const TypeWatchdog sdk.EventType = "avenor.watchdog"
 
+// TypeSandboxDenied: the sandbox refused an access a tool made, or could
+// not be set up (docs/sandbox.md#denials).
+const TypeSandboxDenied sdk.EventType = "avenor.sandbox.denied"
+
+// TypeRateLimitWait: a run with --wait-on-rate-limit waits for a rate
+// limit's reset (docs/unattended.md#rate-limits).
+const TypeRateLimitWait sdk.EventType = "avenor.rate_limit.wait"
+
+// TypeBudgetReached: a spend limit was reached; the turn ends
+// budget_reached (docs/unattended.md#spend-limits).
+const TypeBudgetReached sdk.EventType = "avenor.budget.reached"
+
+// TypeContext: the context window's use after a turn
+// (docs/unattended.md#context-use).
+const TypeContext sdk.EventType = "avenor.context"
+
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
@@ -69,9 +85,9 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypeSessionEnd,
-		Doc:      "A session ended: always the last event of a session. The log keeps the complete final_output; control views bound it to 4096 runes and set final_output_truncated.",
+		Doc:      "A session ended: always the last event of a session. The log keeps the complete final_output; control views bound it to 4096 runes and set final_output_truncated. A turn that failed on a rate limit adds error_code rate_limited and, when the runtime said, rate_limited_until (RFC 3339).",
 		Fields:   []string{"stop_reason"},
-		Optional: []string{"usage", "final_output", "final_output_truncated", "status", "summary", "files_changed", "error", "error_message"},
+		Optional: []string{"usage", "final_output", "final_output_truncated", "status", "summary", "files_changed", "error", "error_message", "error_code", "rate_limited_until"},
 	},
 	{
 		Name:   TypeTurnStart,
@@ -91,15 +107,15 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypeError,
-		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt, event_log: the --on-event log could not be written and the run ends…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics. A permission decision that did not surely reach a plugin that died adds request_id, option_id, outcome and delivery (not_sent or possibly_sent).",
+		Doc:      "Something failed that the harness should see; source says where (permission, cancel, backend, loop, prompt, event_log: the --on-event log could not be written and the run ends…). The degenerate-stream variant adds kind, stop_reason, model and diagnostics. A permission decision that did not surely reach a plugin that died adds request_id, option_id, outcome and delivery (not_sent or possibly_sent). A turn that failed on a rate limit adds code rate_limited and, when the runtime said, rate_limited_until (RFC 3339).",
 		Fields:   []string{"source", "message"},
-		Optional: []string{"kind", "stop_reason", "model", "diagnostics", "request_id", "option_id", "outcome", "delivery"},
+		Optional: []string{"kind", "stop_reason", "model", "diagnostics", "request_id", "option_id", "outcome", "delivery", "code", "rate_limited_until"},
 	},
 	{
 		Name:     TypeWarning,
 		Doc:      "Something was ignored or degraded but the run goes on (e.g. --model on a backend that cannot select models). dropped counts the events a plugin could not keep while its supervisor was gone (avenor stable --linger).",
 		Fields:   []string{"source", "message"},
-		Optional: []string{"dropped"},
+		Optional: []string{"dropped", "used_pct"},
 	},
 	{
 		Name:   TypeSupervisorReattached,
@@ -116,6 +132,29 @@ var HostEventTypes = []EventType{
 		Doc:      "The turn watchdog fired (--watchdog, docs/unattended.md): kind tool (a tool call whose own process subtree gained neither CPU nor I/O past --tool-timeout; tool is its toolCallId) or progress (no event for --progress-timeout, or for --tool-timeout while a tool call with no process of its own runs). action is what follows: warn (the turn goes on), cancel (the turn ends cancelled) or restart (a fresh turn on the same session; restart counts them, restarts_exhausted says they were used up and the turn is cancelled instead). evidence holds the last events, the tool call and its subtree with CPU and I/O gained over the window, the tool calls in flight and the plugin's stderr tail, each bounded (docs/configuration.md#bounds).",
 		Fields:   []string{"kind", "idle_for_ms", "action", "evidence"},
 		Optional: []string{"tool", "restart", "restarts_allowed", "restarts_exhausted"},
+	},
+	{
+		Name:     TypeSandboxDenied,
+		Doc:      "A sandboxed run only (--sandbox): the boundary refused an access, as a tool's output shows it (op write: a path outside the writable paths, with EROFS, EACCES or EPERM; op read: a path on the deny list; tool is the tool call's toolCallId), or bubblewrap could not set the boundary up (op launch: path is the path it named, or bwrap; message is its own line). Emitted right after the tool.call_update that showed it; each op and path once per tool call, bounded (docs/configuration.md#bounds).",
+		Fields:   []string{"op", "path"},
+		Optional: []string{"tool", "message"},
+	},
+	{
+		Name:     TypeRateLimitWait,
+		Doc:      "The turn failed on a rate limit and, with --wait-on-rate-limit (docs/unattended.md#rate-limits), waits instead of ending: at until (RFC 3339, absent when the runtime did not say: a minute) plus jitter the same session is sent the turn's prompt again. attempt counts the run's resumes (first: 1), at most max_resumes; message is the runtime's. Only in runs that asked.",
+		Fields:   []string{"attempt", "max_resumes", "message"},
+		Optional: []string{"until"},
+	},
+	{
+		Name:     TypeBudgetReached,
+		Doc:      "A spend limit was reached (--spend-tokens, --spend-usd, --spend-wall; docs/unattended.md#spend-limits); only in a run that set one. limit names it (tokens, usd or wall); the spent_* fields are what the limits count (scope runtime or tree), the spend_* fields the limits set. The session.end that follows says budget_reached (exit 5, sentinel BLOCKED): at the turn's boundary under policy finish; for a wall limit under interrupt, the turn was cancelled. In avenor stable the runtime parks idle until set_budget raises the limit.",
+		Fields:   []string{"limit", "policy", "scope", "spent_tokens", "spent_usd", "spent_wall_ms"},
+		Optional: []string{"spend_tokens", "spend_usd", "spend_wall_ms"},
+	},
+	{
+		Name:   TypeContext,
+		Doc:    "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. Past the threshold an avenor.warning {kind: context} follows, once per crossing.",
+		Fields: []string{"used_tokens", "window_tokens", "used_pct"},
 	},
 	{
 		Name:     TypePermissionRequest,

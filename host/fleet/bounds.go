@@ -23,6 +23,13 @@ const (
 	// lost its presence. Fail-over takes at most PresenceTTL +
 	// ReapInterval + the time to start the resumed runtime.
 	ReapInterval = time.Second
+	// SpawnsInFlight bounds the spawns a node takes from the queue and
+	// starts at once (never more than its supervisor's free slots).
+	SpawnsInFlight = 4
+	// ReapRescan is how often a node reads the whole registry for
+	// runtimes to move even when no node was lost or came back since it
+	// last found none.
+	ReapRescan = 30 * time.Second
 	// PullWait bounds one pull of the spawn queue and one capacity wait,
 	// so a node notices its context ending promptly.
 	PullWait = 2 * time.Second

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,22 +57,34 @@ func (n *node) handle(ctx context.Context, ev client.Event) {
 	n.emit(ctx, o, ev.Raw, ev.Seq)
 }
 
-// ownerOf finds the fleet runtime of a local id; while a spawn is in
-// flight an unknown id may be its runtime, so it waits for the spawn.
+// ownerOf finds the fleet runtime of a local id. While spawns are in
+// flight an unknown id may be the runtime of one of them (its events can
+// come before the spawn has registered it), so it waits for those; a
+// spawn started later cannot be its.
 func (n *node) ownerOf(ctx context.Context, local string) *owned {
-	for {
-		n.mu.Lock()
-		o, wait := n.byLocal[local], n.spawning
-		n.mu.Unlock()
-		if o != nil || wait == nil {
-			return o
+	n.mu.Lock()
+	o := n.byLocal[local]
+	var waits []chan struct{}
+	if o == nil {
+		for ch := range n.spawning {
+			waits = append(waits, ch)
 		}
+	}
+	n.mu.Unlock()
+	for _, ch := range waits {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wait:
+		case <-ch:
+		}
+		n.mu.Lock()
+		o = n.byLocal[local]
+		n.mu.Unlock()
+		if o != nil {
+			return o
 		}
 	}
+	return o
 }
 
 // fill publishes the events between o.last and upto from the local log.
@@ -147,19 +161,17 @@ func (n *node) aliasOf(o *owned, raw []byte) requestAlias {
 	return requestAlias{fleet: o.permFleet, local: o.permLocal}
 }
 
-// emit publishes one local event and updates the registry on the events
-// that change a runtime's record.
+// emit rewrites one local event for the fleet and queues it on its
+// runtime's outbox, which publishes it in order and then updates the
+// registry on the events that change the runtime's record.
 func (n *node) emit(ctx context.Context, o *owned, raw []byte, localSeq int64) {
 	b, seq, err := fleetEvent(raw, o, n.aliasOf(o, raw))
 	if err != nil {
 		n.log.Error("an event could not be decoded", "runtime_id", o.e.RuntimeID, "error", err)
 		return
 	}
-	if !n.publishEvent(ctx, o.e.RuntimeID, seq, b) {
-		return
-	}
+	n.enqueue(ctx, o, b, seq)
 	o.last = localSeq
-	n.track(ctx, o, b)
 }
 
 // publishEvent stores one fleet event; it retries (a server of the
@@ -275,15 +287,25 @@ func (n *node) guard(ctx context.Context) {
 // incarnation) here, taking it by compare-and-set: a resumable one is
 // respawned with resume, the others end with an error. It reports whether
 // it took a slot.
+//
+// Reading the whole registry grows with the fleet's runtimes, so it is
+// read again only when it may hold a runtime to move: the live nodes (or
+// their instances) changed since the last read that found none, or
+// ReapRescan passed.
 func (n *node) reap(ctx context.Context) bool {
 	live, err := liveNodes(ctx, n.st.Nodes)
 	if err != nil {
+		return false
+	}
+	seen := presenceKey(live)
+	if seen == n.reapSeen && time.Since(n.reapAt) < ReapRescan {
 		return false
 	}
 	ents, revs, err := entries(ctx, n.st.Runtimes)
 	if err != nil {
 		return false
 	}
+	missed := false
 	for _, e := range ents {
 		if e.Status == statusEnded {
 			continue
@@ -298,12 +320,27 @@ func (n *node) reap(ctx context.Context) bool {
 		took.Node, took.Status, took.Moves = n.cfg.Node, statusStarting, e.Moves+1
 		rev, err := putEntry(ctx, n.st.Runtimes, took, revs[e.RuntimeID])
 		if err != nil {
-			continue // another node took it first
+			missed = true // another node took it first, or a lost server: read again
+			continue
 		}
 		n.move(ctx, e.Node, &owned{e: took, rev: rev})
+		n.reapAt = time.Time{} // there may be more: read again next time
 		return true
 	}
+	if !missed {
+		n.reapSeen, n.reapAt = seen, time.Now()
+	}
 	return false
+}
+
+// presenceKey names the live nodes and their instances, in order.
+func presenceKey(live map[string]Presence) string {
+	keys := make([]string, 0, len(live))
+	for name, p := range live {
+		keys = append(keys, name+"="+p.Instance)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
 }
 
 func (n *node) owns(id string) bool {

@@ -39,7 +39,7 @@ type NodeConfig struct {
 type owned struct {
 	e   Entry
 	rev uint64
-	// last is the last local seq published.
+	// last is the last local seq queued for publishing (out).
 	last      int64
 	eventPath string
 	// carry is the request id of the permission that was pending when
@@ -47,6 +47,8 @@ type owned struct {
 	// perhaps under a new id (permLocal), and the fleet keeps showing and
 	// accepting the id the harness saw (permFleet). Guarded by node.mu.
 	carry, permFleet, permLocal string
+	// out holds its events on their way to the events stream.
+	out outbox
 }
 
 // node is a running node agent.
@@ -61,9 +63,21 @@ type node struct {
 	mu      sync.Mutex
 	byLocal map[string]*owned
 	byFleet map[string]*owned
-	// spawning is closed when the spawn in flight has registered its
-	// runtime: the publisher holds an unknown runtime's events until then.
-	spawning chan struct{}
+	// spawning holds a channel per spawn in flight, closed once it has
+	// registered its runtime: the publisher holds an unknown runtime's
+	// events until the spawns in flight when it arrived are done.
+	spawning map[chan struct{}]bool
+	// reapSeen and reapAt are the live nodes when the registry was last
+	// read for runtimes to move, and when (pull's goroutine only).
+	reapSeen string
+	reapAt   time.Time
+	// took is signalled when a spawn taken from the queue is done.
+	took chan struct{}
+
+	// window holds a token per event publish in flight (PublishWindow);
+	// drainers counts the outboxes' goroutines.
+	window   chan struct{}
+	drainers sync.WaitGroup
 }
 
 // RunNode runs a node agent until ctx ends or the supervisor goes away:
@@ -84,7 +98,8 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 		return err
 	}
 	n := &node{cfg: cfg, log: cfg.Logger.Named("fleet"), js: cfg.Stores.JS, st: cfg.Stores,
-		byLocal: map[string]*owned{}, byFleet: map[string]*owned{}, instance: randomID()}
+		byLocal: map[string]*owned{}, byFleet: map[string]*owned{}, instance: randomID(),
+		window: make(chan struct{}, PublishWindow), spawning: map[chan struct{}]bool{}, took: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var err error
@@ -140,6 +155,7 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 	}
 	cancel()
 	wg.Wait()
+	n.drainers.Wait()
 	return nil
 }
 
@@ -194,11 +210,15 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 	}
 }
 
-// pull takes spawns one at a time, each only once the supervisor has a
-// free slot: JetStream's delivery is the scheduler. Between pulls it moves
-// the runtimes of lost nodes here (they need a slot too).
+// pull takes spawns only while the supervisor has a free slot that no
+// spawn in flight here has been promised, up to SpawnsInFlight at once:
+// JetStream's delivery is the scheduler. Between pulls it moves the
+// runtimes of lost nodes here (they need a slot too).
 func (n *node) pull(ctx context.Context, cons jetstream.Consumer) {
 	lastReap := time.Time{}
+	var takes sync.WaitGroup
+	defer takes.Wait()
+	inflight := make(chan struct{}, SpawnsInFlight)
 	for ctx.Err() == nil {
 		st, err := n.ctl.WaitForCapacity(ctx, PullWait.String())
 		if err != nil {
@@ -207,7 +227,7 @@ func (n *node) pull(ctx context.Context, cons jetstream.Consumer) {
 			}
 			return
 		}
-		if !st.Available {
+		if !st.Available || !n.roomFor(ctx, st, inflight) {
 			continue
 		}
 		if time.Since(lastReap) >= ReapInterval {
@@ -224,8 +244,40 @@ func (n *node) pull(ctx context.Context, cons jetstream.Consumer) {
 			}
 			continue
 		}
-		n.take(ctx, msg)
+		inflight <- struct{}{}
+		takes.Add(1)
+		go func() {
+			defer takes.Done()
+			n.take(ctx, msg)
+			<-inflight
+			select {
+			case n.took <- struct{}{}:
+			default:
+			}
+		}()
 	}
+}
+
+// roomFor reports whether the supervisor has a free slot beyond those the
+// spawns in flight here will fill (some of which it may count already:
+// the estimate errs on the side of fewer). When it has none, it waits
+// for a spawn in flight to finish, at most PullWait.
+func (n *node) roomFor(ctx context.Context, st client.CapacityState, inflight chan struct{}) bool {
+	free := 1
+	if st.Capacity > 0 {
+		free = st.Capacity - st.Active
+	}
+	if len(inflight) < min(free, cap(inflight)) {
+		return true
+	}
+	t := time.NewTimer(PullWait)
+	defer t.Stop()
+	select {
+	case <-n.took:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
 }
 
 // spawnReply is what a fleet spawn's requester receives.
@@ -374,11 +426,11 @@ func (n *node) unclaim(key string) {
 func (n *node) spawn(ctx context.Context, params map[string]any, moved *owned) (*owned, json.RawMessage, error) {
 	done := make(chan struct{})
 	n.mu.Lock()
-	n.spawning = done
+	n.spawning[done] = true
 	n.mu.Unlock()
 	defer func() {
 		n.mu.Lock()
-		n.spawning = nil
+		delete(n.spawning, done)
 		n.mu.Unlock()
 		close(done)
 	}()

@@ -111,6 +111,12 @@ func (v *View) render(ev event.Event) {
 		v.line(v.paint(styleDim, strings.TrimPrefix(string(ev.Type()), "avenor.")+": "+str(ev, "exit_reason")))
 	case event.TypeWatchdog:
 		v.line(v.paint(styleYellow, "⏱ ") + v.watchdogLine(ev))
+	case event.TypeRateLimitWait:
+		until := sanitizeLine(str(ev, "until"), 40)
+		if until == "" {
+			until = "an unknown reset"
+		}
+		v.line(v.paint(styleYellow, "⏸ rate limited: waiting until "+until+", then sending the prompt again (resume "+num(ev, "attempt")+" of "+num(ev, "max_resumes")+")"))
 	case event.TypeSubscriberLagged:
 		v.line(v.paint(styleYellow, "… "+num(ev, "dropped_count")+" events not shown: the live view fell behind (the event log has them all)"))
 	}

@@ -19,6 +19,10 @@ type RosterEntry struct {
 	Thinking string `json:"thinking,omitempty"`
 	// LaunchKeys are the entry's permission mode and launch context.
 	LaunchKeys
+	// SandboxKeys are the entry's sandbox, for direct mode only.
+	SandboxKeys
+	// RateLimitKeys are the entry's rate-limit settings (direct mode).
+	RateLimitKeys
 }
 
 // Roster is a loaded roster file.
@@ -50,6 +54,7 @@ func LoadRoster(path string) (*Roster, error) {
 		}
 		e := entries[name]
 		e.LaunchKeys = e.LaunchKeys.rel(filepath.Dir(abs))
+		e.SandboxKeys = e.SandboxKeys.rel(filepath.Dir(abs))
 		entries[name] = e
 	}
 	return r, nil
@@ -83,6 +88,9 @@ func (e RosterEntry) validate() error {
 		return fmt.Errorf("at least one of agent or model must be set")
 	}
 	if err := e.LaunchKeys.check(); err != nil {
+		return err
+	}
+	if err := e.SandboxKeys.check(); err != nil {
 		return err
 	}
 	return CheckThinkingLevel(e.Thinking)
@@ -124,7 +132,7 @@ func (id Identity) sameSession(other Identity) bool {
 // FromEntry is the identity a roster entry selects over run: the entry's
 // backend, agent and model; its thinking unless run sets one explicitly.
 func (run Identity) FromEntry(e RosterEntry) Identity {
-	id := Identity(e)
+	id := Identity{Backend: e.Backend, Agent: e.Agent, Model: e.Model, Thinking: e.Thinking, LaunchKeys: e.LaunchKeys}
 	if run.Thinking != "" {
 		id.Thinking = run.Thinking
 	}
@@ -149,6 +157,10 @@ func (run Identity) phaseIdentity(p *Phase, kind string, roster *Roster) (Identi
 		e, err := roster.Lookup(p.RosterEntry)
 		if err != nil {
 			return run, fmt.Errorf("phase %q: %w", p.Name, err)
+		}
+		if !e.SandboxKeys.IsZero() {
+			// Never run outside the boundary the entry asks for.
+			return run, fmt.Errorf("phase %q: roster entry %q sets a sandbox, which loop and team phases do not carry yet; run the entry on its own (--roster-entry) or drop its sandbox keys", p.Name, p.RosterEntry)
 		}
 		return run.FromEntry(e), nil
 	}

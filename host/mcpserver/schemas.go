@@ -79,6 +79,18 @@ func watchdogSchema() *jsonschema.Schema {
 	})
 }
 
+// spendSchema is a run's spend limits and what it spent
+// (docs/unattended.md#spend-limits).
+func spendSchema() *jsonschema.Schema {
+	return obj("the run's spend limits and what it spent, when it has limits", map[string]*jsonschema.Schema{
+		"reached":      str("the limit reached (tokens, usd or wall); empty when none"),
+		"spent_tokens": {Type: "integer", Description: "tokens counted"},
+		"spent_usd":    {Type: "number", Description: "US dollars counted"},
+		"policy":       str("finish or interrupt"),
+		"scope":        str("runtime or tree"),
+	})
+}
+
 // eventSchema is one event of a run's log (docs/events.md: flat, `event`
 // names the type).
 func eventSchema() *jsonschema.Schema {
@@ -147,7 +159,7 @@ func notNull(s *jsonschema.Schema) {
 // or lifecycle view), or with no run_id the list {"runs": [...], "count": N}.
 func statusOutSchema() *jsonschema.Schema {
 	run := func() *jsonschema.Schema {
-		r := schemaOf[runStatus](map[string]*jsonschema.Schema{"permission": permissionSchema(), "usage": usageSchema(), "watchdog": watchdogSchema()})
+		r := schemaOf[runStatus](map[string]*jsonschema.Schema{"permission": permissionSchema(), "usage": usageSchema(), "watchdog": watchdogSchema(), "spend": spendSchema()})
 		r.Required, r.AdditionalProperties = nil, nil // the lifecycle view keeps a few keys
 		return r
 	}

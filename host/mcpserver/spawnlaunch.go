@@ -28,13 +28,49 @@ type LaunchParams struct {
 	// defaults, [] for no tool.
 	AllowedTools json.RawMessage `json:"allowed_tools,omitempty"`
 	MCPConfig    string          `json:"mcp_config,omitempty"`
+
+	// The run's sandbox (docs/sandbox.md): a follow-up runs inside the
+	// same boundary, never outside it. Paths are absolute (repo_dir's).
+	Sandbox           string   `json:"sandbox,omitempty"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
+	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
+	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+}
+
+// sandboxProfiles is avenor_spawn's sandbox vocabulary.
+var sandboxProfiles = func() []string {
+	out := make([]string, len(sdk.SandboxProfiles))
+	for i, p := range sdk.SandboxProfiles {
+		out[i] = string(p)
+	}
+	return out
+}()
+
+// sandboxNetworks is avenor_spawn's sandbox_network vocabulary.
+var sandboxNetworks = []string{sdk.SandboxNetworkHost, sdk.SandboxNetworkNone}
+
+// absUnder is each of paths made absolute against dir.
+func absUnder(dir string, paths []string) []string {
+	if len(paths) == 0 {
+		return nil
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // launch records a's launch params in rec; nil when it gave none. A
 // relative @FILE or mcp_config is repo_dir's (rec.Dir), made absolute here
 // so that a follow-up reads the same file.
 func (a spawnArgs) launch(rec *Record) error {
-	l := LaunchParams{PermissionMode: a.PermissionMode, AppendSystemPrompt: a.AppendSystemPrompt, MCPConfig: a.MCPConfig}
+	l := LaunchParams{PermissionMode: a.PermissionMode, AppendSystemPrompt: a.AppendSystemPrompt, MCPConfig: a.MCPConfig,
+		Sandbox: a.Sandbox, SandboxNetwork: a.SandboxNetwork,
+		SandboxAllowWrite: absUnder(rec.Dir, a.SandboxAllowWrite), SandboxDenyRead: absUnder(rec.Dir, a.SandboxDenyRead)}
 	if a.AllowedTools != nil {
 		raw, err := json.Marshal(a.AllowedTools)
 		if err != nil {
@@ -48,20 +84,22 @@ func (a spawnArgs) launch(rec *Record) error {
 	if l.MCPConfig != "" && !filepath.IsAbs(l.MCPConfig) {
 		l.MCPConfig = filepath.Join(rec.Dir, l.MCPConfig)
 	}
-	if l.PermissionMode != "" || l.AppendSystemPrompt != "" || l.MCPConfig != "" || l.AllowedTools != nil {
+	sandboxed := l.Sandbox != "" || l.SandboxNetwork != "" || l.SandboxAllowWrite != nil || l.SandboxDenyRead != nil
+	if l.PermissionMode != "" || l.AppendSystemPrompt != "" || l.MCPConfig != "" || l.AllowedTools != nil || sandboxed {
 		rec.Launch = &l
 	}
 	return nil
 }
 
 // spawnCall is the spawn's params: p with, when rec has them, its launch
-// params.
+// and sandbox params.
 func (rec *Record) spawnCall(p client.SpawnParams) client.SpawnParams {
 	if l := rec.Launch; l != nil {
 		p.PermissionMode, p.AppendSystemPrompt, p.MCPConfig = l.PermissionMode, l.AppendSystemPrompt, l.MCPConfig
 		if l.AllowedTools != nil {
 			p.AllowedTools = l.AllowedTools
 		}
+		p.Sandbox, p.SandboxNetwork, p.SandboxAllowWrite, p.SandboxDenyRead = l.Sandbox, l.SandboxNetwork, l.SandboxAllowWrite, l.SandboxDenyRead
 	}
 	return p
 }

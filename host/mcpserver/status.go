@@ -59,14 +59,22 @@ type runStatus struct {
 	SupervisorID         string         `json:"supervisor_id,omitempty"`
 	FollowUps            []string       `json:"follow_ups,omitempty"`
 	// Watchdog is the run's last turn-watchdog firing (docs/unattended.md).
-	Watchdog    any  `json:"watchdog,omitempty"`
+	Watchdog any `json:"watchdog,omitempty"`
+	// WaitingReason ("rate_limit") and RateLimitedUntil: the running turn
+	// waits for a rate limit's reset (docs/unattended.md#rate-limits).
+	WaitingReason    string `json:"waiting_reason,omitempty"`
+	RateLimitedUntil string `json:"rate_limited_until,omitempty"`
+	// Spend is the run's spend limits and what it spent
+	// (docs/unattended.md#spend-limits), with limits only.
+	Spend       any  `json:"spend,omitempty"`
 	TimedOut    bool `json:"timed_out,omitempty"`
 	WaitClamped bool `json:"wait_clamped,omitempty"`
 }
 
 // lifecycleKeys are what view:"lifecycle" keeps (the original's list).
 var lifecycleKeys = []string{"run_id", "label", "status", "runtime_id", "phase", "phase_label",
-	"pending_permission", "permission", "latest_seq", "timed_out", "wait_clamped", "watchdog"}
+	"pending_permission", "permission", "latest_seq", "timed_out", "wait_clamped", "watchdog",
+	"waiting_reason", "rate_limited_until"}
 
 // view shapes a status for view "" / "full" (everything) or "lifecycle".
 func (st runStatus) view(v string) map[string]any {
@@ -126,6 +134,10 @@ func fromRuntime(rec *Record, rt client.Runtime) runStatus {
 	}
 	if raw := rawValue(rt.Watchdog); raw != nil {
 		st.Watchdog = raw
+	}
+	st.WaitingReason, st.RateLimitedUntil = rt.WaitingReason, rt.RateLimitedUntil
+	if raw := rawValue(rt.Spend); raw != nil {
+		st.Spend = raw
 	}
 	if rt.PendingPermission {
 		st.Permission = rawValue(rt.Permission)

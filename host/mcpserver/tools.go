@@ -23,7 +23,7 @@ import (
 var ToolNames = []string{
 	"avenor_spawn", "avenor_status", "avenor_result", "avenor_answer_permission",
 	"avenor_events", "avenor_follow_up", "avenor_shutdown", "avenor_cancel", "avenor_list_backends",
-	"avenor_answer_question",
+	"avenor_answer_question", "avenor_set_budget",
 }
 
 // Every args struct is decoded against a schema inferred from it, which
@@ -57,6 +57,22 @@ type spawnArgs struct {
 	Watchdog         string     `json:"watchdog,omitempty" jsonschema:"what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run"`
 	WatchdogRestarts *int       `json:"watchdog_restarts,omitempty" jsonschema:"with watchdog restart: the most restarts (default 2); then the turn is cancelled"`
 	Questions        bool       `json:"questions,omitempty" jsonschema:"hear the agent's own questions (question.request in avenor_events; answer with avenor_answer_question)"`
+
+	// The sandbox (docs/sandbox.md); a follow-up runs inside the same.
+	Sandbox           string   `json:"sandbox,omitempty" jsonschema:"launch the runtime inside a sandbox: off, workspace (only repo_dir, the runtime's own dirs and sandbox_allow_write writable) or read-only; refused where the machine or backend cannot enforce it; omitted: the supervisor's config (default off)"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty" jsonschema:"network inside the sandbox: host or none; omitted: host"`
+	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty" jsonschema:"existing paths also writable under sandbox workspace (relative to repo_dir)"`
+	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty" jsonschema:"paths made unreadable in the sandbox besides the secrets under $HOME it always hides (relative to repo_dir)"`
+	// Rate limits (docs/unattended.md#rate-limits).
+	WaitOnRateLimit     bool `json:"wait_on_rate_limit,omitempty" jsonschema:"a turn refused for a rate limit waits for the reset and goes on in the same session (status shows waiting_reason rate_limit); refused on backends that cannot say when a limit lifts"`
+	MaxRateLimitResumes *int `json:"max_rate_limit_resumes,omitempty" jsonschema:"with wait_on_rate_limit: the most resumes, 0 to 100 (default 5); then the turn fails"`
+	ReportUsage         bool `json:"report_usage,omitempty" jsonschema:"report the account's rate-limit windows as avenor.usage.account events where the runtime reports them"`
+	// Spend limits (docs/unattended.md#spend-limits).
+	SpendTokens *int64     `json:"spend_tokens,omitempty" jsonschema:"pause the run at this many input plus output tokens (stop_reason budget_reached); raise with avenor_set_budget"`
+	SpendUSD    *float64   `json:"spend_usd,omitempty" jsonschema:"pause the run at this cost in US dollars"`
+	SpendWall   timeoutArg `json:"spend_wall,omitempty" jsonschema:"pause the run after this much time in turns"`
+	SpendScope  string     `json:"spend_scope,omitempty" jsonschema:"what the limits count: runtime (default) or tree (with every run spawned under it)"`
+	SpendPolicy string     `json:"spend_policy,omitempty" jsonschema:"at a limit: finish (default: the turn ends on its own) or interrupt (the turn is cancelled)"`
 }
 
 type spawnResult struct {
@@ -210,6 +226,9 @@ func (s *Server) addTools() {
 			"progress_timeout": durationSchema("no event for this long: the turn is hung"),
 			"tool_timeout":     durationSchema("a tool call whose processes gain neither CPU nor I/O for this long is hung (needs watchdog)"),
 			"watchdog":         enum("what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run", watchdogActions),
+			// The sandbox's.
+			"sandbox":         enum("launch the runtime inside a sandbox: off, workspace or read-only; omitted: the supervisor's config (default off)", sandboxProfiles),
+			"sandbox_network": enum("network inside the sandbox: host or none; omitted: host", sandboxNetworks),
 		}),
 		schemaOf[spawnResult](nil)),
 		s.spawn)
@@ -266,6 +285,11 @@ func (s *Server) addTools() {
 		schemaOf[listBackendsArgs](nil),
 		schemaOf[listBackendsResult](map[string]*jsonschema.Schema{"backends": arrayOf("one row a backend, as `avenor backends --json`", backendSchema())})),
 		s.listBackends)
+	mcp.AddTool(s.mcp, tool("avenor_set_budget", "Set a run's spend limits",
+		"Raise (or lower) a run's spend limits; with resume, continue a run a limit paused (stop_reason budget_reached) with a new turn of its session.",
+		additive(),
+		schemaOf[setBudgetArgs](nil), schemaOf[setBudgetResult](map[string]*jsonschema.Schema{"spend": spendSchema()})),
+		s.setBudget)
 }
 
 var thinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh", "max"}
@@ -300,7 +324,11 @@ func (s *Server) spawn(ctx context.Context, _ *mcp.CallToolRequest, a spawnArgs)
 		}
 		p.Timeout = secs
 	}
+	p.WaitOnRateLimit, p.ReportUsage, p.MaxRateLimitResumes = onlyTrue(a.WaitOnRateLimit), onlyTrue(a.ReportUsage), a.MaxRateLimitResumes
 	if err := a.watchdogParams(&p); err != nil {
+		return nil, none, err
+	}
+	if err := a.spendParams(&p); err != nil {
 		return nil, none, err
 	}
 	if a.RosterEntry == "" {

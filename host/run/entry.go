@@ -68,6 +68,8 @@ func (rt *Runtime) Entry() map[string]any {
 	if st.Watchdog != nil {
 		e["watchdog"] = st.Watchdog
 	}
+	addRateLimitFields(e, st)
+	spendEntry(e, o.Spend)
 	if st.PendingPermission && st.Permission != nil {
 		e["permission"] = st.Permission
 	}

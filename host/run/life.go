@@ -115,6 +115,9 @@ type life struct {
 	// accepting is closed once a follow-up prompt accepted while parked
 	// has been made durable (or refused); nil otherwise.
 	accepting chan struct{}
+	// rateWait is the run's rate-limit wait, nil when it waits for none
+	// (ratelimit.go).
+	rateWait *RateLimitRecord
 }
 
 func newLife(deps Deps, state State) *life {
@@ -678,7 +681,9 @@ func (rt *Runtime) promptRun(text string, interrupt, keepQueue bool) error {
 // never waits for ever.
 func (rt *Runtime) endedLocked() string {
 	r := rt.life.result
-	if r == nil || r.ExitCode == 0 {
+	if r == nil || r.ExitCode == 0 || r.StopReason == sdk.StopBudgetReached {
+		// A spend limit pauses the runtime: it parks with its session for
+		// set_budget to continue (docs/unattended.md#spend-limits).
 		return ""
 	}
 	return fmt.Sprintf("its turn ended with stop reason %s (exit code %d)", r.StopReason, r.ExitCode)

@@ -137,6 +137,21 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	rateLimit, reportUsage, err := RateLimitSettings(settings, FlagName)
+	if err != nil {
+		return nil, err
+	}
+	spend, err := SpendSettings(settings, FlagName, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	contextWarn, err := ContextWarnPct(settings, FlagName)
+	if err != nil {
+		return nil, err
+	}
+	if spend != nil && spend.Limits.Any() && (req.LoopFile != "" || req.TeamFile != "") {
+		return nil, errors.New("spend limits are not available for a loop or team run: set them on a single run")
+	}
 	sb, err := req.sandboxFor(settings, dir, env)
 	if err != nil {
 		return nil, err
@@ -155,9 +170,12 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		Timeout: settings.Timeout, ProgressTimeout: settings.ProgressTimeout, MaxRetries: settings.MaxRetries,
 		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
-		Watchdog: dog, Sandbox: sb,
+		Watchdog: dog, Sandbox: sb, RateLimit: rateLimit, ReportUsage: reportUsage, ContextWarnPct: contextWarn,
 	}
 	backend.Apply(&o)
+	if o.Spend, o.Env, err = openOneshotSpend(spend, o.Env); err != nil {
+		return nil, err
+	}
 	return &Prepared{Spec: Spec{Options: o, Permissions: perms}, req: req, backends: res.Backend}, nil
 }
 
@@ -165,7 +183,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 // (--roster-file with --roster-entry, no loop or team file), makes the
 // entry the run's backend, agent and model, and its thinking the default
 // under an explicit run-level one.
-func (req Request) applyRoster(s *config.Settings, prov config.Provenance) error {
+func (req *Request) applyRoster(s *config.Settings, prov config.Provenance) error {
 	phased := req.LoopFile != "" || req.TeamFile != ""
 	given := func(key string) bool { _, set := req.Settings[key]; return set }
 	// Not direct: none, or the fallback roster of the config's phases
@@ -184,6 +202,8 @@ func (req Request) applyRoster(s *config.Settings, prov config.Provenance) error
 	id := loop.Identity{Thinking: s.Thinking}.FromEntry(e)
 	s.Backend, s.Agent, s.Model, s.Thinking = id.Backend, id.Agent, id.Model, id.Thinking
 	entrySettings(e.LaunchKeys, s, prov, given)
+	entrySandbox(e.SandboxKeys, s, &req.Sandbox, given)
+	entryRateLimit(e.RateLimitKeys, s, given)
 	return nil
 }
 

@@ -40,6 +40,12 @@ type Record struct {
 	// Launch is the permission mode and launch context the runtime runs
 	// under, nil when it asked for none (LaunchRecord).
 	Launch *LaunchRecord `json:"launch,omitempty"`
+	// Sandbox is the boundary the runtime runs inside, nil for none: a
+	// recovery launches its follow-ups inside the same, or not at all.
+	Sandbox *sdk.Sandbox `json:"sandbox,omitempty"`
+	// RateLimit is the running turn's rate-limit wait, nil when it waits
+	// for none: a successor resumes the wait (docs/unattended.md#rate-limits).
+	RateLimit *RateLimitRecord `json:"rate_limit,omitempty"`
 }
 
 // A record's runtime states.
@@ -103,7 +109,15 @@ func (rt *Runtime) Record() Record {
 		r.Pending = append(r.Pending, *l.perms[id])
 	}
 	r.AcceptedAt = l.acceptedAt
+	if w := l.rateWait; w != nil && r.State == RecordRunning {
+		cp := *w
+		r.RateLimit = &cp
+	}
 	r.Launch = recordLaunch(o)
+	if o.Sandbox.Active() {
+		sb := o.Sandbox
+		r.Sandbox = &sb
+	}
 	return r
 }
 

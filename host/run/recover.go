@@ -54,6 +54,7 @@ func (rt *Runtime) recover(r Record, lastSeq int64, lastType, dead string) (Reco
 	l := rt.life
 	l.mu.Lock()
 	l.sessionID, l.dead, l.parkedAt = r.SessionID, dead, rt.now().UnixMilli()
+	l.rateWait = r.RateLimit // a run that takes the turn over resumes the wait
 	l.mu.Unlock()
 	rt.markReady()
 	stop := func() {

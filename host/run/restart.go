@@ -340,6 +340,7 @@ func (rt *Runtime) freshRunner(o hostrt.Options, queued []string) *hostrt.Runner
 	o.Observer = observers{rt, o.Observer}
 	o.Launch = rt.tracked(o.Launch)
 	rt.armWatchdog(&o)
+	rt.armRateLimit(&o, nil)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	for _, q := range queued { // accepted before the restart: they still run
 		if err := runner.Prompt(q); err != nil {

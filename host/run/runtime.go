@@ -282,6 +282,11 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	}
 	o.Launch = rt.tracked(o.Launch)
 	rt.armWatchdog(&o)
+	var restored *RateLimitRecord
+	if rt.life != nil && t.Adopt != nil {
+		restored = rt.life.rateWait // life.mu is held (goTurnLocked)
+	}
+	rt.armRateLimit(&o, restored)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	rt.begin(runner)
 	if t.Held != nil {
@@ -441,6 +446,7 @@ func (rt *Runtime) Close() error {
 		rt.debug.End()
 	}
 	err := rt.w.Close()
+	rt.spec.Options.Spend.Close()
 	if rt.evlog != nil {
 		if cerr := rt.evlog.Close(); err == nil {
 			err = cerr

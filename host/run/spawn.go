@@ -37,6 +37,13 @@ type SpawnBackend struct {
 	// Asked is the permission mode and launch context the settings ask
 	// for (spawnlaunch.go); the zero value asks for nothing.
 	Asked Launch
+	// Sandbox is the boundary the runtime is launched inside
+	// (spawnsandbox.go), resolved against the spawn's working directory
+	// by ResolveSpawn and RecordSpec; the zero value is none.
+	Sandbox sdk.Sandbox
+	// home is $HOME of the supervisor's environment, under which the
+	// sandbox's deny list lies.
+	home string
 }
 
 // Resolver resolves a spawn: dir is the spawn's absolute working directory
@@ -65,7 +72,7 @@ func SpawnResolver(env Env) Resolver {
 		if err != nil {
 			return SpawnBackend{}, err
 		}
-		return SpawnBackend{Settings: res.Settings, Backend: b, Asked: asked}, nil
+		return SpawnBackend{Settings: res.Settings, Backend: b, Asked: asked, home: env.Getenv("HOME")}, nil
 	}
 }
 
@@ -79,6 +86,8 @@ type SpawnRequest struct {
 	// Settings are the config settings the spawn gave (host/config keys).
 	Settings                                    map[string]any
 	RosterFile, RosterEntry, LoopFile, TeamFile string
+	// Sandbox holds the spawn's sandbox_allow_write and sandbox_deny_read.
+	Sandbox SandboxFlags
 }
 
 // Spawned is a spawn resolved: its prompt, backend, checked working
@@ -143,11 +152,20 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 		}
 		keys["backend"] = entry.Backend
 		entryLaunch(entry.LaunchKeys, keys)
+		entrySandboxKeys(entry.SandboxKeys, keys, &req)
+		for k, v := range entry.RateLimitKeys.Keys() {
+			if _, given := keys[k]; !given {
+				keys[k] = v
+			}
+		}
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
 	}
 	if _, err := WatchdogSettings(sp.Backend.Settings, req.LoopFile != "" || req.TeamFile != "", spawnParam); err != nil {
+		return sp, control.InvalidParams(err.Error())
+	}
+	if _, _, err := RateLimitSettings(sp.Backend.Settings, spawnParam); err != nil {
 		return sp, control.InvalidParams(err.Error())
 	}
 	set := &sp.Backend.Settings
@@ -162,8 +180,14 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 	if errors.As(err, &derr) {
 		return sp, control.InvalidParams(err.Error())
 	}
-	if err != nil || (req.LoopFile == "" && req.TeamFile == "") {
+	if err != nil {
 		return sp, err
+	}
+	if err := sp.Backend.resolveSandbox(req, sp.Dir); err != nil {
+		return sp, err
+	}
+	if req.LoopFile == "" && req.TeamFile == "" {
+		return sp, nil
 	}
 	id := loop.Identity{Backend: set.Backend, Agent: set.Agent, Model: set.Model, Thinking: set.Thinking}
 	files := PhasedFiles{LoopFile: req.LoopFile, TeamFile: req.TeamFile, Dir: absStart, Roster: roster}
@@ -185,9 +209,12 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.Questions = set.Questions
 	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
 	r.applyLaunch(o)
+	o.Sandbox = r.Sandbox
 	// Checked when the spawn resolved (ResolveSpawn); a record's spawn
 	// resolved again is the same.
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
+	o.RateLimit, o.ReportUsage, _ = RateLimitSettings(set, spawnParam)
+	o.ContextWarnPct, _ = ContextWarnPct(set, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.
@@ -231,6 +258,9 @@ func (sp Spawned) Spec(id, runID string, dirExplicit bool, f SpawnOptions) (Spec
 	}}
 	o := &spec.Options
 	sp.Backend.Apply(o)
+	if sp.Phased == nil {
+		openSpend(o, sp.Backend.Settings)
+	}
 	if spec.EventLog == "" || o.SentinelPath == "" {
 		// The artifacts sit under a predictable name in a shared
 		// directory: each level must be ours and 0700, or another user
@@ -287,7 +317,13 @@ func RecordSpec(r Record, req SpawnRequest, resolve Resolver, f SpawnOptions) (s
 	} else if b, err := resolve(r.Dir, r.launchSettings(req)); err != nil {
 		dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
 	} else if dead = r.restoreLaunch(&b); dead == "" {
-		b.Apply(&spec.Options)
+		if err := r.restoreSandbox(&b, req); err != nil {
+			// Never resumed with less isolation than it was spawned with.
+			dead = fmt.Sprintf("cannot be resumed after the supervisor's restart: %v", err)
+		} else {
+			b.Apply(&spec.Options)
+			openSpend(&spec.Options, b.Settings)
+		}
 	}
 	fileBase, err := permission.FileBase(f.PermissionHandler, r.Sentinel, spec.Options.AutoApprove)
 	if err != nil {

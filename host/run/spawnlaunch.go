@@ -97,6 +97,12 @@ func AllowedToolsParam(raw json.RawMessage) (string, bool, error) {
 // nothing was asked. A refusal is a -32000 whose data names the backend,
 // the refused key and the modes the backend supports.
 func (sp Spawned) CheckLaunch(ctx context.Context) error {
+	if err := sp.checkSandbox(ctx); err != nil {
+		return err
+	}
+	if err := sp.checkSpawnRateLimit(ctx); err != nil {
+		return err
+	}
 	if sp.Phased != nil {
 		return sp.Phased.CheckLaunch(ctx, sp.Backend.Asked, paramKey)
 	}

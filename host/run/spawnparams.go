@@ -63,6 +63,30 @@ type SpawnParams struct {
 	ToolTimeout      json.RawMessage `json:"tool_timeout,omitempty"`
 	Watchdog         string          `json:"watchdog,omitempty"`
 	WatchdogRestarts *int            `json:"watchdog_restarts,omitempty"`
+
+	// The sandbox (docs/sandbox.md), as avenor run's --sandbox,
+	// --sandbox-network, --sandbox-allow-write and --sandbox-deny-read:
+	// sandbox and sandbox_network layer over the config's keys; the path
+	// lists are absolute (spawnsandbox.go).
+	Sandbox           string   `json:"sandbox,omitempty"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
+	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
+	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	// Rate limits and quota windows (docs/unattended.md#rate-limits), as
+	// avenor run's --wait-on-rate-limit, --max-rate-limit-resumes and
+	// --report-usage.
+	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`
+	MaxRateLimitResumes *int  `json:"max_rate_limit_resumes,omitempty"`
+	ReportUsage         *bool `json:"report_usage,omitempty"`
+	// Spend limits (docs/unattended.md#spend-limits), as avenor run's
+	// --spend-*: spend_wall a duration as timeout takes it.
+	SpendTokens *int64          `json:"spend_tokens,omitempty"`
+	SpendUSD    *float64        `json:"spend_usd,omitempty"`
+	SpendWall   json.RawMessage `json:"spend_wall,omitempty"`
+	SpendScope  string          `json:"spend_scope,omitempty"`
+	SpendPolicy string          `json:"spend_policy,omitempty"`
+	// ContextWarnPct asks for context use (docs/unattended.md#context-use).
+	ContextWarnPct *int `json:"context_warn_pct,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's
@@ -89,8 +113,17 @@ func (p *SpawnParams) Validate() error {
 	if err := p.validateWatchdog(); err != nil {
 		return err
 	}
+	if err := p.validateRateLimit(); err != nil {
+		return err
+	}
+	if err := p.validateSpend(); err != nil {
+		return err
+	}
 	if h := p.PermissionHandler; h != "" && !strings.HasPrefix(h, "file:") {
 		return control.InvalidParams("permission_handler supports file:<path> only")
+	}
+	if err := p.validateSandbox(); err != nil {
+		return err
 	}
 	return p.validateLaunch()
 }
@@ -106,7 +139,8 @@ func paramName(param string) string {
 // Request is what the spawn asks to run.
 func (p SpawnParams) Request() SpawnRequest {
 	return SpawnRequest{Prompt: p.Prompt, PromptFile: p.PromptFile, Images: p.Images, Dir: p.Dir, Settings: p.configKeys(),
-		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile}
+		RosterFile: p.RosterFile, RosterEntry: p.RosterEntry, LoopFile: p.LoopFile, TeamFile: p.TeamFile,
+		Sandbox: SandboxFlags{AllowWrite: p.SandboxAllowWrite, DenyRead: p.SandboxDenyRead}}
 }
 
 // configKeys are the params that are config settings, keyed as host/config
@@ -133,6 +167,9 @@ func (p SpawnParams) configKeys() map[string]any {
 	}
 	p.launchKeys(out)
 	p.watchdogKeys(out)
+	p.sandboxKeys(out)
+	p.rateLimitKeys(out)
+	p.spendKeys(out)
 	return out
 }
 

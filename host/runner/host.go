@@ -38,6 +38,9 @@ type sessionHost struct {
 	// questions: the session was opened to hear its runtime's questions
 	// (Options.Questions); without it a question is never announced.
 	questions bool
+	// denied reads the tools' output for what the sandbox refused; nil
+	// without a sandbox (setSandbox).
+	denied *denials
 }
 
 // setQuestions records whether the session hears questions.
@@ -144,6 +147,7 @@ func (h *sessionHost) EmitJSON(typ sdk.EventType, data []byte) {
 	write.writeFields(f)
 	h.final.ObserveFields(f)
 	h.tick()
+	h.emitDenied(h.deniedOf().fromJSON(typ, data))
 }
 
 // Emit implements sdk.Host for plugin events. It takes ev.Fields over and
@@ -163,7 +167,10 @@ func (h *sessionHost) Emit(ev sdk.Event) {
 			say(msg)
 		}
 	}
+	// Read before the event is handed over: the writer stamps it in place.
+	denied := h.deniedOf().fromFields(ev.Type, out)
 	h.emitEvent(out, true)
+	h.emitDenied(denied)
 }
 
 // setOnError routes the plugin's avenor.error messages to say (the run

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -17,7 +19,16 @@ func checkOpen(info sdk.BackendInfo, o Options) error {
 	if err := sdk.CheckLaunch(info, o.PermissionMode, o.LaunchContext); err != nil {
 		return err
 	}
-	return sdk.CheckSandbox(info, o.Sandbox)
+	if err := sdk.CheckSandbox(info, o.Sandbox); err != nil {
+		return err
+	}
+	if o.RateLimit.Wait && info.Capability(sdk.CapRateLimitReset) == sdk.Unsupported {
+		return fmt.Errorf("backend %s cannot wait on a rate limit: it does not report when a rate limit lifts (capability %s); drop --wait-on-rate-limit, or use a backend that declares it", info.Name, sdk.CapRateLimitReset)
+	}
+	if o.Spend != nil {
+		return o.Spend.Check(info, o.Model)
+	}
+	return nil
 }
 
 // addSandboxFields records in session.start the boundary the runtime runs

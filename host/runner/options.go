@@ -58,8 +58,25 @@ type Options struct {
 	// Watchdog is the turn watchdog (docs/unattended.md); the zero value
 	// is off, and ProgressTimeout then ends a quiet turn as it always did.
 	Watchdog Watchdog
+	// Spend is the runtime's spend limits (docs/unattended.md#spend-limits),
+	// shared by its runs; Check refuses what the backend cannot be held to
+	// before a session opens. Default nil: no limit, nothing of it in the
+	// stream.
+	Spend *Spend
+	// ContextWarnPct, 1-100, asks for context use after each turn
+	// (avenor.context, docs/unattended.md#context-use) and a warning at
+	// this share of the window. Default 0: none, nothing of it written.
+	ContextWarnPct int
 	// MaxRetries is how many extra attempts follow an attempt that exits 1.
 	MaxRetries int
+	// RateLimit is what a turn that fails on a rate limit does
+	// (docs/unattended.md#rate-limits); the zero value ends it with the
+	// error, as before.
+	RateLimit RateLimit
+	// ReportUsage lets the runtime's account usage windows
+	// (avenor.usage.account) into the stream (--report-usage); false
+	// drops them, so a run that did not ask sees the stream as before.
+	ReportUsage bool
 
 	// AutoApprove answers ordinary permission requests with their first
 	// allow option.

@@ -78,6 +78,10 @@ type Runner struct {
 
 	dog *turnDog // nil: no --watchdog
 
+	// contextWarned: the context warning was given and the window has not
+	// fallen below the threshold since (context.go).
+	contextWarned bool
+
 	saidMu sync.Mutex
 	said   map[string]bool // backend errors already told on stderr
 }
@@ -269,6 +273,9 @@ func (r *Runner) emit(ev event.Event) { r.write(ev, false) }
 // the stamped event. owned: ev is handed over and may be stamped in place
 // (event.Writer.WriteOwned); else the writer stamps a copy.
 func (r *Runner) write(ev event.Event, owned bool) event.Event {
+	if r.dropped(ev.Type()) {
+		return ev
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for _, st := range r.status.before(ev) {
@@ -321,6 +328,9 @@ func (r *Runner) wantsOnEvent(typ sdk.EventType) bool {
 // scanned (sessionHost.EmitJSON): the same statuses first, the same
 // stamping, the same line — spliced, not decoded and encoded again.
 func (r *Runner) writeFields(f *event.Fields) {
+	if r.dropped(f.Type()) {
+		return
+	}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for _, st := range r.status.beforeFields(f) {
@@ -361,6 +371,8 @@ func (r *Runner) fail(h *sessionHost, source, msg string) {
 	ev := event.Event{"event": string(event.TypeError), "source": source, "message": msg}
 	if h != nil {
 		h.emit(ev)
+		// A sandbox that could not be set up is a denial too.
+		h.emitDenied(h.deniedOf().fromError(msg))
 		return
 	}
 	r.emit(ev)
@@ -447,6 +459,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		h = newSessionHost(r, o.Logger, nil)
 	}
 	h.setOnError(r.sayBackendError)
+	h.setSandbox(o.Sandbox)
 	pluginName, pluginVersion := l.Client.Info().Name, l.Client.Info().Version
 	onProcess := func(p sdk.ProcessInfo) { r.status.update(func(s *Status) { s.PID = p.PID }) }
 	var pgid int
@@ -577,18 +590,34 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		n := r.turns.next()
 		turnID := r.turnPrefix + strconv.Itoa(n)
 		r.status.update(func(s *Status) { s.TurnState = TurnStarting })
-		if adopted != "" {
+		if limit := r.spendReached(adopted); limit != "" {
+			// Already at a limit (a follow-up of a runtime that reached
+			// it): no turn runs until set_budget raises it.
+			out = r.budgetReached(h, limit)
+			break
+		}
+		switch {
+		case adopted != "" && o.RateLimit.Until.IsZero():
 			turnID, adopted = adopted, "" // its avenor.turn.start is in the log
-		} else {
+		case !o.RateLimit.Until.IsZero():
+			adopted = "" // a restored rate-limit wait: the turn began before, and ended in the plugin
+		default:
 			h.emit(event.Event{"event": string(event.TypeTurnStart), "turn": n, "prompt_length": len(text)})
 		}
 		r.status.update(func(s *Status) { s.TurnState = TurnRunning })
-		out = r.turn(ctx, l, sess, h, sdk.Turn{ID: turnID, Text: text, Images: images})
+		send := func(t sdk.Turn) turnOutcome {
+			began := o.Now()
+			out := r.turn(ctx, l, sess, h, t)
+			r.contextUse(h, &out)
+			r.chargeTurn(h, &out, o.Now().Sub(began))
+			return out
+		}
+		out = r.sendTurn(ctx, turnSender{h: h, send: send}, sdk.Turn{ID: turnID, Text: text, Images: images})
 		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
 		}
-		if out.pluginGone || ctx.Err() != nil {
+		if out.pluginGone || ctx.Err() != nil || out.stopReason == sdk.StopBudgetReached {
 			break
 		}
 		var ok bool
@@ -694,6 +723,8 @@ type turnOutcome struct {
 	// restarted: stopped by Restart (ErrRestart), the session goes on in
 	// a fresh process; a turn that ended on its own is not.
 	restarted bool
+	// rateLimit: the turn failed on a rate limit (sendTurn reports it).
+	rateLimit *rateLimited
 }
 
 type promptReturn struct {
@@ -726,8 +757,14 @@ func (r *Runner) turn(ctx context.Context, l *plugins.Launched, sess sdk.Session
 	if dog != nil {
 		restartFailed = make(chan error, 1)
 	}
+	spendWall, stopSpendWall := r.spendWallTimer()
+	defer stopSpendWall()
 	for {
 		select {
+		case <-spendWall:
+			// --spend-policy interrupt: the wall limit passed mid-turn.
+			r.status.update(func(s *Status) { s.TurnState = TurnCancelling })
+			return r.stopTurn(l, sess, h, done, sdk.StopBudgetReached, "")
 		case pr := <-done:
 			return r.outcome(h, pr)
 		case <-h.activity:
@@ -781,7 +818,9 @@ func (r *Runner) outcome(h *sessionHost, pr promptReturn) turnOutcome {
 		// A user's mistake (a bad script, a bad option) fails the same way
 		// again: retrying it only costs the backoff.
 		out.final = sdk.FaultOf(pr.err) == sdk.FaultUser
-		r.fail(h, "backend", pr.err.Error())
+		if out.rateLimit = rateLimitOf(pr.err); out.rateLimit == nil {
+			r.fail(h, "backend", pr.err.Error())
+		}
 	}
 	if pr.err == nil && out.stopReason == sdk.StopError {
 		for _, k := range []string{"error_message", "error"} {

@@ -14,6 +14,7 @@ const (
 	StopMaxTokens         = sdk.StopMaxTokens
 	StopMaxTurnRequests   = sdk.StopMaxTurnRequests
 	StopBlocked           = sdk.StopBlocked
+	StopBudgetReached     = sdk.StopBudgetReached
 	StopTimeout           = sdk.StopTimeout
 	StopProgressTimeout   = sdk.StopProgressTimeout
 	StopCancelled         = sdk.StopCancelled
@@ -51,7 +52,7 @@ func ExitCode(stopReason sdk.StopReason) int {
 		return ExitMaxTokens
 	case StopMaxTurnRequests:
 		return ExitMaxTurnRequests
-	case StopBlocked:
+	case StopBlocked, StopBudgetReached:
 		return ExitBlocked
 	case StopTimeout, StopProgressTimeout:
 		return ExitTimeout

@@ -82,6 +82,10 @@ type Config struct {
 	// TreeBudgetPath is the inherited tree budget file (AVENOR_TREE_BUDGET):
 	// this supervisor is a nested one. "": it is the root of a new tree.
 	TreeBudgetPath string
+	// SpendLedgers are the spend ledgers of the tree-scoped runtimes this
+	// supervisor runs under (AVENOR_SPEND_LEDGER): its runtimes' spending
+	// adds to them. "": none.
+	SpendLedgers string
 
 	// StateDir is the supervisor's durable state directory (one per control
 	// socket, StateDirFor): state.json there lets a supervisor started on

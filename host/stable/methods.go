@@ -23,6 +23,7 @@ func (s *Supervisor) register(srv *control.Server) {
 	srv.Handle("list", control.Method{Handler: s.list})
 	srv.Handle("send_to_parent", control.Method{Handler: s.sendToParent})
 	srv.Handle("tree_budget", control.Method{Handler: s.treeBudget})
+	srv.Handle("set_budget", control.Method{Mutating: true, Concurrent: true, Handler: s.setBudget})
 	// Read-only: it takes no slot. Concurrent: its wait must not hold up
 	// the connection's other calls.
 	srv.Handle("wait_for_capacity", control.Method{Concurrent: true, Handler: s.waitForCapacity})

@@ -250,3 +250,27 @@ func (s *Supervisor) releaseMemoryLocked() {
 		}
 	})
 }
+
+// YieldSlot implements hostrun.SlotYielder (docs/unattended.md#rate-limits):
+// a runtime waiting on a rate limit holds no slot, yet keeps the supervisor from idling.
+func (rt *runtime) YieldSlot() (reacquire func(context.Context) error) {
+	s := rt.s
+	s.mu.Lock()
+	s.active, s.rateWaits = s.active-1, s.rateWaits+1
+	s.slotFreedLocked()
+	s.mu.Unlock()
+	return func(ctx context.Context) error {
+		for s.mu.Lock(); s.active >= s.cfg.MaxRuntimes && ctx.Err() == nil; s.mu.Lock() {
+			freed := s.slotWaitLocked()
+			s.mu.Unlock()
+			select {
+			case <-freed:
+			case <-ctx.Done():
+			case <-time.After(PhaseSlotRetry):
+			}
+		}
+		s.active, s.rateWaits = s.active+1, s.rateWaits-1
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}

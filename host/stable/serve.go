@@ -146,6 +146,9 @@ func (c *ServeConfig) prepare(node bool, listening chan struct{}) {
 	if c.Home == "" {
 		c.Home = c.Env.Getenv("HOME")
 	}
+	if c.SpendLedgers == "" {
+		c.SpendLedgers = c.Env.Getenv(hostrun.EnvSpendLedger)
+	}
 	if c.TreeBudgetPath == "" {
 		c.TreeBudgetPath = c.Env.Getenv(EnvTreeBudget)
 	}

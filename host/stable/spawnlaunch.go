@@ -9,10 +9,10 @@ import (
 )
 
 // asksLaunch reports whether the spawn's runtime runs under a permission
-// mode or launch context (the params' or the config's): a warm runtime,
-// opened without them, cannot serve it.
+// mode, a launch context or a sandbox (the params' or the config's): a
+// warm runtime, opened without them, cannot serve it.
 func asksLaunch(b hostrun.SpawnBackend) bool {
-	return b.Asked.Mode != "" || !b.Asked.Context.IsZero()
+	return b.Asked.Mode != "" || !b.Asked.Context.IsZero() || b.Sandbox.Active()
 }
 
 // checkResumeLaunch refuses a spawn resuming sessionID under a permission
@@ -31,6 +31,9 @@ func (s *Supervisor) checkResumeLaunch(sessionID string, b hostrun.SpawnBackend)
 			continue
 		}
 		o := rt.run.Spec().Options
+		if !hostrun.SameSandbox(o.Sandbox, b.Sandbox) {
+			return fmt.Errorf("session %s is held by parked runtime %s, whose plugin launched its runtime inside another sandbox; a live session cannot change it: spawn with the same sandbox params, or resume the session once runtime %s has ended", sessionID, rt.id, rt.id)
+		}
 		if o.PermissionMode == b.Asked.Mode && sameContext(o.LaunchContext, b.Asked.Context) {
 			return nil
 		}

@@ -53,6 +53,10 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 	if err := spawned.CheckLaunch(ctx); err != nil {
 		return nil, err
 	}
+	if err := spawned.CheckSpend(ctx); err != nil {
+		return nil, err
+	}
+	s.inheritSpend(p.ParentID, &spawned.Backend)
 	if p.SessionID != "" {
 		if err := s.checkResume(p.SessionID, b.Settings.Backend); err != nil {
 			return nil, err

@@ -67,6 +67,7 @@ type Supervisor struct {
 	runtimes  map[string]*runtime
 	nextN     int
 	active    int // executing runtimes (starting or running)
+	rateWaits int // runtimes waiting for a rate limit's reset, holding no slot
 	conns     int
 	kept      []keptRuntime // parked runtimes keeping their plugin, oldest first
 	allSubs   []*allSub
@@ -253,7 +254,7 @@ func (s *Supervisor) idleCheckLocked() {
 	if s.cfg.IdleTimeout <= 0 || s.closing {
 		return
 	}
-	idle := s.active == 0 && s.conns == 0
+	idle := s.active == 0 && s.conns == 0 && s.rateWaits == 0
 	switch {
 	case idle && s.idleTimer == nil:
 		var t *time.Timer

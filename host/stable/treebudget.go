@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/plugins"
+	hostrun "github.com/avenor-go/avenor/host/run"
 	"github.com/avenor-go/avenor/sdk/safefile"
 )
 
@@ -27,6 +28,9 @@ func (s *Supervisor) runtimeEnv(env map[string]string) map[string]string {
 	}
 	if path := s.tree.Path(); path != "" {
 		out[EnvTreeBudget] = path
+	}
+	if l := s.cfg.SpendLedgers; l != "" {
+		out[hostrun.EnvSpendLedger] = l
 	}
 	return out
 }

@@ -41,13 +41,18 @@ const (
 	// member of avenor stable) takes that prompt later as if it had just
 	// opened.
 	CapPrewarm Capability = "prewarm"
+	// CapRateLimitReset: a turn the provider refuses for a rate limit ends
+	// with a rate_limited error (RateLimited) that says when the limit
+	// lifts, so the host can wait and send the turn again on the same
+	// session (--wait-on-rate-limit).
+	CapRateLimitReset Capability = "rate_limit_reset"
 )
 
 // CapabilityNames lists the matrix rows in display order.
 var CapabilityNames = []Capability{
 	CapNewSessions, CapResume, CapPrompt, CapCancel, CapEventStreaming,
 	CapPermissionRelay, CapModelSelection, CapExternalServerURL, CapSubprocessDiscovery, CapPrewarm,
-	CapQuestions, CapImages,
+	CapQuestions, CapImages, CapRateLimitReset,
 }
 
 // CapabilityTable is a backend's row of the capability matrix, built with

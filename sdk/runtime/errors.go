@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Fault says whose fault an error is, so the host can tell the user what to fix.
@@ -26,6 +27,9 @@ const (
 	CodeRuntimeMissing    Code = "runtime_missing"
 	CodeAuthRequired      Code = "auth_required"
 	CodePermissionPending Code = "permission_pending"
+	// CodeRateLimited: the provider refused the turn for a rate limit;
+	// Error.ResetAt says when it lifts, when the runtime said so.
+	CodeRateLimited Code = "rate_limited"
 )
 
 // Error is an error with a fault and, when it is one of the kinds above, a
@@ -36,6 +40,29 @@ type Error struct {
 	Fault   Fault
 	Message string
 	Code    Code // empty: no particular kind
+	// ResetAt is when a rate limit lifts (CodeRateLimited); zero when the
+	// runtime did not say.
+	ResetAt time.Time
+}
+
+// RateLimited is the error of a turn the provider refused for a rate
+// limit that lifts at resetAt (zero: not said): a runtime fault with code
+// rate_limited. A backend that returns it from Prompt, and declares
+// CapRateLimitReset, lets the host wait and send the turn again.
+func RateLimited(resetAt time.Time, format string, args ...any) *Error {
+	e := Errorf(FaultRuntime, format, args...).WithCode(CodeRateLimited)
+	e.ResetAt = resetAt
+	return e
+}
+
+// ResetOf is when the rate limit of err lifts: its *Error's ResetAt;
+// zero when err carries none.
+func ResetOf(err error) time.Time {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.ResetAt
+	}
+	return time.Time{}
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -105,6 +132,8 @@ var (
 	ErrRuntimeMissing = errors.New("runtime CLI not found")
 	// ErrAuthRequired: the runtime needs the user to log in or set a key.
 	ErrAuthRequired = errors.New("authentication required")
+	// ErrRateLimited: the provider refused the turn for a rate limit.
+	ErrRateLimited = errors.New("rate limited")
 )
 
 var sentinels = map[Code]error{
@@ -113,4 +142,5 @@ var sentinels = map[Code]error{
 	CodeRuntimeMissing:    ErrRuntimeMissing,
 	CodeAuthRequired:      ErrAuthRequired,
 	CodePermissionPending: ErrPermissionPending,
+	CodeRateLimited:       ErrRateLimited,
 }

@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // Event is one event of the contract's vocabulary: a type and the flat fields
 // of its JSON object, without the fields the host stamps (seq, ts, run_id,
 // run_label, runtime_id). Fields must marshal to a JSON object.
@@ -43,6 +45,27 @@ const (
 	// EventAgentStatus is the runtime's phase (working, waiting, idle…).
 	EventAgentStatus EventType = "agent.status"
 )
+
+// EventUsageAccount is the account's usage of one rate-limit window, as
+// the runtime reports it (UsageAccount). The host writes it only in runs
+// that asked (--report-usage, --wait-on-rate-limit) and drops it in the
+// others, whose stream stays as it was.
+const EventUsageAccount EventType = "avenor.usage.account"
+
+// UsageAccount is an avenor.usage.account event: window names the
+// rate-limit window as the runtime does ("5h", "7d", "primary"…), usedPct
+// is how much of it is used (0–100; negative: not said), resetsAt when it
+// resets (zero: not said).
+func UsageAccount(sessionID, window string, usedPct float64, resetsAt time.Time) Event {
+	f := map[string]any{"session_id": sessionID, "window": window}
+	if usedPct >= 0 {
+		f["used_pct"] = usedPct
+	}
+	if !resetsAt.IsZero() {
+		f["resets_at"] = resetsAt.UTC().Format(time.RFC3339)
+	}
+	return NewEvent(EventUsageAccount, f)
+}
 
 // EventSupervisorReattached is written by the host, as the first event of
 // a session a supervisor took over from a plugin that outlived the previous

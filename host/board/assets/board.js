@@ -93,6 +93,8 @@ function fmtCost(c) {
 function waitingFor(key, rt) {
   if (rt.pending_permission) return "waiting for you: permission";
   if (rt.status !== "running") return "";
+  // A rate limit's wait (docs/unattended.md#rate-limits): it resumes on its own.
+  if (rt.waiting_reason === "rate_limit") return "rate limited: resumes at " + fmtReset(rt.rate_limited_until);
   // The turn watchdog warned (docs/unattended.md): the turn goes on, hung.
   if (rt.watchdog && rt.watchdog.action === "warn") return "watchdog: " + watchdogWhat(rt.watchdog);
   const s = state.seen.get(key);
@@ -100,6 +102,12 @@ function waitingFor(key, rt) {
     return "no progress for " + fmtAge(s.at);
   }
   return "";
+}
+
+// fmtReset is a rate limit's reset as a local time of day.
+function fmtReset(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? (iso || "unknown") : d.toLocaleTimeString();
 }
 
 // watchdogWhat says what a watchdog firing found hung.
@@ -127,6 +135,7 @@ function oneShotRow(st) {
     phase: st.phase, phase_label: st.phase_label, started_at: st.started_at, updated_at: st.updated_at,
     pending_permission: st.pending_permission, permission: st.permission, latest_seq: st.latest_seq,
     backend: st.backend || "", model: st.model || "", oneShot: true, watchdog: st.watchdog,
+    waiting_reason: st.waiting_reason, rate_limited_until: st.rate_limited_until,
   };
 }
 
@@ -390,11 +399,14 @@ function updateViewFromRow() {
   // Cancel ends a turn in flight: an ended or parked runtime has none.
   const cancellable = state.config.mutations_allowed && rt.status === "running";
   if ($("cancel").hidden === cancellable) { $("cancel").hidden = !cancellable; resetCancel(); }
+  // A runtime a spend limit paused parks idle: the button raises the limit and resumes it.
+  const paused = rt.spend && rt.spend.reached;
+  $("raise-budget").hidden = !(state.config.mutations_allowed && paused && rt.status === "idle");
   const u = state.usage.get(v.key);
   const bits = [rt.runtime_id, rt.status, rt.phase, [rt.backend, rt.model].filter(Boolean).join(" / "),
     fmtAge(rt.started_at) && "age " + fmtAge(rt.started_at),
     fmtTokens((u && u.usage) || rt.usage) && fmtTokens((u && u.usage) || rt.usage) + " tokens",
-    fmtCost(u && u.cost_usd)];
+    fmtCost(u && u.cost_usd), paused && spendMarker(rt.spend)];
   $("view-meta").textContent = bits.filter(Boolean).join(" · ");
   // A request older than the replayed history still gets its card.
   if (rt.pending_permission && rt.permission && !v.perm) showPermission(v, rt.permission);
@@ -507,11 +519,20 @@ function onEvent(v, ev) {
     case "avenor.error":
       note(v, "error (" + ev.source + "): " + ev.message, "error");
       break;
+    case "avenor.rate_limit.wait":
+      note(v, "rate limited: waiting until " + fmtReset(ev.until) + " (resume " + ev.attempt + " of " + ev.max_resumes + ")", "error");
+      break;
     case "avenor.watchdog":
       note(v, "watchdog: " + watchdogWhat(ev) + " \u2192 " + (ev.restarts_exhausted ? "restarts used up, cancel" : ev.action), "error");
       break;
     case "avenor.warning":
       note(v, "warning (" + ev.source + "): " + ev.message);
+      break;
+    case "avenor.budget.reached":
+      note(v, "spend limit reached: " + ev.limit + " (" + ev.spent_tokens + " tokens, $" + Number(ev.spent_usd || 0).toFixed(2) + ", " + Math.round((ev.spent_wall_ms || 0) / 1000) + "s in turns)", "error");
+      break;
+    case "avenor.context":
+      note(v, "context: " + ev.used_tokens + " of " + ev.window_tokens + " tokens (" + ev.used_pct + "%)");
       break;
     case "subscriber.lagged":
       note(v, ev.dropped_count + " events were dropped (the page fell behind); the log file has them all", "error");
@@ -661,6 +682,34 @@ async function cancelRun() {
   }
 }
 
+// spendMarker says which spend limit paused the runtime and what it spent.
+function spendMarker(sp) {
+  const spent = { tokens: sp.spent_tokens, usd: "$" + Number(sp.spent_usd || 0).toFixed(2), wall: Math.round((sp.spent_wall_ms || 0) / 1000) + "s" };
+  const limit = { tokens: sp.spend_tokens, usd: "$" + sp.spend_usd, wall: Math.round((sp.spend_wall_ms || 0) / 1000) + "s" };
+  return "paused at the " + sp.reached + " limit (" + spent[sp.reached] + " of " + limit[sp.reached] + ")";
+}
+
+// raiseBudget doubles the limit that paused the runtime (at least past what
+// it spent) and resumes its session.
+async function raiseBudget() {
+  const v = state.view;
+  const r = v && state.rows.get(v.key);
+  const sp = r && r.rt.spend;
+  if (!sp || !sp.reached) return;
+  const body = { socket: v.socket, runtime_id: v.runtimeID, resume: true };
+  switch (sp.reached) {
+    case "tokens": body.spend_tokens = Math.max(2 * sp.spend_tokens, 2 * sp.spent_tokens); break;
+    case "usd": body.spend_usd = Math.max(2 * sp.spend_usd, 2 * sp.spent_usd); break;
+    case "wall": body.spend_wall = Math.ceil(Math.max(2 * sp.spend_wall_ms, 2 * sp.spent_wall_ms) / 1000); break;
+  }
+  try {
+    await post("/api/set-budget", body);
+    note(v, "spend limit raised, resuming");
+  } catch (e) {
+    note(v, "raising the limit failed: " + e.message, "error");
+  }
+}
+
 async function sendPrompt(ev) {
   if (ev) ev.preventDefault();
   const v = state.view;
@@ -728,6 +777,7 @@ async function start() {
   $("filter").addEventListener("input", () => refresh());
   $("close-view").addEventListener("click", () => closeView());
   $("cancel").addEventListener("click", cancelRun);
+  $("raise-budget").addEventListener("click", raiseBudget);
   $("prompt-form").addEventListener("submit", sendPrompt);
   await refresh();
   await refreshUsage();

@@ -129,6 +129,12 @@ const long = await call("avenor_spawn", { repo_dir: repo, backend: "echo", promp
 const cn = await tracked("avenor_cancel", { run_id: long.run_id });
 expect("avenor_cancel", cn.ok === true, `cancel ${JSON.stringify(cn)}`);
 
+const spent = await call("avenor_spawn", { repo_dir: repo, backend: "scripted", spend_tokens: 50, prompt: "say t\nusage in=60 out=40" });
+const sres = await call("avenor_result", { run_id: spent.run_id, timeout: 60 });
+expect("avenor_set_budget", sres.stop_reason === "budget_reached", `result at the limit ${JSON.stringify(sres)}`);
+const sb = await tracked("avenor_set_budget", { run_id: spent.run_id, spend_tokens: 1000, resume: true });
+expect("avenor_set_budget", sb.ok === true && sb.resumed === true, `set_budget ${JSON.stringify(sb)}`);
+
 const lb = await tracked("avenor_list_backends", {});
 expect("avenor_list_backends", lb.count >= 1 && lb.backends.some((r) => r.backend === "echo"), `list_backends ${JSON.stringify(lb)}`);
 

@@ -2347,9 +2347,12 @@ type Error struct {
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// What kind of failure, so it keeps its identity across the wire:
 	// "session_not_found", "unsupported", "runtime_missing", "auth_required",
-	// "permission_pending"; empty when none applies. Added in 1.x; an older
-	// peer leaves it empty.
-	Code          string `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
+	// "permission_pending", "rate_limited"; empty when none applies. Added in
+	// 1.x; an older peer leaves it empty.
+	Code string `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
+	// When a rate limit lifts (code "rate_limited"), Unix milliseconds; 0
+	// when the runtime did not say. Added in 1.x; an older peer leaves it 0.
+	ResetAtUnixMs int64 `protobuf:"varint,4,opt,name=reset_at_unix_ms,json=resetAtUnixMs,proto3" json:"reset_at_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2403,6 +2406,13 @@ func (x *Error) GetCode() string {
 		return x.Code
 	}
 	return ""
+}
+
+func (x *Error) GetResetAtUnixMs() int64 {
+	if x != nil {
+		return x.ResetAtUnixMs
+	}
+	return 0
 }
 
 type Closed struct {
@@ -2930,11 +2940,12 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"extra_json\x18\x06 \x01(\fR\textraJson\x12.\n" +
 	"\x05error\x18\a \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\b \x01(\tR\tsessionId\"K\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\"t\n" +
 	"\x05Error\x12\x14\n" +
 	"\x05fault\x18\x01 \x01(\tR\x05fault\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04code\x18\x03 \x01(\tR\x04code\"8\n" +
+	"\x04code\x18\x03 \x01(\tR\x04code\x12'\n" +
+	"\x10reset_at_unix_ms\x18\x04 \x01(\x03R\rresetAtUnixMs\"8\n" +
 	"\x06Closed\x12.\n" +
 	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\"\x94\x01\n" +
 	"\aSandbox\x12\x18\n" +

@@ -61,9 +61,23 @@
 //	images                        says "image <media type> <n> bytes" for each
 //	                              image that came with the prompt (read from
 //	                              its file), then "<n> images"
-//	usage in=<n> out=<n>          the usage reported when the turn ends
+//	usage in=<n> out=<n> [cost=<usd>] [window=<n>]
+//	                              the usage reported when the turn ends; with
+//	                              cost, its cost_usd (spend limits); with
+//	                              window, the context use: in of window
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error
+//	ratelimit <reset> [times=<n>] end the turn with a rate_limited error
+//	                              (runtime.RateLimited) whose reset is <reset>
+//	                              (a Go duration from now, or an RFC 3339
+//	                              time), the first n times (default 1) the
+//	                              session reaches a ratelimit step — counted
+//	                              in scripted-ratelimits.json beside the
+//	                              sessions, so across resumes; after that the
+//	                              step does nothing and the script goes on
+//	account <window> <pct> <in>   an avenor.usage.account event: window
+//	                              <window> used <pct> percent, resetting <in>
+//	                              (a Go duration) from now
 //	error <text>                  an avenor.error{source:"backend"} event, as
 //	                              codex reports a failure; the turn goes on
 //	write <relpath> <text>        write a file under the session directory
@@ -75,6 +89,14 @@
 //	                              a line over the bound an avenor.warning;
 //	                              inside the Open's sandbox when it has one
 //	                              (shell then refuses to run)
+//	toolsh <command...>           a tool call (kind execute) whose tool is
+//	                              /bin/sh -c through agentproc, like lines
+//	                              (inside the Open's sandbox when it has
+//	                              one): tool.call in_progress, then
+//	                              tool.call_update completed (failed on a
+//	                              non-zero exit) with rawOutput {output:
+//	                              its stdout and stderr, then the
+//	                              launcher's stderr}
 //	child <seconds>               start `sleep <seconds>` in its own process
 //	                              group as the session's runtime process (see
 //	                              below)

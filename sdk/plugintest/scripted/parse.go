@@ -34,10 +34,18 @@ type Step struct {
 	Tool      string
 	Options   []runtime.PermissionOption
 	UserInput bool
-	// Usage is what usage sets.
-	Usage runtime.Usage
+	// Usage is what usage sets; CostUSD its cost=, -1 when it gave none;
+	// Window its window= (the context window, whose use is in=), 0 none.
+	Usage   runtime.Usage
+	CostUSD float64
+	Window  int64
 	// Prompts are the prompts of question.
 	Prompts []runtime.QuestionPrompt
+	// Pct is account's used share of its window, 0–100.
+	Pct float64
+	// ResetAt is ratelimit's absolute reset; zero when it is relative
+	// (Duration from the moment the step runs).
+	ResetAt time.Time
 }
 
 // Bounds on arguments, so a typo cannot ask for a year of sleep or a
@@ -87,7 +95,7 @@ func parseStep(cmd, rest string) (Step, error) {
 		if err == nil && (cmd == "fail" || cmd == "error") && st.Text == "" {
 			err = fmt.Errorf("%s needs a message", cmd)
 		}
-	case "shell", "lines":
+	case "shell", "lines", "toolsh":
 		st.Text = rest
 		if rest == "" {
 			err = fmt.Errorf("%s needs a command", cmd)
@@ -140,6 +148,10 @@ func parseStep(cmd, rest string) (Step, error) {
 		err = parseQuestion(&st, rest)
 	case "usage":
 		err = parseUsage(&st, rest)
+	case "ratelimit":
+		err = parseRateLimit(&st, rest)
+	case "account":
+		err = parseAccount(&st, rest)
 	case "die", "ignore-cancel", "announce", "images":
 		if rest != "" {
 			err = fmt.Errorf("%s takes no arguments", cmd)
@@ -283,12 +295,27 @@ func parseQuestion(st *Step, rest string) error {
 }
 
 func parseUsage(st *Step, rest string) error {
-	a, err := parseArgs(rest, "in", "out")
+	a, err := parseArgs(rest, "in", "out", "cost", "window")
 	if err != nil {
 		return err
 	}
 	if len(a.pos) > 0 || len(a.opts) == 0 {
-		return errors.New("usage takes in=<n> out=<n>")
+		return errors.New("usage takes in=<n> out=<n> [cost=<usd>] [window=<n>]")
+	}
+	if v, ok := a.opts["window"]; ok {
+		n, err := count(v)
+		if err != nil {
+			return fmt.Errorf("window=: %w", err)
+		}
+		st.Window = int64(n)
+	}
+	st.CostUSD = -1
+	if v, ok := a.opts["cost"]; ok {
+		c, err := strconv.ParseFloat(v, 64)
+		if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+			return fmt.Errorf("cost=: %q is not a non-negative number of US dollars", v)
+		}
+		st.CostUSD = c
 	}
 	for key, dst := range map[string]*int64{"in": &st.Usage.InputTokens, "out": &st.Usage.OutputTokens} {
 		if v, ok := a.opts[key]; ok {
@@ -301,6 +328,51 @@ func parseUsage(st *Step, rest string) error {
 	}
 	st.Usage.TotalTokens = st.Usage.InputTokens + st.Usage.OutputTokens
 	return nil
+}
+
+// parseRateLimit reads `ratelimit <reset> [times=<n>]`: the reset is a Go
+// duration from when the step runs or an RFC 3339 time; times defaults to 1.
+func parseRateLimit(st *Step, rest string) error {
+	a, err := parseArgs(rest, "times")
+	if err != nil {
+		return err
+	}
+	reset, err := a.one("a reset (a Go duration such as 2s, or an RFC 3339 time)")
+	if err != nil {
+		return err
+	}
+	if t, terr := time.Parse(time.RFC3339Nano, reset); terr == nil {
+		st.ResetAt = t
+	} else if st.Duration, err = duration(reset); err != nil {
+		return fmt.Errorf("ratelimit reset %q is neither a Go duration nor an RFC 3339 time", reset)
+	}
+	st.N = 1
+	if v, ok := a.opts["times"]; ok {
+		if st.N, err = count(v); err != nil {
+			return fmt.Errorf("times=: %w", err)
+		}
+	}
+	return nil
+}
+
+// parseAccount reads `account <window> <used_pct> <resets_in>`: the usage
+// of one rate-limit window, resetting a Go duration from when it runs.
+func parseAccount(st *Step, rest string) error {
+	a, err := parseArgs(rest)
+	if err != nil {
+		return err
+	}
+	if len(a.pos) != 3 {
+		return errors.New("account takes <window> <used_pct> <resets_in>")
+	}
+	st.Text = a.pos[0]
+	pct, err := strconv.ParseFloat(a.pos[1], 64)
+	if err != nil || pct < 0 || pct > 100 {
+		return fmt.Errorf("account used_pct %q is not a number from 0 to 100", a.pos[1])
+	}
+	st.Pct = pct
+	st.Duration, err = duration(a.pos[2])
+	return err
 }
 
 // args are a command's arguments: positional ones and key=value options.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,12 +26,27 @@ type run struct {
 	ctx   context.Context // cancelled by Cancel (unless ignored), Close, or the host
 	turn  *turnState
 	usage *runtime.Usage
+	// cost is the usage step's cost=, -1 when it gave none; window its
+	// window=, 0 when it gave none.
+	cost   float64
+	window int64
 	// images came with the prompt (the images command reports them).
 	images []runtime.Image
 }
 
 func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
-	return runtime.TurnResult{StopReason: stop, Usage: r.usage}
+	res := runtime.TurnResult{StopReason: stop, Usage: r.usage}
+	if r.usage != nil && r.cost >= 0 {
+		res.Extra = map[string]any{"cost_usd": r.cost}
+	}
+	if r.usage != nil && r.window > 0 {
+		if res.Extra == nil {
+			res.Extra = map[string]any{}
+		}
+		res.Extra[runtime.ExtraContextUsedTokens] = r.usage.InputTokens
+		res.Extra[runtime.ExtraContextWindowTokens] = r.window
+	}
+	return res
 }
 
 // step runs one step. A result with a stop reason, or an error, ends the
@@ -92,11 +108,15 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		s.say(fmt.Sprintf("%d images", len(r.images)))
 	case "usage":
 		u := st.Usage
-		r.usage = &u
+		r.usage, r.cost, r.window = &u, st.CostUSD, st.Window
 	case "stop":
 		return r.result(runtime.StopReason(st.Text)), nil
 	case "fail":
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "%s", st.Text)
+	case "ratelimit":
+		return r.rateLimit(st)
+	case "account":
+		s.host.Emit(runtime.UsageAccount(s.id, st.Text, st.Pct, time.Now().Add(st.Duration)))
 	case "error":
 		// As codex reports a failure it may retry (its "error"
 		// notification): an event only, the turn goes on.
@@ -107,6 +127,8 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.shell(st)
 	case "lines":
 		return r.lines(st)
+	case "toolsh":
+		return r.toolsh(st)
 	case "child":
 		if err := s.startChild(st.Duration); err != nil {
 			return r.result(runtime.StopError), err
@@ -131,6 +153,33 @@ func (r *run) step(st Step) (runtime.TurnResult, error) {
 		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultPlugin, "line %d: command %q has no implementation", st.Line, st.Cmd)
 	}
 	return runtime.TurnResult{}, nil
+}
+
+// rateLimit fails the turn with a rate_limited error whose reset is the
+// step's, the first st.N times the session reaches a ratelimit step (its
+// count is kept beside the session's turns, so a fresh plugin process
+// resuming the session goes on counting); after that it does nothing.
+func (r *run) rateLimit(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	limited := false
+	err := s.limits.Update(func(hits map[string]int) error {
+		if hits[s.id] < st.N {
+			hits[s.id]++
+			limited = true
+		}
+		return nil
+	})
+	if err != nil {
+		return r.result(runtime.StopError), err
+	}
+	if !limited {
+		return runtime.TurnResult{}, nil
+	}
+	reset := st.ResetAt
+	if reset.IsZero() {
+		reset = time.Now().Add(st.Duration)
+	}
+	return r.result(runtime.StopError), runtime.RateLimited(reset, "scripted: rate limited until %s", reset.UTC().Format(time.RFC3339Nano))
 }
 
 // sleep waits d; false when the turn was cancelled first.
@@ -232,6 +281,45 @@ func (r *run) lines(st Step) (runtime.TurnResult, error) {
 	if r.ctx.Err() != nil {
 		return r.result(runtime.StopCancelled), nil
 	}
+	return runtime.TurnResult{}, nil
+}
+
+// toolsh is a tool call whose tool is /bin/sh -c st.Text, started through
+// agentproc like a runtime (inside the Open's sandbox when it has one): its
+// stdout and stderr, and the launcher's own stderr, become the update's
+// rawOutput, as a real runtime reports a shell tool's output.
+func (r *run) toolsh(st Step) (runtime.TurnResult, error) {
+	s := r.s
+	id := s.nextID("call")
+	s.host.Emit(runtime.NewEvent(runtime.EventToolCall, map[string]any{
+		"session_id": s.id, "session_update": "tool_call",
+		"toolCallId": id, "title": clip(st.Text), "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": st.Text},
+	}))
+	p, err := agentproc.Start(r.ctx, agentproc.Spec{Path: "/bin/sh", Args: []string{"-c", "exec 2>&1; " + st.Text}, Dir: s.dir, Sandbox: s.sandbox})
+	if err != nil {
+		return r.result(runtime.StopError), runtime.Errorf(runtime.FaultRuntime, "line %d: toolsh: %v", st.Line, err)
+	}
+	defer p.Stop(time.Second)
+	var out strings.Builder
+	for line := range p.Lines() {
+		if line.Err == nil && out.Len() < 64<<10 {
+			out.Write(line.Data)
+			out.WriteByte('\n')
+		}
+	}
+	<-p.Done()
+	if r.ctx.Err() != nil {
+		return r.result(runtime.StopCancelled), nil
+	}
+	out.WriteString(p.StderrTail())
+	status := "completed"
+	if p.ExitErr() != nil {
+		status = "failed"
+	}
+	s.host.Emit(runtime.NewEvent(runtime.EventToolCallUpdate, map[string]any{
+		"session_id": s.id, "session_update": "tool_call_update",
+		"toolCallId": id, "kind": "execute", "status": status, "rawOutput": map[string]any{"output": out.String()},
+	}))
 	return runtime.TurnResult{}, nil
 }
 

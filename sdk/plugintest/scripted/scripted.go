@@ -44,6 +44,12 @@ const maxScriptFile = 1 << 20
 // (claude's TUI): it then resumes only sessions this process opened.
 const ResumeScopeEnv = "SCRIPTED_RESUME_SCOPE"
 
+// UsageEnv names the variable that, in the plugin's environment, narrows
+// what the backend claims to report: "none" (no usage, no cost, as a
+// backend that reports neither) or "tokens" (usage without cost). Unset:
+// both, as the usage step reports them.
+const UsageEnv = "SCRIPTED_USAGE"
+
 // New returns the scripted backend; its resume scope is cross_process
 // unless ResumeScopeEnv says in_process.
 func New() runtime.Backend {
@@ -84,21 +90,30 @@ func (b backend) Info() runtime.BackendInfo {
 	if b.live != nil {
 		scope = runtime.ResumeInProcess
 	}
+	caps := runtime.Supports(append([]runtime.Capability{
+		runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
+		runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
+		runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
+		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset,
+	}, runtime.LaunchCapabilityNames...)...)
+	switch os.Getenv(UsageEnv) {
+	case "none":
+		delete(caps, runtime.CapUsageReporting)
+		delete(caps, runtime.CapCostReporting)
+	case "tokens":
+		delete(caps, runtime.CapCostReporting)
+	}
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "runs the script each prompt carries; a test double for hosts and benchmarks",
 		// Every permission mode and launch-context field: the script's
 		// permission steps are what the host's broker decides under a mode.
-		Capabilities: runtime.Supports(append([]runtime.Capability{
-			runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
-			runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
-			runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
-		}, runtime.LaunchCapabilityNames...)...),
+		Capabilities:   caps,
 		ResumeScope:    scope,
 		ThinkingLevels: []string{"low", "medium", "high"},
 		EventTypes: []runtime.EventType{
 			runtime.EventMessageChunk, runtime.EventThoughtChunk,
-			runtime.EventToolCall, runtime.EventToolCallUpdate, EventError,
+			runtime.EventToolCall, runtime.EventToolCallUpdate, EventError, runtime.EventUsageAccount,
 		},
 	}
 }
@@ -147,7 +162,8 @@ func (b backend) Open(_ context.Context, req runtime.OpenRequest, host runtime.H
 	if prose == "" {
 		prose = os.Getenv(ProseEnv)
 	}
-	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host, sandbox: req.Sandbox,
+	return &session{id: id, dir: req.Dir, env: req.Env, pidFile: pidFile, prose: prose, store: st, host: host,
+		limits: sessionstate.Store[int]{Dir: req.StateDir, Name: Name + "-ratelimits"}, sandbox: req.Sandbox,
 		questions: req.Questions,
 		Runner:    turn.New(turn.Config{Backend: Name})}, nil
 }
@@ -166,6 +182,7 @@ type session struct {
 	pidFile      string
 	prose        string // ProseEnv's script, "" for none
 	store        sessionstate.Store[int]
+	limits       sessionstate.Store[int] // ratelimit steps taken, per session
 	host         runtime.Host
 	*turn.Runner // keeps a Cancel that arrives while a turn starts
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,11 +43,11 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 			"--permission-prompt-tool stdio`, one process per session, resumable by session id",
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
-			runtime.CapModelListing,
-		}, launchCapabilities...)...),
+			runtime.CapModelListing, runtime.CapUsageReporting, runtime.CapCostReporting,
+		}, launchCapabilities...)...).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
-		EventTypes:     eventTypes,
+		EventTypes:     slices.Concat(eventTypes, []runtime.EventType{runtime.EventUsageAccount}),
 	}
 }
 

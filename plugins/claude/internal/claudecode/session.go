@@ -76,7 +76,10 @@ type streamSession struct {
 	streamed map[string]bool // message ids whose text came as stream_event deltas
 	curMsg   string          // the message id being streamed
 	tools    map[string]string
-	noise    []string
+	// contextUsed is the tokens the last model call read and wrote: the
+	// context window's use (ExtraContextUsedTokens).
+	contextUsed int64
+	noise       []string
 }
 
 // streamTurn is the turn in flight.
@@ -84,6 +87,7 @@ type streamTurn struct {
 	rt      *turn.Turn       // the runner's: its context ends pending permission requests
 	result  chan resultFrame // buffered 1
 	unknown atomic.Int64
+	limit   atomic.Pointer[rateLimitInfo] // the turn's last rate_limit_event (ratelimit.go)
 }
 
 func (t *streamTurn) isCancelled() bool { return t.rt.IsCancelled() }
@@ -266,6 +270,8 @@ func (s *streamSession) handle(line []byte) {
 		}
 	case "stream_event":
 		s.streamEvent(sid, f.Event)
+	case "rate_limit_event":
+		s.rateLimitEvent(sid, line)
 	case "assistant":
 		s.assistant(sid, f.Message)
 	case "user":
@@ -349,6 +355,9 @@ func (s *streamSession) assistant(sid string, m *apiMessage) {
 	}
 	s.mu.Lock()
 	streamed := m.ID != "" && s.streamed[m.ID]
+	if u := m.Usage; u != nil {
+		s.contextUsed = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens + u.OutputTokens
+	}
 	s.mu.Unlock()
 	for _, b := range m.blocks() {
 		switch b.Type {
@@ -573,6 +582,12 @@ func (s *streamSession) turnResult(t *streamTurn, r resultFrame) (runtime.TurnRe
 	if r.TotalCostUSD != nil {
 		res.Extra["cost_usd"] = *r.TotalCostUSD
 	}
+	s.mu.Lock()
+	used := s.contextUsed
+	s.mu.Unlock()
+	if w := r.contextWindow(); w > 0 && used > 0 {
+		res.Extra[runtime.ExtraContextUsedTokens], res.Extra[runtime.ExtraContextWindowTokens] = used, w
+	}
 	if r.NumTurns > 0 {
 		res.Extra["num_turns"] = r.NumTurns
 	}
@@ -599,6 +614,9 @@ func (s *streamSession) turnResult(t *streamTurn, r resultFrame) (runtime.TurnRe
 			msg = "no detail given"
 		}
 		res.Extra["error"] = msg
+		if err := rateLimitError(s.cfg.Backend, t, msg); err != nil {
+			return res, err
+		}
 		return res, runtime.Errorf(runtime.FaultRuntime, "%s: claude ended the turn with %s: %s%s", s.cfg.Backend, r.Subtype, runtime.Truncate(msg, 500), authFix(s.cfg.Backend, msg))
 	}
 	switch r.StopReason {

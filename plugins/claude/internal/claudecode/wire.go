@@ -58,6 +58,13 @@ type apiMessage struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string or blocks
+	// Usage is the model call's: what it read is what the context held.
+	Usage *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	} `json:"usage"`
 }
 
 type block struct {
@@ -117,6 +124,23 @@ type resultFrame struct {
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
 	PermissionDenials []json.RawMessage `json:"permission_denials"`
+	// ModelUsage is per model; contextWindow is its window's size.
+	ModelUsage map[string]struct {
+		InputTokens   int64 `json:"inputTokens"`
+		ContextWindow int64 `json:"contextWindow"`
+	} `json:"modelUsage"`
+}
+
+// contextWindow is the window of the model that read the most (the main
+// model, not a side one), 0 when the result names none.
+func (r resultFrame) contextWindow() int64 {
+	var most, window int64
+	for _, m := range r.ModelUsage {
+		if m.ContextWindow > 0 && (window == 0 || m.InputTokens > most) {
+			most, window = m.InputTokens, m.ContextWindow
+		}
+	}
+	return window
 }
 
 // knownTypes are the stdout message types this plugin understands; those

@@ -28,6 +28,10 @@ const TestedVersion = "0.171.0"
 // $CODEX_HOME/config.toml) decides.
 const SandboxOption = "sandbox"
 
+// NestedSandbox is thread/start's sandbox when avenor launches Codex inside
+// its own boundary and neither the sandbox option nor a mode set one.
+const NestedSandbox = "danger-full-access"
+
 const installHint = "install it with: npm install -g @openai/codex@" + TestedVersion + " (or set the backend option binary, or " + BinaryEnv + ", to its path)"
 
 // thinkingLevels are the --thinking values codex-app-server accepts
@@ -48,7 +52,7 @@ var EventTypes = []runtime.EventType{
 	runtime.EventMessageChunk, runtime.EventThoughtChunk,
 	runtime.EventToolCall, runtime.EventToolCallUpdate, runtime.EventPlan,
 	runtime.EventNative, runtime.EventWarning, EventError,
-	EventItemStarted, EventItemCompleted,
+	EventItemStarted, EventItemCompleted, runtime.EventUsageAccount,
 }
 
 // Event types of this backend beyond the canonical ones. The avenor.item.*
@@ -72,14 +76,18 @@ func (backend) Info() runtime.BackendInfo {
 	return runtime.BackendInfo{
 		Name:        Name,
 		Description: "Codex CLI over its app-server protocol: `codex app-server`, one process per session",
-		// plan is Codex's read-only sandbox. The other modes are not
-		// declared: whether the approval policy asks before every file
-		// change is not verified against the real CLI, so they are refused
-		// rather than run broader than asked.
+		// plan is Codex's read-only sandbox. accept-edits is the approval
+		// policy "untrusted" as always: Codex asks before each command
+		// (e2e TestSandboxDeniedCodex/accept-edits: every exec_command
+		// asked), and the host's broker allows the file changes by mode.
+		// default and full-access are not declared: whether the approval
+		// policy asks before every file change is not verified against the
+		// real CLI, so they are refused rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
-			runtime.ModeCapability(runtime.ModePlan), runtime.CapSandbox, runtime.CapModelListing,
-		),
+			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeAcceptEdits), runtime.CapSandbox, runtime.CapModelListing,
+			runtime.CapUsageReporting,
+		).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
 		EventTypes:     EventTypes,
@@ -141,12 +149,15 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 	}
 	switch req.PermissionMode {
 	case "":
+	case runtime.ModeAcceptEdits:
+		// Nothing native: Codex relays its approvals and the broker
+		// decides them by the mode (edits allowed, commands asked).
 	case runtime.ModePlan:
 		// Codex's read-only sandbox, whatever the sandbox option says: a
 		// mode only ever narrows.
 		cfg.Sandbox = "read-only"
 	default:
-		return Config{}, runtime.Errorf(runtime.FaultUser, "%s does not support permission mode %q; supported modes: plan", Name, req.PermissionMode).WithCode(runtime.CodeUnsupported)
+		return Config{}, runtime.Errorf(runtime.FaultUser, "%s does not support permission mode %q; supported modes: accept-edits, plan", Name, req.PermissionMode).WithCode(runtime.CodeUnsupported)
 	}
 	if err := runtime.CheckLaunch(backend{}.Info(), req.PermissionMode, req.Launch); err != nil {
 		return Config{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
@@ -155,6 +166,17 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 		return Config{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
 	}
 	cfg.Boundary = req.Sandbox.WithRuntimeDirs(runtimeDirs(cfg.Env)...)
+	if req.Sandbox.Active() && cfg.Sandbox == "" {
+		// Nested sandboxes (docs/sandbox.md#nested-sandboxes): avenor's
+		// boundary is the outer one, and Codex's own Linux sandbox (its
+		// bwrap re-running codex as codex-linux-sandbox) cannot start
+		// inside it — codex 0.171 fails the command with "bwrap: execvp
+		// codex-linux-sandbox: No such file or directory". Codex's is
+		// off; nothing is broader than avenor's boundary. An explicit
+		// sandbox option or --permission-mode plan keeps Codex's own: a
+		// setting only narrows.
+		cfg.Sandbox = NestedSandbox
+	}
 	return cfg, nil
 }
 

@@ -17,7 +17,6 @@ var quiet = map[string]bool{
 	"thread/status/changed":           true,
 	"turn/started":                    true,
 	"serverRequest/resolved":          true,
-	"account/rateLimits/updated":      true,
 	"remoteControl/status/changed":    true,
 	"mcpServer/startupStatus/updated": true,
 	"turn/diff/updated":               true,
@@ -121,6 +120,8 @@ func (s *Session) HandleNotification(method string, params json.RawMessage) {
 	switch {
 	case method == "turn/completed":
 		s.turnCompleted(params)
+	case method == "account/rateLimits/updated":
+		s.rateLimitsUpdated(params)
 	case method == "item/agentMessage/delta":
 		ev := runtime.MessageChunk(s.id, n.Delta)
 		ev.Fields["messageId"] = n.ItemID
@@ -252,6 +253,7 @@ func (s *Session) tokenUsage(turnID string, params json.RawMessage) {
 				CachedInputTokens int64 `json:"cachedInputTokens"`
 				OutputTokens      int64 `json:"outputTokens"`
 			} `json:"last"`
+			ModelContextWindow int64 `json:"modelContextWindow"`
 		} `json:"tokenUsage"`
 	}
 	if json.Unmarshal(params, &p) != nil {
@@ -275,6 +277,10 @@ func (s *Session) tokenUsage(turnID string, params json.RawMessage) {
 		total = l.InputTokens + l.OutputTokens
 	}
 	t.usage.TotalTokens += total
+	if w := p.TokenUsage.ModelContextWindow; w > 0 {
+		// The last call's tokens are what the context holds now.
+		t.ctxUsed, t.ctxWindow = total, w
+	}
 }
 
 // plan maps turn/plan/updated to session.plan with ACP's entry shape.
@@ -331,6 +337,9 @@ func (s *Session) turnCompleted(params json.RawMessage) {
 	}
 	res := runtime.TurnResult{Usage: t.usage, FinalOutput: t.finalOutput, HasFinalOutput: t.hasFinal, Extra: s.extra()}
 	res.Extra["codex_turn_status"] = p.Turn.Status
+	if t.ctxWindow > 0 {
+		res.Extra[runtime.ExtraContextUsedTokens], res.Extra[runtime.ExtraContextWindowTokens] = t.ctxUsed, t.ctxWindow
+	}
 	info := ""
 	if p.Turn.Error != nil {
 		info = errorInfo(p.Turn.Error.CodexErrorInfo)
@@ -340,6 +349,9 @@ func (s *Session) turnCompleted(params json.RawMessage) {
 		}
 	}
 	res.StopReason = stopReason(p.Turn.Status, info, t.rt.IsCancelled())
+	if p.Turn.Error != nil && res.StopReason == runtime.StopError {
+		t.err = s.rateLimitError(info, p.Turn.Error.Message)
+	}
 	t.result = res
 	s.turn = nil // what follows belongs to no turn
 	s.mu.Unlock()

@@ -78,6 +78,9 @@ type Session struct {
 
 	mu   sync.Mutex
 	turn *turnState // what the mapping fills in for the turn in flight
+	// limitReset is the reset of the fullest rate-limit window the account
+	// last reported (ratelimit.go); zero when none.
+	limitReset time.Time
 }
 
 // turnState is what Codex says of the turn in flight. Its fields under
@@ -90,9 +93,13 @@ type turnState struct {
 	wantInterrupt bool
 	interruptSent bool
 	usage         *runtime.Usage
-	finalOutput   string
-	hasFinal      bool
-	result        runtime.TurnResult
+	// ctxUsed and ctxWindow are the context window's use after the last
+	// model call (its total tokens) and its size, 0 until reported.
+	ctxUsed, ctxWindow int64
+	finalOutput        string
+	hasFinal           bool
+	result             runtime.TurnResult
+	err                error // the turn's error: a rate limit's (ratelimit.go); nil for most
 }
 
 var _ runtime.Session = (*Session)(nil)
@@ -366,7 +373,7 @@ func (s *Session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 	for {
 		select {
 		case <-t.done:
-			return t.result, nil
+			return t.result, t.err
 		case <-started:
 			started = nil
 			var res turnStartResult

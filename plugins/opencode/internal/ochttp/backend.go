@@ -94,7 +94,7 @@ func (Backend) Info() runtime.BackendInfo {
 			runtime.CapEventStreaming, runtime.CapModelSelection, runtime.CapExternalServerURL,
 			runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
 			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
-			runtime.CapMCPServers,
+			runtime.CapMCPServers, runtime.CapUsageReporting,
 		).
 			With(runtime.CapPermissionRelay, runtime.Unverified),
 		ResumeScope: runtime.ResumeCrossProcess,

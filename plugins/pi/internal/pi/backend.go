@@ -80,6 +80,7 @@ func (backend) Info() runtime.BackendInfo {
 			runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
 			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
 			runtime.CapAppendSystemPrompt, runtime.CapAllowedTools, runtime.CapModelListing,
+			runtime.CapUsageReporting,
 		),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

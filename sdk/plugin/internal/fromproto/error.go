@@ -1,12 +1,14 @@
 package fromproto
 
 import (
+	"time"
+
 	pb "github.com/avenor-go/avenor/sdk/internal/runtimepb"
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Error reads an error with its fault (the plugin's when none is
-// given) and code; nil is nil.
+// given), code and rate-limit reset; nil is nil.
 func Error(e *pb.Error) error {
 	if e == nil {
 		return nil
@@ -15,5 +17,9 @@ func Error(e *pb.Error) error {
 	if fault == "" {
 		fault = runtime.FaultPlugin
 	}
-	return &runtime.Error{Fault: fault, Message: e.GetMessage(), Code: runtime.Code(e.GetCode())}
+	out := &runtime.Error{Fault: fault, Message: e.GetMessage(), Code: runtime.Code(e.GetCode())}
+	if ms := e.GetResetAtUnixMs(); ms > 0 {
+		out.ResetAt = time.UnixMilli(ms)
+	}
+	return out
 }
