@@ -33,6 +33,10 @@ const LandlockEnv = "AVENOR_AGENTPROC_LANDLOCK"
 // restrict itself or exec the runtime.
 const LandlockLauncherExit = 126
 
+// LandlockLaunchFailed starts the line the launcher writes on stderr when
+// it could not start the runtime inside its boundary; its reason follows.
+const LandlockLaunchFailed = "agentproc: the Landlock launcher did not start the runtime: "
+
 // LandlockInstallHint is how to get a kernel that enforces Landlock.
 const LandlockInstallHint = "run on a Linux kernel with Landlock enabled (5.13 or later, landlock in the lsm= boot list)"
 

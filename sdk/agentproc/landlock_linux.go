@@ -16,7 +16,7 @@ import (
 func init() {
 	if v, ok := os.LookupEnv(LandlockEnv); ok {
 		err := landlockMain(v)
-		fmt.Fprintf(os.Stderr, "agentproc: the Landlock launcher did not start the runtime: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s%v\n", LandlockLaunchFailed, err)
 		os.Exit(LandlockLauncherExit)
 	}
 }
