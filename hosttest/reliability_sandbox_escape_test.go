@@ -63,6 +63,7 @@ var escapeAttempts = []escapeAttempt{
 	{"/dev/shm", `echo x > /dev/shm/ESC-devshm-$$`, nil},
 	{"a character device node in --dir", `mknod ESC-mknod c 1 3`, nil},
 	{"a block device node in --dir", `mknod ESC-mknod-blk b 7 0`, nil},
+	{"open a disk's block device", `for d in /dev/*; do [ -b "$d" ] && { : < "$d"; } 2>/dev/null && echo OPENED-$d; done`, nil},
 	{"remount / writable", `mount -o remount,rw / && echo x > $OUT/ESC-remount`, landed("$OUT/ESC-remount")},
 	{"bind-mount outside into --dir", `mkdir m && mount --bind $OUT m && echo x > m/ESC-mount`, landed("$OUT/ESC-mount")},
 	{"hard link to a file outside, append through it", `ln $VICTIM hl && echo tampered >> hl`, nil},
@@ -91,6 +92,8 @@ func (e *escapeWorld) escaped(a escapeAttempt) bool {
 	switch {
 	case strings.Contains(a.sh, "cat") && strings.Contains(a.sh, "SECRET"):
 		return leaked("PLANTED-SECRET")(e)
+	case strings.Contains(a.sh, "OPENED"):
+		return leaked("OPENED")(e)
 	case strings.HasPrefix(a.sh, "ls"):
 		return leaked("id_test")(e)
 	case strings.Contains(a.sh, "VICTIM"):

@@ -116,14 +116,14 @@ func TestSandboxLaunchDenied(t *testing.T) {
 	}
 	// The trial run succeeds; any real launch fails as bwrap does when a
 	// bind source vanished.
-	fake := "#!/bin/sh\n[ \"$*\" = \"--ro-bind / / true\" ] && exit 0\n" +
+	fake := "#!/bin/sh\ncase \"$*\" in *'--ro-bind / / true') exit 0;; esac\n" +
 		"echo 'bwrap: Can'\"'\"'t find source path /srv/vanished: No such file or directory' >&2\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	evPath := w.path("events.ndjson")
 	ran := w.path("ran")
-	res := w.runEnv([]string{"PATH=" + bin + ":" + os.Getenv("PATH")}, "--backend", "scripted", "--dir", w.work,
+	res := w.runEnv([]string{"PATH=" + bin + ":" + os.Getenv("PATH"), forceBwrap}, "--backend", "scripted", "--dir", w.work,
 		"--prompt", "toolsh touch "+ran+"\n", "--sandbox", "workspace", "--on-event", evPath)
 	if res.code != 0 {
 		t.Fatalf("run: %v", res)

@@ -272,3 +272,24 @@ func TestBackendsSandboxMechanisms(t *testing.T) {
 		t.Errorf("backends with neither: want %q in %v", want, res)
 	}
 }
+
+// TestSandboxLandlockDeniedEvents: under Landlock forced, a tool's write
+// outside --dir and its read of a planted key are each an
+// avenor.sandbox.denied event, as under bubblewrap.
+func TestSandboxLandlockDeniedEvents(t *testing.T) {
+	t.Parallel()
+	requireLandlock(t)
+	w := newWorld(t)
+	home, secret, outside := plantSecret(t)
+	evPath := w.path("events.ndjson")
+	res := w.runEnv([]string{"HOME=" + home, forceLandlock}, "--backend", "scripted", "--dir", w.work,
+		"--prompt", denialScript(outside, secret), "--sandbox", "workspace", "--on-event", evPath)
+	if res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	checkDenials(t, evs, outside+"/out.txt", secret)
+	if start := only(evs, "session.start"); len(start) != 1 || !equalJSON(start[0]["sandbox"], map[string]any{"mechanism": "landlock", "profile": "workspace", "network": "host"}) {
+		t.Errorf("session.start %v; want landlock", start)
+	}
+}

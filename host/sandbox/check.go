@@ -45,9 +45,9 @@ func (e *MissingError) Error() string {
 }
 
 // Check says whether this machine can enforce sb with bubblewrap: bwrap
-// is on PATH (lookPath) and a trial `bwrap --ro-bind / / true` succeeds
-// within CheckTimeout (user namespaces, mount permission). No sandbox
-// needs nothing. The error is a *MissingError.
+// is on PATH (lookPath) and a trial `bwrap --unshare-pid --ro-bind / /
+// true` succeeds within CheckTimeout (user and process namespaces, mount
+// permission). No sandbox needs nothing. The error is a *MissingError.
 func Check(ctx context.Context, sb sdk.Sandbox, lookPath func(string) (string, error)) error {
 	if !sb.Active() {
 		return nil
@@ -64,7 +64,7 @@ func Check(ctx context.Context, sb sdk.Sandbox, lookPath func(string) (string, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--ro-bind", "/", "/", "true")
+	cmd := exec.CommandContext(ctx, path, "--unshare-pid", "--ro-bind", "/", "/", "true")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = time.Second

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -36,7 +37,8 @@ type Denial struct {
 	// Op is OpWrite, OpRead or OpLaunch.
 	Op string
 	// Path is the path refused, absolute and clean; for OpLaunch the path
-	// bwrap named, or "bwrap" when it named none.
+	// bwrap named, or "bwrap" when it named none, or "landlock" when the
+	// Landlock launcher failed.
 	Path string
 	// Message is the launcher's own line (OpLaunch only), bounded by
 	// MaxDenialMessageBytes.
@@ -99,6 +101,12 @@ func Denials(sb sdk.Sandbox, text string) []Denial {
 	for line := range strings.Lines(text) {
 		line = strings.TrimRight(line, "\r\n")
 		if d, ok := launchDenial(line); ok {
+			if !add(d) {
+				return out
+			}
+			continue
+		}
+		if d, ok := landlockLaunchDenial(line); ok {
 			if !add(d) {
 				return out
 			}
@@ -173,10 +181,27 @@ func launchDenial(line string) (Denial, bool) {
 	return d, true
 }
 
+// landlockLaunchDenial reads the line the Landlock launcher wrote when it
+// could not set the boundary up (agentproc.LandlockLaunchFailed): a launch
+// denial of "landlock".
+func landlockLaunchDenial(line string) (Denial, bool) {
+	i := strings.Index(line, agentproc.LandlockLaunchFailed)
+	if i < 0 {
+		return Denial{}, false
+	}
+	msg := strings.TrimSpace(line[i:])
+	if len(msg) > MaxDenialMessageBytes {
+		msg = sdk.Truncate(msg, MaxDenialMessageBytes)
+	}
+	return Denial{Op: OpLaunch, Path: sdk.MechanismLandlock, Message: msg}, true
+}
+
 // classify is the op a refused access of p that failed with kind shows
 // under sb, "" when it is no denial of the boundary.
 func classify(sb sdk.Sandbox, p string, kind errKind) string {
-	if ownPath(p) {
+	if ownPath(p) && !(sb.Mechanism == sdk.MechanismLandlock && under(p, []string{"/tmp"})) {
+		// Under Landlock /tmp is the host's, not writable: a refusal
+		// there is the boundary's.
 		return ""
 	}
 	denied := under(p, sb.DenyRead)

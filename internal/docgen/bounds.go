@@ -112,7 +112,7 @@ var Bounds = []Bound{
 	// The sandbox (docs/sandbox.md).
 	{"host/sandbox", "MaxAllowWrite", "`--sandbox-allow-write`", "paths one run allows written besides `--dir`"},
 	{"host/sandbox", "MaxDenyRead", "`--sandbox-deny-read`", "paths one run hides besides the default deny list"},
-	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --ro-bind / / true` that checks this machine can enforce a sandbox"},
+	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --unshare-pid --ro-bind / / true` that checks bubblewrap can enforce a sandbox here"},
 	{"host/sandbox", "MaxDenialScanBytes", "`avenor.sandbox.denied`", "bytes of one tool's output (or one launch error) read for denials; the rest is not read"},
 	{"host/sandbox", "MaxDenialsPerOutput", "`avenor.sandbox.denied`", "denials one tool output (or one launch error) reports"},
 	{"host/sandbox", "MaxDenialMessageBytes", "`avenor.sandbox.denied`", "a launch denial's `message`"},

@@ -33,6 +33,10 @@ const LandlockEnv = "AVENOR_AGENTPROC_LANDLOCK"
 // restrict itself or exec the runtime.
 const LandlockLauncherExit = 126
 
+// LandlockLaunchFailed starts the line the launcher writes on stderr when
+// it could not start the runtime inside its boundary; its reason follows.
+const LandlockLaunchFailed = "agentproc: the Landlock launcher did not start the runtime: "
+
 // LandlockInstallHint is how to get a kernel that enforces Landlock.
 const LandlockInstallHint = "run on a Linux kernel with Landlock enabled (5.13 or later, landlock in the lsm= boot list)"
 
@@ -53,9 +57,12 @@ type landlockSpec struct {
 type landlockPlan struct {
 	// Writable get every right Landlock handles.
 	Writable []string
-	// ReadDirs and ReadFiles get read and execute: the directories and
-	// files beside the deny paths and their ancestors, or "/" alone.
+	// ReadDirs and ReadFiles get read and execute: the entries of "/"
+	// but /dev, and those beside the deny paths and their ancestors.
 	ReadDirs, ReadFiles []string
+	// ListDirs may be listed, everything beneath them: "/" when nothing
+	// is denied.
+	ListDirs []string
 	// Devices get read, write and ioctl: the character devices every
 	// program expects to write (/dev/null, a terminal).
 	Devices []string
@@ -94,15 +101,17 @@ func within(p, base string) bool {
 	return p == base || base == "/" || strings.HasPrefix(p, base+"/")
 }
 
-// planLandlock is the ruleset for spec: spec's writable paths; with no
-// deny path the whole tree readable from "/"; otherwise, since Landlock
-// cannot subtract, every entry of each deny path's ancestors that is
-// neither a deny path nor such an ancestor, readable one by one. An
-// ancestor is therefore not listable (its entries open, its listing is
-// denied); an entry created there later is unreadable; a symlink entry
-// gets no rule (its target is reached, and judged, by its own path); an
-// ancestor that cannot be listed grants nothing beneath it. readDir lists
-// a directory.
+// planLandlock is the ruleset for spec: spec's writable paths; /dev
+// only as landlockDevices and the random devices (the rest of it — a
+// disk's block device above all — is the host's); and everything else
+// readable. Landlock cannot subtract, so "everything else" is every entry
+// of "/" but /dev, and with deny paths, every entry of each deny path's
+// ancestors that is neither a deny path nor such an ancestor, readable
+// one by one. An ancestor is therefore not listable (its entries open,
+// its listing is denied) — but for "/" when nothing is denied; an entry
+// created there later is unreadable; a symlink entry gets no rule (its
+// target is reached, and judged, by its own path); an ancestor that
+// cannot be listed grants nothing beneath it. readDir lists a directory.
 func planLandlock(spec landlockSpec, readDir func(string) ([]fs.DirEntry, error)) (landlockPlan, error) {
 	plan := landlockPlan{Writable: spec.Writable}
 	for _, p := range append(slices.Clone(spec.Writable), spec.DenyRead...) {
@@ -113,45 +122,62 @@ func planLandlock(spec landlockSpec, readDir func(string) ([]fs.DirEntry, error)
 	if err := LandlockExpressible(runtime.Sandbox{Writable: spec.Writable, DenyRead: spec.DenyRead}); err != nil {
 		return landlockPlan{}, err
 	}
+	denied := func(p string) bool {
+		return slices.ContainsFunc(spec.DenyRead, func(deny string) bool { return within(p, deny) })
+	}
 	for _, d := range landlockDevices {
-		if !slices.ContainsFunc(spec.DenyRead, func(deny string) bool { return within(d, deny) }) {
+		if !denied(d) {
 			plan.Devices = append(plan.Devices, d)
 		}
 	}
-	if len(spec.DenyRead) == 0 {
-		plan.ReadDirs = []string{"/"}
-		return plan, nil
+	for _, d := range []string{"/dev/random", "/dev/urandom"} {
+		if !denied(d) {
+			plan.ReadFiles = append(plan.ReadFiles, d)
+		}
 	}
-	blocked := map[string]bool{}
-	for _, d := range spec.DenyRead {
-		for p := d; !blocked[p]; p = filepath.Dir(p) {
+	if len(spec.DenyRead) == 0 {
+		plan.ListDirs = []string{"/"}
+	}
+	blocked := map[string]bool{"/dev": true}
+	for _, d := range append([]string{"/"}, spec.DenyRead...) {
+		for p := d; !blocked[p] || p == "/"; p = filepath.Dir(p) {
 			blocked[p] = true
+			if p == "/" {
+				break
+			}
 		}
 	}
 	ancestors := make([]string, 0, len(blocked))
 	for p := range blocked {
-		if !slices.Contains(spec.DenyRead, p) {
+		if p != "/dev" && !slices.Contains(spec.DenyRead, p) {
 			ancestors = append(ancestors, p)
 		}
 	}
 	slices.Sort(ancestors)
 	for _, a := range ancestors {
-		entries, err := readDir(a)
-		if err != nil {
-			continue // nothing beneath it is granted: stricter, never weaker
-		}
-		for _, e := range entries {
-			p := filepath.Join(a, e.Name())
-			switch {
-			case blocked[p] || e.Type()&fs.ModeSymlink != 0:
-			case e.IsDir():
-				plan.ReadDirs = append(plan.ReadDirs, p)
-			default:
-				plan.ReadFiles = append(plan.ReadFiles, p)
-			}
-		}
+		plan.addEntries(a, blocked, readDir)
 	}
 	return plan, nil
+}
+
+// addEntries grants read on a's entries that are not blocked, symlinks
+// left out; an a that cannot be listed grants nothing: stricter, never
+// weaker.
+func (plan *landlockPlan) addEntries(a string, blocked map[string]bool, readDir func(string) ([]fs.DirEntry, error)) {
+	entries, err := readDir(a)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(a, e.Name())
+		switch {
+		case blocked[p] || e.Type()&fs.ModeSymlink != 0:
+		case e.IsDir():
+			plan.ReadDirs = append(plan.ReadDirs, p)
+		default:
+			plan.ReadFiles = append(plan.ReadFiles, p)
+		}
+	}
 }
 
 // landlockTempPrefix starts the name of every private temp dir; the

@@ -16,7 +16,7 @@ import (
 func init() {
 	if v, ok := os.LookupEnv(LandlockEnv); ok {
 		err := landlockMain(v)
-		fmt.Fprintf(os.Stderr, "agentproc: the Landlock launcher did not start the runtime: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s%v\n", LandlockLaunchFailed, err)
 		os.Exit(LandlockLauncherExit)
 	}
 }
@@ -159,6 +159,7 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 		{plan.ReadDirs, landlockReadRights, true},
 		{plan.ReadFiles, landlockReadRights, true},
 		{plan.Devices, landlockDevRights, true},
+		{plan.ListDirs, ll.AccessFSReadDir, false},
 	} {
 		if err := add(step.paths, step.rights, step.missingOK); err != nil {
 			_ = unix.Close(fd)

@@ -27,11 +27,13 @@ func requireLandlock(t *testing.T) {
 }
 
 // TestPlanLandlock: the deny list turns into read rules for the siblings
-// of each deny path and of its ancestors, symlinks left out; no deny path
-// reads the whole tree; what Landlock cannot express is refused.
+// of each deny path and of its ancestors, symlinks left out; /dev is only
+// its harmless devices (never a disk); what Landlock cannot express is
+// refused.
 func TestPlanLandlock(t *testing.T) {
 	tree := fstest.MapFS{
 		"bin":                  {Mode: fs.ModeSymlink},
+		"dev/sda":              {},
 		"etc/passwd":           {},
 		"usr/bin/sh":           {},
 		"home/u/.ssh/id":       {},
@@ -42,6 +44,7 @@ func TestPlanLandlock(t *testing.T) {
 		"home/u/link":          {Mode: fs.ModeSymlink},
 		"home/v/z":             {},
 	}
+	random := []string{"/dev/random", "/dev/urandom"}
 	readDir := func(p string) ([]fs.DirEntry, error) {
 		if p == "/" {
 			return tree.ReadDir(".")
@@ -55,13 +58,14 @@ func TestPlanLandlock(t *testing.T) {
 		err  string
 	}{
 		{name: "no deny path: the whole tree", spec: landlockSpec{Writable: []string{"/home/u/proj"}},
-			want: landlockPlan{Writable: []string{"/home/u/proj"}, ReadDirs: []string{"/"}, Devices: landlockDevices}},
+			want: landlockPlan{Writable: []string{"/home/u/proj"}, ListDirs: []string{"/"}, Devices: landlockDevices,
+				ReadDirs: []string{"/etc", "/home", "/usr"}, ReadFiles: random}},
 		{name: "deny paths: their siblings up to /", spec: landlockSpec{Writable: []string{"/home/u/proj"}, DenyRead: []string{"/home/u/.ssh", "/home/u/.config/gh"}},
 			want: landlockPlan{Writable: []string{"/home/u/proj"}, Devices: landlockDevices,
 				ReadDirs:  []string{"/etc", "/home/v", "/usr", "/home/u/proj", "/home/u/.config/app"},
-				ReadFiles: []string{"/home/u/.bashrc"}}},
+				ReadFiles: append([]string{"/home/u/.bashrc"}, random...)}},
 		{name: "a missing deny path still blocks its ancestors", spec: landlockSpec{DenyRead: []string{"/home/v/.aws"}},
-			want: landlockPlan{Devices: landlockDevices, ReadDirs: []string{"/etc", "/usr", "/home/u"}, ReadFiles: []string{"/home/v/z"}}},
+			want: landlockPlan{Devices: landlockDevices, ReadDirs: []string{"/etc", "/usr", "/home/u"}, ReadFiles: append([]string{"/home/v/z"}, random...)}},
 		{name: "a deny path inside a writable one", spec: landlockSpec{Writable: []string{"/home/u"}, DenyRead: []string{"/home/u/.ssh"}},
 			err: "landlock cannot hide /home/u/.ssh inside the writable /home/u"},
 		{name: "a writable path inside a deny path", spec: landlockSpec{Writable: []string{"/home/u/.ssh/x"}, DenyRead: []string{"/home/u/.ssh"}},
