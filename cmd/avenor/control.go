@@ -249,10 +249,7 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.StringVar(&f.ToolTimeout, "tool-timeout", "", "a tool call idle this long is hung (needs --watchdog)")
 	fl.StringVar(&f.P.Watchdog, "watchdog", "", "on a hung turn or tool: warn, cancel or restart")
 	fl.IntVar(&f.WatchdogRestarts, "watchdog-restarts", 0, "with --watchdog restart: the most restarts")
-	fl.StringVar(&f.P.Sandbox, "sandbox", "", "launch the runtime inside a sandbox: off, workspace or read-only")
-	fl.StringVar(&f.P.SandboxNetwork, "sandbox-network", "", "network inside the sandbox: host or none")
-	fl.StringArrayVar(&f.P.SandboxAllowWrite, "sandbox-allow-write", nil, "path also writable under --sandbox workspace (repeatable)")
-	fl.StringArrayVar(&f.P.SandboxDenyRead, "sandbox-deny-read", nil, "path made unreadable in the sandbox (repeatable)")
+	f.RegisterSandbox(fl)
 	f.RateLimit.Register(fl)
 	return cmd
 }

@@ -57,9 +57,7 @@ func newRunCmd(env Env) *cobra.Command {
 	fl.Int("watchdog-restarts", 2, "with --watchdog restart: the most restarts of the run; the next firing cancels the turn")
 	hostrun.SpendFlags(fl) // --spend-*, --context-warn-pct (docs/unattended.md)
 	fl.Int("max-retries", 0, "extra attempts after an attempt that exits 1, resuming its session")
-	fl.Bool("wait-on-rate-limit", false, "a turn that fails on a rate limit waits for the reset and sends its prompt again on the same session instead of ending (backends that declare rate_limit_reset; refused on others)")
-	fl.Int("max-rate-limit-resumes", 5, "with --wait-on-rate-limit: the most resumes of the run (0 to 100); the next rate limit ends the turn with the error")
-	fl.Bool("report-usage", false, "write the runtime's account usage windows as avenor.usage.account events, where the runtime reports them")
+	hostrun.RateLimitFlags(fl) // --wait-on-rate-limit, --max-rate-limit-resumes, --report-usage
 	fl.BoolVar(&f.AutoApprove, "auto-approve", false, "approve ordinary permission requests once: their allow_once option, else their first allow option")
 	fl.Bool("questions", false, "hear the runtime's own questions (question.request; answer with avenor control answer-question, avenor answer --question, the board or avenor mcp) on backends that relay them")
 	fl.StringVar(&f.OnPermission, "on-permission", permission.UnansweredWait, "a permission request nobody is set up to answer: wait (say so on stderr and wait), deny (answer its reject option) or fail (end the run, exit 1)")
@@ -67,11 +65,7 @@ func newRunCmd(env Env) *cobra.Command {
 	fl.String("append-system-prompt", "", "standing instructions appended to the system prompt: TEXT, or @FILE (UTF-8)")
 	fl.String("allowed-tools", "", "exact tool list, comma-separated, in the backend's own tool names; \"\" allows no tool (default: the backend's tools)")
 	fl.String("mcp-config", "", "JSON file of MCP servers ({\"mcpServers\":{...}}: stdio command/args/env or http url/headers; ${NAME} values from the environment)")
-	// The sandbox (docs/sandbox.md).
-	fl.String("sandbox", "", "launch the runtime inside a sandbox: off, workspace (only --dir, the runtime's own dirs and --sandbox-allow-write writable) or read-only; refused where this machine or the backend cannot enforce it (default off)")
-	fl.String("sandbox-network", "", "network inside the sandbox: host or none (default host)")
-	fl.StringArrayVar(&f.Sandbox.AllowWrite, "sandbox-allow-write", nil, "absolute, existing path also writable under --sandbox workspace (repeatable)")
-	fl.StringArrayVar(&f.Sandbox.DenyRead, "sandbox-deny-read", nil, "absolute path made unreadable in the sandbox, besides the secrets under $HOME it always hides (repeatable)")
+	f.SandboxFlags(fl) // --sandbox, --sandbox-network, --sandbox-allow-write, --sandbox-deny-read
 	fl.StringVar(&f.PermissionHandler, "permission-handler", "", "file:<base> permission file protocol (default: derived from --sentinel-file)")
 	fl.Duration("permission-claim-timeout", 0, "how long a control client may hold a permission request (0: no deadline)")
 	fl.String("server-url", "", "external runtime server (opencode-http)")

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
@@ -237,13 +236,6 @@ func ContextWarnPct(s config.Settings, name func(string) string) (int, error) {
 		return 0, fmt.Errorf("%s %d is out of range: 1 to 100 (0: none)", name("context_warn_pct"), n)
 	}
 	return s.ContextWarnPct, nil
-}
-
-// FlagSet is what SpendFlags needs of a flag set (a *pflag.FlagSet).
-type FlagSet interface {
-	Int(name string, value int, usage string) *int
-	String(name, value, usage string) *string
-	Duration(name string, value time.Duration, usage string) *time.Duration
 }
 
 // SpendFlags defines avenor run's spend and context flags, whose values
