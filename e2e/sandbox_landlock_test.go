@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/avenor-go/avenor/e2e/fakellm"
@@ -18,42 +15,6 @@ import (
 func TestSandboxLandlockOpencode(t *testing.T) {
 	w := newWorld(t, opencode, fakellm.Config{})
 	w.env = append(w.env, "AVENOR_SANDBOX_MECHANISM=landlock")
-	beyond, err := os.MkdirTemp("/var/tmp", "avenor-e2e-sandbox-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(beyond) })
-	inside, outside := filepath.Join(w.work, "inside.txt"), filepath.Join(beyond, "outside.txt")
-	w.llm.SetScript(func(r *fakellm.Request) fakellm.Reply {
-		done := 0
-		for _, m := range r.Messages {
-			done += len(m.ToolResults)
-		}
-		write := func(id, path string) fakellm.Reply {
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: id, Name: "write",
-				Args: map[string]any{"filePath": path, "content": "written\n"}}}}
-		}
-		switch done {
-		case 0:
-			return write("call_inside", inside)
-		case 1:
-			return write("call_outside", outside)
-		}
-		return fakellm.Text("DONE")
-	})
-	run := w.startAvenor("run", "--prompt", "Write inside.txt, then outside.txt.", "--auto-approve", "--sandbox", "workspace")
-	res, evs, s := run.finish()
-	if res.code != 0 || s.status != "DONE" {
-		t.Fatalf("run: %v, sentinel %+v", res, s)
-	}
-	if got, err := os.ReadFile(inside); err != nil || string(got) != "written\n" {
-		t.Errorf("inside.txt = %q, %v; the write in --dir should have landed", got, err)
-	}
-	if fileExists(outside) {
-		t.Errorf("%s exists: a write beyond --dir got out of the sandbox", outside)
-	}
-	start := only(evs, "session.start")
-	if len(start) != 1 || !reflect.DeepEqual(start[0]["sandbox"], map[string]any{"mechanism": "landlock", "profile": "workspace", "network": "host"}) {
-		t.Errorf("session.start %v does not record the sandbox", start)
-	}
+	_, evs := writeInsideOutside(t, w)
+	checkSandboxStart(t, evs, "landlock")
 }

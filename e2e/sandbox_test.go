@@ -18,6 +18,24 @@ import (
 // boundary — not the sandbox's private /tmp — stands in its way.
 func TestSandboxWorkspaceOpencode(t *testing.T) {
 	w := newWorld(t, opencode, fakellm.Config{})
+	outside, evs := writeInsideOutside(t, w)
+	// opencode's write tool reports the boundary's refusal in its output:
+	// one denied write of that path, by that tool call.
+	denied := only(evs, "avenor.sandbox.denied")
+	if len(denied) != 1 || denied[0].str("op") != "write" || denied[0].str("path") != outside || denied[0].str("tool") == "" {
+		t.Errorf("denied events %v; want one write of %s", denied, outside)
+	}
+	checkSandboxStart(t, evs, "bubblewrap")
+}
+
+// writeInsideOutside runs opencode under --sandbox workspace with a model
+// that writes inside.txt in --dir, then outside.txt beyond /tmp (so that
+// only the boundary, not the sandbox's private /tmp, stands in its way),
+// and checks what holds under any mechanism: the turn completes, the
+// write in --dir lands and the one beyond it does not. It returns the
+// outside path and the run's events.
+func writeInsideOutside(t *testing.T, w *world) (string, []event) {
+	t.Helper()
 	beyond, err := os.MkdirTemp("/var/tmp", "avenor-e2e-sandbox-")
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +70,15 @@ func TestSandboxWorkspaceOpencode(t *testing.T) {
 	if fileExists(outside) {
 		t.Errorf("%s exists: a write beyond --dir got out of the sandbox", outside)
 	}
-	// opencode's write tool reports the boundary's refusal in its output:
-	// one denied write of that path, by that tool call.
-	denied := only(evs, "avenor.sandbox.denied")
-	if len(denied) != 1 || denied[0].str("op") != "write" || denied[0].str("path") != outside || denied[0].str("tool") == "" {
-		t.Errorf("denied events %v; want one write of %s", denied, outside)
-	}
+	return outside, evs
+}
+
+// checkSandboxStart: session.start records the workspace sandbox under
+// mech, with the host's network.
+func checkSandboxStart(t *testing.T, evs []event, mech string) {
+	t.Helper()
 	start := only(evs, "session.start")
-	if len(start) != 1 || !reflect.DeepEqual(start[0]["sandbox"], map[string]any{"mechanism": "bubblewrap", "profile": "workspace", "network": "host"}) {
+	if len(start) != 1 || !reflect.DeepEqual(start[0]["sandbox"], map[string]any{"mechanism": mech, "profile": "workspace", "network": "host"}) {
 		t.Errorf("session.start %v does not record the sandbox", start)
 	}
 }
