@@ -53,48 +53,9 @@ func TestSandboxLandlockWorkspace(t *testing.T) {
 	t.Parallel()
 	requireLandlock(t)
 	w := newWorld(t)
-	outside := w.path("outside")
-	if err := os.MkdirAll(outside, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	secret := filepath.Join(w.home, ".ssh", "id_test")
-	if err := os.MkdirAll(filepath.Dir(secret), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(secret, []byte("PLANTED-SECRET\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	script := "lines echo in > in.txt && echo in-ok; echo out 2>&1 > " + outside + "/out.txt || echo out-denied; " +
-		"cat " + secret + " 2>/dev/null || echo read-denied; echo t > \"$TMPDIR/t\" && echo tmp-ok\n"
-	evPath := w.path("events.ndjson")
-	res := w.runEnv([]string{forceLandlock}, "--backend", "scripted", "--dir", w.work, "--prompt", script, "--sandbox", "workspace", "--on-event", evPath)
-	if res.code != 0 {
-		t.Fatalf("run: %v", res)
-	}
-	evs := readEvents(t, evPath)
-	said := saidText(evs)
-	for _, want := range []string{"in-ok", "Permission denied", "out-denied", "read-denied", "tmp-ok"} {
-		if !strings.Contains(said, want) {
-			t.Errorf("the turn said %q; want it to contain %q", said, want)
-		}
-	}
-	if strings.Contains(said, "PLANTED-SECRET") {
-		t.Errorf("the planted key was read inside the sandbox: %q", said)
-	}
-	if _, err := os.Stat(filepath.Join(w.work, "in.txt")); err != nil {
-		t.Errorf("the write in --dir did not land: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(outside, "out.txt")); err == nil {
-		t.Error("a write outside --dir landed")
-	}
-	start := only(evs, "session.start")[0]
-	want := map[string]any{"mechanism": "landlock", "profile": "workspace", "network": "host"}
-	if !equalJSON(start["sandbox"], want) {
-		t.Errorf("session.start sandbox %v; want %v", start["sandbox"], want)
-	}
-	if end := only(evs, "session.end"); len(end) != 1 || end[0].str("stop_reason") != "end_turn" {
-		t.Errorf("session.end %v; want the turn completed", end)
-	}
+	home, secret, outside := plantSecret(t)
+	workspaceBoundary(t, w, []string{"HOME=" + home, forceLandlock}, "landlock", secret, outside,
+		`; echo t > "$TMPDIR/t" && echo tmp-ok`, "Permission denied", "tmp-ok")
 	if left, _ := filepath.Glob(filepath.Join(w.tmp, "avenor-sandbox-*")); len(left) > 0 {
 		t.Errorf("private temp dirs left behind: %v", left)
 	}

@@ -60,34 +60,34 @@ func TestSandboxWorkspace(t *testing.T) {
 	// The sandbox's /tmp is private, which would hide the world's root:
 	// $HOME and the place written outside --dir lie beyond /tmp, where
 	// only the boundary stands between them and the runtime.
-	beyond := beyondTmp(t)
-	home, outside := filepath.Join(beyond, "home"), filepath.Join(beyond, "outside")
-	if err := os.MkdirAll(outside, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	secret := filepath.Join(home, ".ssh", "id_test")
-	if err := os.MkdirAll(filepath.Dir(secret), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(secret, []byte("PLANTED-SECRET\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home, secret, outside := plantSecret(t)
+	workspaceBoundary(t, w, []string{"HOME=" + home}, "bubblewrap", secret, outside, "", "Read-only file system")
+}
+
+// workspaceBoundary runs, under --sandbox workspace with env, a command
+// that writes in --dir, writes into outside and reads secret, then runs
+// more; it checks what holds under any mechanism: the turn said in-ok,
+// out-denied, read-denied and each of said, never the key; the write in
+// --dir landed and the one outside did not; session.start names mech; the
+// turn completed.
+func workspaceBoundary(t *testing.T, w *world, env []string, mech, secret, outside, more string, said ...string) {
+	t.Helper()
 	script := "lines echo in > in.txt && echo in-ok; echo out 2>&1 > " + outside + "/out.txt || echo out-denied; " +
-		"cat " + secret + " 2>/dev/null || echo read-denied\n"
+		"cat " + secret + " 2>/dev/null || echo read-denied" + more + "\n"
 	evPath := w.path("events.ndjson")
-	res := w.runEnv([]string{"HOME=" + home}, "--backend", "scripted", "--dir", w.work, "--prompt", script, "--sandbox", "workspace", "--on-event", evPath)
+	res := w.runEnv(env, "--backend", "scripted", "--dir", w.work, "--prompt", script, "--sandbox", "workspace", "--on-event", evPath)
 	if res.code != 0 {
 		t.Fatalf("run: %v", res)
 	}
 	evs := readEvents(t, evPath)
-	said := saidText(evs)
-	for _, want := range []string{"in-ok", "Read-only file system", "out-denied", "read-denied"} {
-		if !strings.Contains(said, want) {
-			t.Errorf("the turn said %q; want it to contain %q", said, want)
+	text := saidText(evs)
+	for _, want := range append([]string{"in-ok", "out-denied", "read-denied"}, said...) {
+		if !strings.Contains(text, want) {
+			t.Errorf("the turn said %q; want it to contain %q", text, want)
 		}
 	}
-	if strings.Contains(said, "PLANTED-SECRET") {
-		t.Errorf("the planted key was read inside the sandbox: %q", said)
+	if strings.Contains(text, "PLANTED-SECRET") {
+		t.Errorf("the planted key was read inside the sandbox: %q", text)
 	}
 	if _, err := os.Stat(filepath.Join(w.work, "in.txt")); err != nil {
 		t.Errorf("the write in --dir did not land: %v", err)
@@ -96,7 +96,7 @@ func TestSandboxWorkspace(t *testing.T) {
 		t.Error("a write outside --dir landed")
 	}
 	start := only(evs, "session.start")[0]
-	want := map[string]any{"mechanism": "bubblewrap", "profile": "workspace", "network": "host"}
+	want := map[string]any{"mechanism": mech, "profile": "workspace", "network": "host"}
 	if !equalJSON(start["sandbox"], want) {
 		t.Errorf("session.start sandbox %v; want %v", start["sandbox"], want)
 	}
