@@ -74,14 +74,8 @@ func TestPlanLandlock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := planLandlock(tc.spec, readDir)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			sortPlan(&got)
 			sortPlan(&tc.want)
@@ -120,18 +114,7 @@ func TestStartLandlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, outside, home := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "home")
-	for _, d := range []string{dir, outside, filepath.Join(home, ".ssh")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_test"), []byte("SECRET"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rtDir := filepath.Join(home, ".local", "share", "rt")
-	sb := runtime.Sandbox{Profile: runtime.SandboxWorkspace, Mechanism: runtime.MechanismLandlock,
-		Writable: []string{dir}, DenyRead: []string{filepath.Join(home, ".ssh")}}.WithRuntimeDirs(rtDir)
+	dir, outside, home, rtDir, sb := workspaceTree(t, root, runtime.MechanismLandlock)
 	p := startSh(t, Spec{Dir: dir, Sandbox: sb}, `
 		echo "$TMPDIR"
 		echo in > in.txt && echo in-ok || echo in-denied
@@ -140,10 +123,7 @@ func TestStartLandlock(t *testing.T) {
 		echo rt > `+rtDir+`/state && echo rt-ok || echo rt-denied
 		echo tmp > "$TMPDIR/x" && echo tmp-ok || echo tmp-denied
 		env | grep -c `+LandlockEnv+` || true`)
-	var got []string
-	for l := range p.Lines() {
-		got = append(got, string(l.Data))
-	}
+	got := lineTexts(t, p)
 	if len(got) == 0 {
 		t.Fatalf("no output (stderr %q)", p.StderrTail())
 	}

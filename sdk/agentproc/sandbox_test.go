@@ -93,14 +93,8 @@ func TestBwrapArgs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := BwrapArgs(tc.sb, "/w", []string{"/bin/rt", "-x"}, stat)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.err)
-				}
+			if wantErr(t, err, tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("args\n got %q\nwant %q", got, tc.want)
@@ -132,28 +126,14 @@ func TestStartSandboxed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	dir, outside, home := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "home")
-	for _, d := range []string{dir, outside, filepath.Join(home, ".ssh")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_test"), []byte("SECRET"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rtDir := filepath.Join(home, ".local", "share", "rt")
-	sb := runtime.Sandbox{Profile: runtime.SandboxWorkspace, Mechanism: runtime.MechanismBubblewrap,
-		Writable: []string{dir}, DenyRead: []string{filepath.Join(home, ".ssh")}}.WithRuntimeDirs(rtDir)
+	dir, outside, home, rtDir, sb := workspaceTree(t, root, runtime.MechanismBubblewrap)
 	p := startSh(t, Spec{Dir: dir, Sandbox: sb}, `
 		echo in > in.txt && echo in-ok || echo in-denied
 		echo out > `+outside+`/out.txt 2>/dev/null && echo out-ok || echo out-denied
 		cat `+home+`/.ssh/id_test 2>/dev/null && echo read-ok || echo read-denied
 		echo rt > `+rtDir+`/state && echo rt-ok || echo rt-denied
 		echo tmp > /tmp/x && echo tmp-ok || echo tmp-denied`)
-	var got []string
-	for l := range p.Lines() {
-		got = append(got, string(l.Data))
-	}
+	got := lineTexts(t, p)
 	want := []string{"in-ok", "out-denied", "read-denied", "rt-ok", "tmp-ok"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("inside the sandbox: got %q, want %q (stderr %q)", got, want, p.StderrTail())
@@ -164,6 +144,55 @@ func TestStartSandboxed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "in.txt")); err != nil {
 		t.Errorf("the write inside the workspace did not reach the disk: %v", err)
 	}
+}
+
+// workspaceTree makes, under root, a workspace, a directory beside it and
+// a home holding .ssh/id_test, and the workspace sandbox under mech that
+// leaves the workspace and a runtime dir under the home writable and hides
+// .ssh. It returns the workspace, the outside directory, the home, the
+// runtime dir and the sandbox.
+func workspaceTree(t *testing.T, root, mech string) (dir, outside, home, rtDir string, sb runtime.Sandbox) {
+	t.Helper()
+	dir, outside, home = filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "home")
+	for _, d := range []string{dir, outside, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_test"), []byte("SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rtDir = filepath.Join(home, ".local", "share", "rt")
+	sb = runtime.Sandbox{Profile: runtime.SandboxWorkspace, Mechanism: mech,
+		Writable: []string{dir}, DenyRead: []string{filepath.Join(home, ".ssh")}}.WithRuntimeDirs(rtDir)
+	return dir, outside, home, rtDir, sb
+}
+
+// lineTexts is the text of every line p writes until its output ends
+// (allLines).
+func lineTexts(t *testing.T, p *Process) []string {
+	t.Helper()
+	var got []string
+	for _, l := range allLines(t, p) {
+		got = append(got, string(l.Data))
+	}
+	return got
+}
+
+// wantErr checks err against want, a substring of the error expected
+// ("" for none); it reports whether a case expecting an error is done.
+func wantErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want one containing %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }
 
 // TestStartSandboxedWithoutBwrap fails, rather than launch unsandboxed,
