@@ -2,8 +2,8 @@ package loop
 
 import (
 	"fmt"
-	"path/filepath"
 
+	"github.com/avenor-go/avenor/host/sandbox"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -39,19 +39,6 @@ func (k SandboxKeys) check() error {
 
 // rel makes k's relative paths dir's.
 func (k SandboxKeys) rel(dir string) SandboxKeys {
-	abs := func(paths []string) []string {
-		if paths == nil {
-			return nil
-		}
-		out := make([]string, len(paths))
-		for i, p := range paths {
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, p)
-			}
-			out[i] = p
-		}
-		return out
-	}
-	k.SandboxAllowWrite, k.SandboxDenyRead = abs(k.SandboxAllowWrite), abs(k.SandboxDenyRead)
+	k.SandboxAllowWrite, k.SandboxDenyRead = sandbox.AbsUnder(dir, k.SandboxAllowWrite), sandbox.AbsUnder(dir, k.SandboxDenyRead)
 	return k
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/avenor-go/avenor/client"
+	"github.com/avenor-go/avenor/host/sandbox"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -49,28 +50,13 @@ var sandboxProfiles = func() []string {
 // sandboxNetworks is avenor_spawn's sandbox_network vocabulary.
 var sandboxNetworks = []string{sdk.SandboxNetworkHost, sdk.SandboxNetworkNone}
 
-// absUnder is each of paths made absolute against dir.
-func absUnder(dir string, paths []string) []string {
-	if len(paths) == 0 {
-		return nil
-	}
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		out[i] = p
-	}
-	return out
-}
-
 // launch records a's launch params in rec; nil when it gave none. A
 // relative @FILE or mcp_config is repo_dir's (rec.Dir), made absolute here
 // so that a follow-up reads the same file.
 func (a spawnArgs) launch(rec *Record) error {
 	l := LaunchParams{PermissionMode: a.PermissionMode, AppendSystemPrompt: a.AppendSystemPrompt, MCPConfig: a.MCPConfig,
 		Sandbox: a.Sandbox, SandboxNetwork: a.SandboxNetwork,
-		SandboxAllowWrite: absUnder(rec.Dir, a.SandboxAllowWrite), SandboxDenyRead: absUnder(rec.Dir, a.SandboxDenyRead)}
+		SandboxAllowWrite: sandbox.AbsUnder(rec.Dir, a.SandboxAllowWrite), SandboxDenyRead: sandbox.AbsUnder(rec.Dir, a.SandboxDenyRead)}
 	if a.AllowedTools != nil {
 		raw, err := json.Marshal(a.AllowedTools)
 		if err != nil {
@@ -84,7 +70,7 @@ func (a spawnArgs) launch(rec *Record) error {
 	if l.MCPConfig != "" && !filepath.IsAbs(l.MCPConfig) {
 		l.MCPConfig = filepath.Join(rec.Dir, l.MCPConfig)
 	}
-	sandboxed := l.Sandbox != "" || l.SandboxNetwork != "" || l.SandboxAllowWrite != nil || l.SandboxDenyRead != nil
+	sandboxed := l.Sandbox != "" || l.SandboxNetwork != "" || len(l.SandboxAllowWrite) > 0 || len(l.SandboxDenyRead) > 0
 	if l.PermissionMode != "" || l.AppendSystemPrompt != "" || l.MCPConfig != "" || l.AllowedTools != nil || sandboxed {
 		rec.Launch = &l
 	}

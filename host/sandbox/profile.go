@@ -129,3 +129,21 @@ func existing(flag, p string) (string, error) {
 	}
 	return real, nil
 }
+
+// AbsUnder is paths with each relative one made dir's, for path lists
+// written relative to a file or a spawn's directory (a roster entry's
+// sandbox_allow_write, avenor_spawn's). A nil list stays nil and an empty
+// one empty: whether the key was given is the caller's to read.
+func AbsUnder(dir string, paths []string) []string {
+	if paths == nil {
+		return nil
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out[i] = p
+	}
+	return out
+}

@@ -123,3 +123,24 @@ func TestCheckThisMachine(t *testing.T) {
 		t.Skip(err)
 	}
 }
+
+// TestAbsUnder: relative paths become dir's, absolute ones stay, and a
+// nil or empty list keeps its kind.
+func TestAbsUnder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		want  []string
+	}{
+		{name: "nil stays nil", paths: nil, want: nil},
+		{name: "empty stays empty", paths: []string{}, want: []string{}},
+		{name: "relative and absolute", paths: []string{"build", "/etc/x", "a/../b"}, want: []string{"/d/build", "/etc/x", "/d/b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := AbsUnder("/d", tc.paths)
+			if !reflect.DeepEqual(got, tc.want) || (got == nil) != (tc.want == nil) {
+				t.Errorf("AbsUnder(/d, %q) = %#v, want %#v", tc.paths, got, tc.want)
+			}
+		})
+	}
+}
