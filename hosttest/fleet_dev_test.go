@@ -54,12 +54,7 @@ func TestFleetDevAuthenticated(t *testing.T) {
 
 	w.startNode(url, "n1", "--fleet-nkey", nodeKey)
 	_, sock := w.startFleetServe(url, "--fleet-nkey", fleetKey)
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1")
+	c := fleetClient(t, sock, "n1")
 	sp, err := c.Spawn(ctxT(t, 30*time.Second), client.SpawnParams{Backend: "scripted", Prompt: "say through the keys"})
 	if err != nil {
 		t.Fatal(err)

@@ -77,6 +77,19 @@ func (w *world) startFleetServe(url string, args ...string) (*proc, string) {
 	return p, sock
 }
 
+// fleetClient dials `avenor fleet serve` at sock, closed when the test
+// ends, once the fleet's status names every node.
+func fleetClient(t *testing.T, sock string, nodes ...string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	waitNodes(t, c, nodes...)
+	return c
+}
+
 // waitNodes waits until the fleet's status names every node.
 func waitNodes(t *testing.T, c *client.Client, want ...string) {
 	t.Helper()
@@ -109,46 +122,54 @@ func waitNodes(t *testing.T, c *client.Client, want ...string) {
 type peakWatcher struct {
 	mu   sync.Mutex
 	peak map[string]int
-	stop chan struct{}
-	done chan struct{}
+	stop func()
 }
 
 func watchPeaks(t *testing.T, nodes ...*fleetNode) *peakWatcher {
-	pw := &peakWatcher{peak: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+	pw := &peakWatcher{peak: map[string]int{}}
 	clients := map[string]*client.Client{}
 	for _, n := range nodes {
 		clients[n.name] = n.client()
 	}
-	go func() {
-		defer close(pw.done)
-		for {
-			for name, c := range clients {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				var st client.CapacityState
-				err := c.Call(ctx, "wait_for_capacity", map[string]any{"timeout": 0}, &st)
-				cancel()
-				if err == nil {
-					pw.mu.Lock()
-					pw.peak[name] = max(pw.peak[name], st.Active)
-					pw.mu.Unlock()
-				}
-			}
-			select {
-			case <-pw.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
+	pw.stop = sampleEvery(20*time.Millisecond, func() {
+		for name, c := range clients {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			var st client.CapacityState
+			err := c.Call(ctx, "wait_for_capacity", map[string]any{"timeout": 0}, &st)
+			cancel()
+			if err == nil {
+				pw.mu.Lock()
+				pw.peak[name] = max(pw.peak[name], st.Active)
+				pw.mu.Unlock()
 			}
 		}
-	}()
+	})
 	return pw
 }
 
 func (pw *peakWatcher) finish() map[string]int {
-	close(pw.stop)
-	<-pw.done
+	pw.stop()
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	return pw.peak
+}
+
+// sampleEvery calls sample now and then every d until the returned stop,
+// which waits for a sample under way to end.
+func sampleEvery(d time.Duration, sample func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			sample()
+			select {
+			case <-quit:
+				return
+			case <-time.After(d):
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // spawnMany spawns n runtimes through c at once and returns their ids.

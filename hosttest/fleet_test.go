@@ -30,12 +30,7 @@ func TestFleetSpawnsAcrossNodes(t *testing.T) {
 	n1 := w.startNode(url, "n1", "--max-runtimes", "2")
 	n2 := w.startNode(url, "n2", "--max-runtimes", "2")
 	_, sock := w.startFleetServe(url)
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1", "n2")
+	c := fleetClient(t, sock, "n1", "n2")
 
 	pw := watchPeaks(t, n1, n2)
 	sps := spawnMany(t, c, 20, client.SpawnParams{Backend: "scripted", Prompt: "chunks 8 every=40ms"})
@@ -153,12 +148,7 @@ func TestFleetControlCLI(t *testing.T) {
 	logs := func() string {
 		return fmt.Sprintf("\nfleet serve: %s\nn1: %s\nn2: %s", tail(fs.stderr.String(), 1500), tail(n1.stderr.String(), 1500), tail(n2.stderr.String(), 1500))
 	}
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1", "n2")
+	c := fleetClient(t, sock, "n1", "n2")
 	ctl := func(args ...string) result {
 		t.Helper()
 		r := w.run(append([]string{"control", "--socket", sock}, args...)...)

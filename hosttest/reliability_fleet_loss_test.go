@@ -53,12 +53,7 @@ func TestReliabilityFleetPermissionRestart(t *testing.T) {
 	url := ns.ClientURL()
 	n2 := w.startNode(url, "n2", "--max-runtimes", "2")
 	_, sock := w.startFleetServe(url)
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n2")
+	c := fleetClient(t, sock, "n2")
 
 	script := "say before\npermission tool=write question=\"May I write?\"\nsay after"
 	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Prompt: script})
@@ -196,12 +191,7 @@ func TestReliabilityFleetLostNotResumable(t *testing.T) {
 	mark := fmt.Sprintf("lost-%d", time.Now().UnixNano())
 	victim := w.startNodeEnv(url, "n1", []string{inProcess, nodeMarkEnv + "=" + mark}, "--max-runtimes", "3")
 	_, sock := w.startFleetServe(url)
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1")
+	c := fleetClient(t, sock, "n1")
 	sps := spawnMany(t, c, 3, client.SpawnParams{Backend: "scripted", Prompt: "child 120\nchunks 100 every=100ms"})
 	for _, sp := range sps {
 		rt := runtimeOf(t, c, sp.RuntimeID)

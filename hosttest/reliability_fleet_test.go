@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,12 +45,7 @@ func TestReliabilityFleetNodeKill(t *testing.T) {
 		nodes[n] = w.startNodeEnv(url, n, []string{nodeMarkEnv + "=" + marks[n]}, "--max-runtimes", "4")
 	}
 	_, sock := w.startFleetServe(url)
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1", "n2", "n3")
+	c := fleetClient(t, sock, "n1", "n2", "n3")
 
 	sps := spawnMany(t, c, 9, client.SpawnParams{Backend: "scripted", Prompt: "chunks 40 every=100ms"})
 	victim := nodesOf(sps[:1])
@@ -178,23 +174,14 @@ func natsCluster(t *testing.T) []*server.Server {
 // spawn-to-completion throughput through the fleet against one stable.
 func TestReliabilityFleetCluster(t *testing.T) {
 	servers := natsCluster(t)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.ClientURL())
-	}
-	natsURL := strings.Join(urls, ",")
+	natsURL := clusterURL(servers)
 	w := newWorld(t)
 	var list []*fleetNode
 	for _, n := range []string{"n1", "n2", "n3"} {
 		list = append(list, w.startNode(natsURL, n, "--max-runtimes", "4", "--fleet-replicas", "3"))
 	}
 	_, sock := w.startFleetServe(natsURL, "--fleet-replicas", "3")
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1", "n2", "n3")
+	c := fleetClient(t, sock, "n1", "n2", "n3")
 
 	const jobs = 90
 	p := client.SpawnParams{Backend: "scripted", Prompt: "chunks 5 every=20ms"}
@@ -234,21 +221,16 @@ func TestReliabilityFleetCluster(t *testing.T) {
 	}
 
 	// The baseline in the same run: one stable with the fleet's 12 slots.
-	single := w.startStable("single", nil, "--max-runtimes", "12")
-	sc := single.client()
-	start = time.Now()
-	base := spawnWhenFree(t, sc, jobs, p)
-	for _, sp := range base {
-		waitEnded(t, sc, sp.RuntimeID, 2*time.Minute)
-	}
-	singleTook := time.Since(start)
+	singleTook := w.singleStableTook(12, jobs, p, 2*time.Minute, 2*time.Minute)
 	t.Logf("%d spawns to completion: fleet (3 nodes x 4, 3 NATS servers, one lost) %v = %.1f/s; one stable (12 slots) %v = %.1f/s; per node %v; peaks %v; events lost %d",
 		jobs, fleetTook.Round(time.Millisecond), float64(jobs)/fleetTook.Seconds(), singleTook.Round(time.Millisecond), float64(jobs)/singleTook.Seconds(), nodesOf(sps), peaks, lost)
 }
 
-// spawnWhenFree is what a harness does with one stable: a spawn refused for
-// capacity waits for a free slot (wait_for_capacity) and tries again.
-func spawnWhenFree(t *testing.T, c *client.Client, n int, p client.SpawnParams) []client.Spawned {
+// spawnWhenFree spawns n runtimes through c at once, labelled
+// label-0000 on, as a harness does with one stable: a spawn refused for
+// capacity waits for a free slot (wait_for_capacity) and tries again,
+// each within wait (through a fleet, the fleet queues it itself).
+func spawnWhenFree(t *testing.T, c *client.Client, n int, p client.SpawnParams, label string, wait time.Duration) []client.Spawned {
 	t.Helper()
 	out := make([]client.Spawned, n)
 	errs := make([]error, n)
@@ -257,10 +239,10 @@ func spawnWhenFree(t *testing.T, c *client.Client, n int, p client.SpawnParams) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			q := p
-			q.Label = fmt.Sprintf("single-%02d", i)
+			q.Label = fmt.Sprintf("%s-%04d", label, i)
 			for {
 				out[i], errs[i] = c.Spawn(ctx, q)
 				if _, full := client.AsCapacity(errs[i]); !full {
@@ -280,4 +262,28 @@ func spawnWhenFree(t *testing.T, c *client.Client, n int, p client.SpawnParams) 
 		}
 	}
 	return out
+}
+
+// singleStableTook is the baseline a fleet is measured against: one
+// stable with slots runs n spawns of p to completion (spawnWhenFree
+// within spawnWait, each ended within endWait); it returns how long that
+// took.
+func (w *world) singleStableTook(slots, n int, p client.SpawnParams, spawnWait, endWait time.Duration) time.Duration {
+	w.t.Helper()
+	sc := w.startStable("single", nil, "--max-runtimes", strconv.Itoa(slots)).client()
+	start := time.Now()
+	for _, sp := range spawnWhenFree(w.t, sc, n, p, "single", spawnWait) {
+		waitEnded(w.t, sc, sp.RuntimeID, endWait)
+	}
+	return time.Since(start)
+}
+
+// clusterURL is the servers' client URLs, comma-separated, as --fleet
+// and --nats take them.
+func clusterURL(servers []*server.Server) string {
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	return strings.Join(urls, ",")
 }

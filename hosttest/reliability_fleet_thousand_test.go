@@ -61,12 +61,7 @@ const (
 // latency from an event's emission to a fleet subscriber.
 func TestReliabilityFleetThousand(t *testing.T) {
 	n, slots := fleetSizes(t)
-	servers := natsCluster(t)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.ClientURL())
-	}
-	natsURL := strings.Join(urls, ",")
+	natsURL := clusterURL(natsCluster(t))
 	w := newWorld(t)
 	var nodes []*fleetNode
 	total := 0
@@ -76,12 +71,7 @@ func TestReliabilityFleetThousand(t *testing.T) {
 		total += s
 	}
 	_, sock := w.startFleetServe(natsURL, "--fleet-replicas", "3")
-	c, err := client.Dial(ctxT(t, 5*time.Second), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	waitNodes(t, c, "n1", "n2", "n3")
+	c := fleetClient(t, sock, "n1", "n2", "n3")
 
 	lat := listenFleet(t, sock)
 	pw := watchPeaks(t, nodes...)
@@ -91,7 +81,7 @@ func TestReliabilityFleetThousand(t *testing.T) {
 		p.Prompt = v
 	}
 	start := time.Now()
-	sps := spawnAll(t, c, n, p, "fleet")
+	sps := spawnWhenFree(t, c, n, p, "fleet", fleetRuntimeSpawnWait)
 	for _, sp := range sps {
 		waitEnded(t, c, sp.RuntimeID, 5*time.Minute)
 	}
@@ -107,14 +97,7 @@ func TestReliabilityFleetThousand(t *testing.T) {
 	checkOwners(t, natsURL, sps)
 	delay, seen, lagged := lat.finish(events)
 
-	single := w.startStable("single", nil, "--max-runtimes", strconv.Itoa(total))
-	sc := single.client()
-	start = time.Now()
-	base := spawnAll(t, sc, n, p, "single")
-	for _, sp := range base {
-		waitEnded(t, sc, sp.RuntimeID, 5*time.Minute)
-	}
-	singleTook := time.Since(start)
+	singleTook := w.singleStableTook(total, n, p, fleetRuntimeSpawnWait, 5*time.Minute)
 
 	fleetRate, singleRate := float64(n)/fleetTook.Seconds(), float64(n)/singleTook.Seconds()
 	ratio := fleetRate / singleRate
@@ -156,43 +139,6 @@ func fleetSizes(t *testing.T) (int, []int) {
 		t.Fatalf("%s=%q: want three --max-runtimes, one per node", fleetSlotsEnv, v)
 	}
 	return n, slots
-}
-
-// spawnAll spawns n runtimes at once through c; a spawn refused for
-// capacity (one stable) waits for a free slot and tries again, while the
-// fleet queues it itself.
-func spawnAll(t *testing.T, c *client.Client, n int, p client.SpawnParams, label string) []client.Spawned {
-	t.Helper()
-	out := make([]client.Spawned, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), fleetRuntimeSpawnWait)
-			defer cancel()
-			q := p
-			q.Label = fmt.Sprintf("%s-%04d", label, i)
-			for {
-				out[i], errs[i] = c.Spawn(ctx, q)
-				if _, full := client.AsCapacity(errs[i]); !full {
-					return
-				}
-				if _, err := c.WaitForCapacity(ctx, "5s"); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("spawn %d: %v", i, err)
-		}
-	}
-	return out
 }
 
 // waitStored waits (bounded) until the events stream holds as many
@@ -434,37 +380,27 @@ type rssWatcher struct {
 	peak map[string]int
 	// own is each supervisor's own high-water mark (VmHWM).
 	own  map[string]int
-	stop chan struct{}
-	done chan struct{}
+	stop func()
 }
 
 func watchRSS(nodes ...*fleetNode) *rssWatcher {
-	rw := &rssWatcher{peak: map[string]int{}, own: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(rw.done)
-		for {
-			for _, nd := range nodes {
-				kb := treeRSSKB(nd.cmd.Process.Pid)
-				hwm := statusKB(nd.cmd.Process.Pid, "VmHWM:")
-				rw.mu.Lock()
-				rw.peak[nd.name] = max(rw.peak[nd.name], kb)
-				rw.own[nd.name] = max(rw.own[nd.name], hwm)
-				rw.mu.Unlock()
-			}
-			select {
-			case <-rw.stop:
-				return
-			case <-time.After(250 * time.Millisecond):
-			}
+	rw := &rssWatcher{peak: map[string]int{}, own: map[string]int{}}
+	rw.stop = sampleEvery(250*time.Millisecond, func() {
+		for _, nd := range nodes {
+			kb := treeRSSKB(nd.cmd.Process.Pid)
+			hwm := statusKB(nd.cmd.Process.Pid, "VmHWM:")
+			rw.mu.Lock()
+			rw.peak[nd.name] = max(rw.peak[nd.name], kb)
+			rw.own[nd.name] = max(rw.own[nd.name], hwm)
+			rw.mu.Unlock()
 		}
-	}()
+	})
 	return rw
 }
 
 // finish stops sampling and names each node's peak.
 func (rw *rssWatcher) finish() string {
-	close(rw.stop)
-	<-rw.done
+	rw.stop()
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	names := make([]string, 0, len(rw.peak))
@@ -479,18 +415,6 @@ func (rw *rssWatcher) finish() string {
 	return strings.Join(parts, ", ")
 }
 
-// statusKB is a field of /proc/<pid>/status in KB, 0 when unread.
-func statusKB(pid int, field string) int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
-			n, _ := strconv.Atoi(f[1])
-			return n
-		}
-	}
-	return 0
-}
-
 // treeRSSKB is the resident memory of pid and every process under it.
 func treeRSSKB(pid int) int {
 	parents := map[int][]int{}
@@ -500,21 +424,9 @@ func treeRSSKB(pid int) int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
+		if pp, ok := ppidOf(p); ok {
+			parents[pp] = append(parents[pp], p)
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		parents[pp] = append(parents[pp], p)
 	}
 	kb := 0
 	queue := []int{pid}

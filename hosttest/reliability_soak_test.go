@@ -137,10 +137,13 @@ func fdTargets(pid int) []string {
 }
 
 // rssKB is VmRSS from /proc/<pid>/status.
-func rssKB(pid int) int {
+func rssKB(pid int) int { return statusKB(pid, "VmRSS:") }
+
+// statusKB is a field of /proc/<pid>/status in KB, 0 when unread.
+func statusKB(pid int, field string) int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			n, _ := strconv.Atoi(f[1])
 			return n
 		}
