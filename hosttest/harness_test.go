@@ -567,6 +567,47 @@ func childrenOf(ppid int, substr string) []int {
 	return out
 }
 
+// badRunCase is avenor run refused for bad input: flags, the user config
+// and the environment that must end it before the prompt runs.
+type badRunCase struct {
+	name   string
+	flags  []string
+	env    []string
+	config string
+	// want is in stderr.
+	want string
+	// code is 1, or 2 for a value the flag parser cannot take (the
+	// contract's decision 10).
+	code int
+}
+
+// checkBadRun runs tc's scripted run (run id runID) and checks the
+// refusal: the exit code, stderr naming tc.want, a FAILED sentinel with
+// that exit code, and the prompt never ran.
+func checkBadRun(t *testing.T, runID string, tc badRunCase) {
+	t.Helper()
+	w := newWorld(t)
+	if tc.config != "" {
+		w.userConfig(tc.config)
+	}
+	sent := w.path("run.done")
+	args := append([]string{"--backend", "scripted", "--prompt", "say hi", "--sentinel-file", sent, "--run-id", runID}, tc.flags...)
+	res := w.runEnv(tc.env, args...)
+	code := max(tc.code, 1)
+	if res.code != code {
+		t.Fatalf("want exit %d; got %v", code, res)
+	}
+	if !strings.Contains(res.stderr, tc.want) {
+		t.Errorf("stderr %q lacks %q", res.stderr, tc.want)
+	}
+	if body := readFile(t, sent); !strings.HasPrefix(body, "FAILED\n") || !strings.Contains(body, fmt.Sprintf("EXIT_CODE=%d\n", code)) {
+		t.Errorf("sentinel %q, want FAILED with exit %d", body, code)
+	}
+	if strings.Contains(res.stdout+res.stderr, "say hi") || strings.Contains(res.stdout, "hi") {
+		t.Errorf("the prompt ran: %v", res)
+	}
+}
+
 // ppidOf is pid's parent, from /proc/<pid>/stat; false when unread.
 func ppidOf(pid int) (int, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

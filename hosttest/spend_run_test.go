@@ -83,14 +83,7 @@ func TestRunSpendWall(t *testing.T) {
 // held to are refused with a clear error, FAILED, and nothing runs.
 func TestRunSpendBadInput(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name   string
-		flags  []string
-		env    []string
-		config string
-		want   string
-		code   int
-	}{
+	cases := []badRunCase{
 		{name: "unparsable tokens", flags: []string{"--spend-tokens", "lots"}, want: `invalid argument "lots" for "--spend-tokens"`, code: 2},
 		{name: "negative tokens", flags: []string{"--spend-tokens", "-5"}, want: "negative"},
 		{name: "unparsable usd", flags: []string{"--spend-usd", "cheap"}, want: `invalid number "cheap"`},
@@ -109,25 +102,7 @@ func TestRunSpendBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t)
-			if tc.config != "" {
-				w.userConfig(tc.config)
-			}
-			sent := w.path("run.done")
-			args := append([]string{"--backend", "scripted", "--prompt", "say hi", "--sentinel-file", sent, "--run-id", "feedfacecafe0051"}, tc.flags...)
-			res := w.runEnv(tc.env, args...)
-			if want := max(tc.code, 1); res.code != want {
-				t.Fatalf("want exit %d; got %v", want, res)
-			}
-			if !strings.Contains(res.stderr, tc.want) {
-				t.Errorf("stderr %q lacks %q", res.stderr, tc.want)
-			}
-			if body := readFile(t, sent); !strings.HasPrefix(body, "FAILED\n") {
-				t.Errorf("sentinel %q, want FAILED", body)
-			}
-			if strings.Contains(res.stdout+res.stderr, "say hi") || strings.Contains(res.stdout, "hi") {
-				t.Errorf("the prompt ran: %v", res)
-			}
+			checkBadRun(t, "feedfacecafe0051", tc)
 		})
 	}
 }

@@ -340,16 +340,7 @@ func TestWatchdogNeverFiresOnBusyTools(t *testing.T) {
 // fix.
 func TestWatchdogBadInput(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name   string
-		flags  []string
-		env    []string
-		config string
-		want   string
-		// code is 1, or 2 for a value the flag parser cannot take
-		// (the contract's decision 10).
-		code int
-	}{
+	cases := []badRunCase{
 		{name: "unparsable tool timeout", flags: []string{"--tool-timeout", "soon", "--watchdog", "cancel"}, want: `invalid argument "soon" for "--tool-timeout"`, code: 2},
 		{name: "unparsable tool timeout in the config", config: "watchdog = \"cancel\"\ntool_timeout = \"soon\"\n", want: "tool_timeout: invalid duration"},
 		{name: "unparsable restarts", flags: []string{"--tool-timeout", "5s", "--watchdog", "restart", "--watchdog-restarts", "two"}, want: `invalid argument "two"`, code: 2},
@@ -367,25 +358,7 @@ func TestWatchdogBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t)
-			if tc.config != "" {
-				w.userConfig(tc.config)
-			}
-			sent := w.path("run.done")
-			args := append([]string{"--backend", "scripted", "--prompt", "say hi", "--sentinel-file", sent, "--run-id", "feedfacecafe0041"}, tc.flags...)
-			res := w.runEnv(tc.env, args...)
-			if want := max(tc.code, 1); res.code != want {
-				t.Fatalf("want exit %d; got %v", want, res)
-			}
-			if !strings.Contains(res.stderr, tc.want) {
-				t.Errorf("stderr %q lacks %q", res.stderr, tc.want)
-			}
-			if body := readFile(t, sent); !strings.HasPrefix(body, "FAILED\n") || !strings.Contains(body, fmt.Sprintf("EXIT_CODE=%d\n", max(tc.code, 1))) {
-				t.Errorf("sentinel %q, want FAILED with exit %d", body, max(tc.code, 1))
-			}
-			if strings.Contains(res.stdout+res.stderr, "say hi") {
-				t.Errorf("the prompt ran: %v", res)
-			}
+			checkBadRun(t, "feedfacecafe0041", tc)
 		})
 	}
 }
