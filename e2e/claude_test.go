@@ -322,32 +322,11 @@ func testPTYStableFollowUp(t *testing.T, rt *runtimeSpec) {
 	sup := w.start("stable", "--control-socket", sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var c *client.Client
-	for c == nil {
-		var err error
-		if c, err = client.Dial(ctx, sock); err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("avenor stable did not listen: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	c := dialStable(t, ctx, sock)
 	defer c.Close()
 	ended := func(id, what string, cond func(client.Runtime) bool) client.Runtime {
 		t.Helper()
-		for {
-			r, err := c.Runtime(ctx, id)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if (r.Parked || r.Status == "ended") && cond(r) {
-				return r
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: not reached: %s", what, r.Raw)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return waitRuntime(t, ctx, c, id, what, func(r client.Runtime) bool { return (r.Parked || r.Status == "ended") && cond(r) })
 	}
 	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: rt.backend, Dir: w.work, Prompt: "Say the first word.", AutoApprove: client.Bool(true)})
 	if err != nil {

@@ -80,32 +80,11 @@ func testSpendStableClaude(t *testing.T, rt *runtimeSpec, cfg fakellm.Config) {
 	sup := w.start("stable", "--control-socket", sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var c *client.Client
-	for c == nil {
-		var err error
-		if c, err = client.Dial(ctx, sock); err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("avenor stable did not listen: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	c := dialStable(t, ctx, sock)
 	defer c.Close()
 	parked := func(id, what string, cond func(client.Runtime) bool) client.Runtime {
 		t.Helper()
-		for {
-			r, err := c.Runtime(ctx, id)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if r.Parked && r.ExitCode != nil && cond(r) {
-				return r
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: not reached: %s", what, r.Raw)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return waitRuntime(t, ctx, c, id, what, func(r client.Runtime) bool { return r.Parked && r.ExitCode != nil && cond(r) })
 	}
 	sp, err := c.Spawn(ctx, client.SpawnParams{Backend: rt.backend, Dir: w.work, Prompt: "Say OK.", SpendTokens: client.Int64(1)})
 	if err != nil {

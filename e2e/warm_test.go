@@ -137,6 +137,25 @@ func dialStable(t *testing.T, ctx context.Context, sock string) *client.Client {
 	}
 }
 
+// waitRuntime polls runtime id's status until done(r), failing with what
+// when ctx ends first or a status call fails.
+func waitRuntime(t *testing.T, ctx context.Context, c *client.Client, id, what string, done func(client.Runtime) bool) client.Runtime {
+	t.Helper()
+	for {
+		r, err := c.Runtime(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if done(r) {
+			return r
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: not reached: %s", what, r.Raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitWarmMember waits for a ready member of the supervisor's one pool
 // and returns its session id.
 func waitWarmMember(t *testing.T, ctx context.Context, c *client.Client) string {

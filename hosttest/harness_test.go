@@ -525,16 +525,26 @@ func processGone(pid int) bool {
 
 // procState is the state letter of /proc/<pid>/stat, "" when unreadable.
 func procState(pid int) string {
+	if f := statFields(pid); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name
+// (which is in parentheses and may hold spaces): the state first, then
+// the parent; nil when unread.
+func statFields(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return ""
+		return nil
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+3 > len(s) {
-		return ""
+	if i < 0 {
+		return nil
 	}
-	return s[i+2 : i+3]
+	return strings.Fields(s[i+1:])
 }
 
 // requireGone fails unless pid exits within d.
@@ -610,16 +620,7 @@ func checkBadRun(t *testing.T, runID string, tc badRunCase) {
 
 // ppidOf is pid's parent, from /proc/<pid>/stat; false when unread.
 func ppidOf(pid int) (int, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
+	f := statFields(pid)
 	if len(f) < 2 {
 		return 0, false
 	}
