@@ -41,21 +41,30 @@ func TestSandboxDeniedEvents(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
 	w := newWorld(t)
-	home, secret, outside := plantSecret(t)
-	evPath := w.path("events.ndjson")
-	res := w.runEnv([]string{"HOME=" + home}, "--backend", "scripted", "--dir", w.work, "--prompt", denialScript(outside, secret),
-		"--sandbox", "workspace", "--on-event", evPath)
-	if res.code != 0 {
-		t.Fatalf("run: %v", res)
-	}
-	evs := readEvents(t, evPath)
-	checkDenials(t, evs, outside+"/out.txt", secret)
+	evs := deniedRun(t, w)
 	if _, err := os.Stat(filepath.Join(w.work, "in.txt")); err != nil {
 		t.Errorf("the write in --dir did not land: %v", err)
 	}
 	if end := only(evs, "session.end"); len(end) != 1 || end[0].str("stop_reason") != "end_turn" {
 		t.Errorf("session.end %v; want the turn completed", end)
 	}
+}
+
+// deniedRun runs denialScript under --sandbox workspace with a planted
+// key as $HOME's (and env), checks its denials (checkDenials) and returns
+// its events.
+func deniedRun(t *testing.T, w *world, env ...string) []event {
+	t.Helper()
+	home, secret, outside := plantSecret(t)
+	evPath := w.path("events.ndjson")
+	res := w.runEnv(append([]string{"HOME=" + home}, env...), "--backend", "scripted", "--dir", w.work, "--prompt", denialScript(outside, secret),
+		"--sandbox", "workspace", "--on-event", evPath)
+	if res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	checkDenials(t, evs, outside+"/out.txt", secret)
+	return evs
 }
 
 // checkDenials: exactly a write of wrote and a read of read were denied,

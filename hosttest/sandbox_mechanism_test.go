@@ -240,16 +240,7 @@ func TestBackendsSandboxMechanisms(t *testing.T) {
 func TestSandboxLandlockDeniedEvents(t *testing.T) {
 	t.Parallel()
 	requireLandlock(t)
-	w := newWorld(t)
-	home, secret, outside := plantSecret(t)
-	evPath := w.path("events.ndjson")
-	res := w.runEnv([]string{"HOME=" + home, forceLandlock}, "--backend", "scripted", "--dir", w.work,
-		"--prompt", denialScript(outside, secret), "--sandbox", "workspace", "--on-event", evPath)
-	if res.code != 0 {
-		t.Fatalf("run: %v", res)
-	}
-	evs := readEvents(t, evPath)
-	checkDenials(t, evs, outside+"/out.txt", secret)
+	evs := deniedRun(t, newWorld(t), forceLandlock)
 	if start := only(evs, "session.start"); len(start) != 1 || !equalJSON(start[0]["sandbox"], map[string]any{"mechanism": "landlock", "profile": "workspace", "network": "host"}) {
 		t.Errorf("session.start %v; want landlock", start)
 	}

@@ -19,12 +19,7 @@ func TestStableSpawnSandbox(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
 	w := newWorld(t)
-	home, secret, outside := plantSecret(t)
-	c := w.startStable("sandbox", []string{"HOME=" + home}).client()
-	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: denialScript(outside, secret), Sandbox: "workspace"})
-	rt := waitEnded(t, c, sp.RuntimeID, 60*time.Second)
-	evs := readEvents(t, rt.EventPath)
-	checkDenials(t, evs, outside+"/out.txt", secret)
+	c, evs, outside := deniedSpawn(t, w, "sandbox")
 	start := only(evs, "session.start")[0]
 	if !equalJSON(start["sandbox"], map[string]any{"mechanism": "bubblewrap", "profile": "workspace", "network": "host"}) {
 		t.Errorf("session.start sandbox %v", start["sandbox"])
@@ -36,15 +31,30 @@ func TestStableSpawnSandbox(t *testing.T) {
 		t.Errorf("the write in the spawn's dir did not land: %v", err)
 	}
 
-	sp = spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: "toolsh touch " + outside + "/allowed.txt\n",
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: "toolsh touch " + outside + "/allowed.txt\n",
 		Sandbox: "workspace", SandboxAllowWrite: []string{outside}})
-	rt = waitEnded(t, c, sp.RuntimeID, 60*time.Second)
+	rt := waitEnded(t, c, sp.RuntimeID, 60*time.Second)
 	if d := only(readEvents(t, rt.EventPath), "avenor.sandbox.denied"); len(d) != 0 {
 		t.Errorf("a write sandbox_allow_write allows was denied: %v", d)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "allowed.txt")); err != nil {
 		t.Errorf("the write sandbox_allow_write allows did not land: %v", err)
 	}
+}
+
+// deniedSpawn starts a supervisor (name) with a planted key as $HOME's
+// (and env), spawns denialScript under sandbox workspace, checks its
+// denials (checkDenials) and returns the supervisor's client, the
+// runtime's events and the directory it could not write into.
+func deniedSpawn(t *testing.T, w *world, name string, env ...string) (*client.Client, []event, string) {
+	t.Helper()
+	home, secret, outside := plantSecret(t)
+	c := w.startStable(name, append([]string{"HOME=" + home}, env...)).client()
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: denialScript(outside, secret), Sandbox: "workspace"})
+	rt := waitEnded(t, c, sp.RuntimeID, 60*time.Second)
+	evs := readEvents(t, rt.EventPath)
+	checkDenials(t, evs, outside+"/out.txt", secret)
+	return c, evs, outside
 }
 
 // TestStableSpawnSandboxRefused: sandbox params that do not read, and a
@@ -107,13 +117,7 @@ func TestStableSpawnSandboxRefused(t *testing.T) {
 func TestStableSpawnSandboxLandlock(t *testing.T) {
 	t.Parallel()
 	requireLandlock(t)
-	w := newWorld(t)
-	home, secret, outside := plantSecret(t)
-	c := w.startStable("sandbox-landlock", []string{"HOME=" + home, forceLandlock}).client()
-	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Prompt: denialScript(outside, secret), Sandbox: "workspace"})
-	rt := waitEnded(t, c, sp.RuntimeID, 60*time.Second)
-	evs := readEvents(t, rt.EventPath)
-	checkDenials(t, evs, outside+"/out.txt", secret)
+	_, evs, _ := deniedSpawn(t, newWorld(t), "sandbox-landlock", forceLandlock)
 	start := only(evs, "session.start")[0]
 	if sb, _ := start["sandbox"].(map[string]any); sb["mechanism"] != "landlock" {
 		t.Errorf("session.start sandbox %v; want mechanism landlock", start["sandbox"])
