@@ -145,14 +145,7 @@ func TestStartLandlock(t *testing.T) {
 // with the network, when Landlock is asked to take it away.
 func TestStartLandlockRefusesNetworkNone(t *testing.T) {
 	sb := runtime.Sandbox{Profile: runtime.SandboxReadOnly, Mechanism: runtime.MechanismLandlock, Network: runtime.SandboxNetworkNone}
-	p, err := Start(t.Context(), Spec{Path: "/bin/true", Sandbox: sb})
-	if err == nil {
-		p.Stop(0)
-		t.Fatal("Start launched the runtime with the network it was to lose")
-	}
-	if !strings.Contains(err.Error(), "landlock cannot take the network away") {
-		t.Errorf("err = %v", err)
-	}
+	startRefused(t, sb, "with the network it was to lose", "landlock cannot take the network away")
 }
 
 // TestSweepTempDirs removes the private temp dirs of plugins that are

@@ -200,13 +200,20 @@ func wantErr(t *testing.T, err error, want string) bool {
 func TestStartSandboxedWithoutBwrap(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	sb := runtime.Sandbox{Profile: runtime.SandboxReadOnly, Mechanism: runtime.MechanismBubblewrap}
+	startRefused(t, sb, "without the sandbox it asked for", "apt-get install bubblewrap")
+}
+
+// startRefused: Start of /bin/true inside sb fails, rather than launch it
+// what (the way it would run unguarded), with an error containing want.
+func startRefused(t *testing.T, sb runtime.Sandbox, what, want string) {
+	t.Helper()
 	p, err := Start(t.Context(), Spec{Path: "/bin/true", Sandbox: sb})
 	if err == nil {
 		p.Stop(0)
-		t.Fatal("Start launched the runtime without the sandbox it asked for")
+		t.Fatal("Start launched the runtime " + what)
 	}
-	if !strings.Contains(err.Error(), "apt-get install bubblewrap") {
-		t.Errorf("err = %v, want the install hint", err)
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want one containing %q", err, want)
 	}
 }
 
