@@ -189,3 +189,30 @@ func TestCheckAllowedHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeoutArgInto: a given timeout becomes seconds in its destination,
+// an absent one leaves it alone, a bad one is an error naming the argument.
+func TestTimeoutArgInto(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   timeoutArg
+		want any
+		err  string
+	}{
+		{name: "absent", in: "", want: "unchanged"},
+		{name: "seconds", in: "90s", want: 90},
+		{name: "minutes", in: "2m", want: 120},
+		{name: "bad", in: "soon", want: "unchanged", err: `invalid spend_wall "soon"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dst any = "unchanged"
+			err := tc.in.into("spend_wall", &dst)
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+			if dst != tc.want {
+				t.Errorf("dst = %v, want %v", dst, tc.want)
+			}
+		})
+	}
+}

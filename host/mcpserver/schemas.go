@@ -261,3 +261,17 @@ func (t *timeoutArg) UnmarshalJSON(b []byte) error {
 	*t = timeoutArg(s)
 	return nil
 }
+
+// into sets *dst to t's seconds (parseTimeout, reporting name) when t is
+// given, and leaves it alone when not.
+func (t timeoutArg) into(name string, dst *any) error {
+	if t == "" {
+		return nil
+	}
+	secs, err := parseTimeout(name, string(t))
+	if err != nil {
+		return err
+	}
+	*dst = secs
+	return nil
+}

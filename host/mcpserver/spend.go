@@ -12,12 +12,8 @@ import (
 // spendParams carries avenor_spawn's spend arguments to the spawn
 // (docs/unattended.md#spend-limits); the supervisor checks them.
 func (a spawnArgs) spendParams(p *client.SpawnParams) error {
-	if a.SpendWall != "" {
-		secs, err := parseTimeout("spend_wall", string(a.SpendWall))
-		if err != nil {
-			return err
-		}
-		p.SpendWall = secs
+	if err := a.SpendWall.into("spend_wall", &p.SpendWall); err != nil {
+		return err
 	}
 	p.SpendTokens, p.SpendUSD, p.SpendScope, p.SpendPolicy = a.SpendTokens, a.SpendUSD, a.SpendScope, a.SpendPolicy
 	return nil
@@ -46,12 +42,8 @@ func (s *Server) setBudget(ctx context.Context, _ *mcp.CallToolRequest, a setBud
 		return nil, none, err
 	}
 	p := client.SetBudgetParams{RuntimeID: r.rec.RuntimeID, SpendTokens: a.SpendTokens, SpendUSD: a.SpendUSD, Resume: a.Resume}
-	if a.SpendWall != "" {
-		secs, err := parseTimeout("spend_wall", string(a.SpendWall))
-		if err != nil {
-			return nil, none, err
-		}
-		p.SpendWall = secs
+	if err := a.SpendWall.into("spend_wall", &p.SpendWall); err != nil {
+		return nil, none, err
 	}
 	if !r.live() {
 		return nil, none, fmt.Errorf("run %s is gone with its supervisor: its limits cannot be set", r.rec.RunID)

@@ -17,14 +17,9 @@ func (a spawnArgs) watchdogParams(p *client.SpawnParams) error {
 		v    timeoutArg
 		dst  *any
 	}{{"progress_timeout", a.ProgressTimeout, &p.ProgressTimeout}, {"tool_timeout", a.ToolTimeout, &p.ToolTimeout}} {
-		if d.v == "" {
-			continue
-		}
-		secs, err := parseTimeout(d.name, string(d.v))
-		if err != nil {
+		if err := d.v.into(d.name, d.dst); err != nil {
 			return err
 		}
-		*d.dst = secs
 	}
 	if a.Watchdog != "" && !contains(watchdogActions, a.Watchdog) {
 		return fmt.Errorf("invalid watchdog %q: one of warn, cancel, restart", a.Watchdog)
