@@ -63,4 +63,3 @@ func TestTreeBudget(t *testing.T) {
 		t.Fatalf("bad inherited file: %+v", d)
 	}
 }
-

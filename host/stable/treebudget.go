@@ -17,4 +17,3 @@ func (s *Supervisor) runtimeEnv(env map[string]string) map[string]string {
 	}
 	return out
 }
-
