@@ -167,16 +167,16 @@ func launchDenial(line string) (Denial, bool) {
 		msg = sdk.Truncate(msg, MaxDenialMessageBytes)
 	}
 	d := Denial{Op: OpLaunch, Path: "bwrap", Message: msg}
-	for _, p := range absPaths(line[i:]) {
+	if paths := absPaths(line[i:]); len(paths) > 0 {
 		// bwrap names the paths as it sees them while it builds the new
-		// root; the user's path is the one under it.
+		// root; the user's path is the one under it (the first it names).
+		p := paths[0]
 		for _, root := range []string{"/oldroot", "/newroot"} {
 			if rest, ok := strings.CutPrefix(p, root); ok && strings.HasPrefix(rest, "/") {
 				p = rest
 			}
 		}
 		d.Path = p
-		break
 	}
 	return d, true
 }
