@@ -46,6 +46,11 @@
 //     handed to Prepare and Start; the command line only registers flags.
 //   - [NewProbe], [ProbeCommand]: `avenor probe`, one run of opencode-acp
 //     whose permission requests are all rejected.
+//   - The tree's shared ledgers: [TreeBudget], the count of executing
+//     runtimes every supervisor of a tree reserves in one flocked file
+//     (AVENOR_TREE_BUDGET; the supervisor turns a full tree into its typed
+//     capacity error), and the spend ledgers a tree-scoped spend limit
+//     counts into (AVENOR_SPEND_LEDGER).
 //   - [ReadPromptFile], [WorkDir], [ListBackends], [ResolveWorkingDir]: the
 //     checks, listings and resolution run, spawn, `avenor backends`, the
 //     completion and `avenor mcp` share.

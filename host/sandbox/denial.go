@@ -56,15 +56,20 @@ const (
 )
 
 // kindOf is the errno a lower-cased line of output reports, the strongest
-// first: "Read-only file system" names the boundary outright.
+// first: "Read-only file system" names the boundary outright. Besides the
+// C library's and node's wording, a runtime's file tools may word it as
+// Effect's system errors do ("PermissionDenied: FileSystem.open (/p)",
+// "NotFound: …": opencode 1.18's read and write tools) or as their own
+// ("File not found: /p": opencode's read tool).
 func kindOf(lower string) errKind {
 	switch {
 	case strings.Contains(lower, "read-only file system"), strings.Contains(lower, "erofs"):
 		return errReadOnly
 	case strings.Contains(lower, "permission denied"), strings.Contains(lower, "operation not permitted"),
-		strings.Contains(lower, "eacces"), strings.Contains(lower, "eperm"):
+		strings.Contains(lower, "eacces"), strings.Contains(lower, "eperm"), strings.Contains(lower, "permissiondenied"):
 		return errDenied
-	case strings.Contains(lower, "no such file or directory"), strings.Contains(lower, "enoent"):
+	case strings.Contains(lower, "no such file or directory"), strings.Contains(lower, "enoent"),
+		strings.Contains(lower, "notfound"), strings.Contains(lower, "file not found"):
 		return errMissing
 	}
 	return errNone
@@ -167,16 +172,16 @@ func launchDenial(line string) (Denial, bool) {
 		msg = sdk.Truncate(msg, MaxDenialMessageBytes)
 	}
 	d := Denial{Op: OpLaunch, Path: "bwrap", Message: msg}
-	for _, p := range absPaths(line[i:]) {
+	if paths := absPaths(line[i:]); len(paths) > 0 {
 		// bwrap names the paths as it sees them while it builds the new
-		// root; the user's path is the one under it.
+		// root; the user's path is the one under it (the first it names).
+		p := paths[0]
 		for _, root := range []string{"/oldroot", "/newroot"} {
 			if rest, ok := strings.CutPrefix(p, root); ok && strings.HasPrefix(rest, "/") {
 				p = rest
 			}
 		}
 		d.Path = p
-		break
 	}
 	return d, true
 }

@@ -36,6 +36,10 @@ func TestDenials(t *testing.T) {
 		{name: "deny list read looks missing", text: "cat: /home/u/.ssh/id_test: No such file or directory", want: []Denial{r("/home/u/.ssh/id_test")}},
 		{name: "deny list file read denied", text: "open /home/u/.netrc: permission denied", want: []Denial{r("/home/u/.netrc")}},
 		{name: "write into the deny list is a write", text: "touch: cannot touch '/home/u/.ssh/k': Read-only file system", want: []Denial{w("/home/u/.ssh/k")}},
+		{name: "opencode read tool: deny list hidden", text: "File not found: /home/u/.ssh/id_test", want: []Denial{r("/home/u/.ssh/id_test")}},
+		{name: "effect NotFound on the deny list", text: "NotFound: FileSystem.open (/home/u/.ssh/id_test)", want: []Denial{r("/home/u/.ssh/id_test")}},
+		{name: "effect PermissionDenied write", text: "PermissionDenied: FileSystem.writeFile (/var/tmp/out.txt)", want: []Denial{w("/var/tmp/out.txt")}},
+		{name: "a file not found elsewhere is no denial", text: "File not found: /work/app/nope\nNotFound: FileSystem.open (/etc/nope)"},
 		{name: "a missing file elsewhere is no denial", text: "cat: /work/app/nope: No such file or directory\ncat: /etc/nope: No such file or directory"},
 		{name: "an error inside the workspace is the tool's own", text: "touch: cannot touch '/work/app/ro': Permission denied"},
 		{name: "runtime dirs are writable", text: "open /home/u/.codex/x: permission denied"},
@@ -96,6 +100,7 @@ func FuzzDenials(f *testing.F) {
 		"cat: /home/u/.ssh/id_test: No such file or directory",
 		"bwrap: Can't bind mount /oldroot/a on /newroot/a: Permission denied",
 		"EACCES: permission denied, open '/'", "/:/:/ eperm", "bwrap: /oldroot", "",
+		"PermissionDenied: FileSystem.open (/home/u/.ssh/id_test)", "File not found: /home/u/.ssh/x",
 	} {
 		f.Add(s)
 	}

@@ -63,7 +63,7 @@ func (s *Supervisor) capacityLocked() capacity {
 	switch {
 	case c.active >= c.limit:
 		c.blocked = SourceLocal
-	case c.treeMode == BudgetActive && c.treeActive >= c.treeLimit:
+	case c.treeMode == hostrun.BudgetActive && c.treeActive >= c.treeLimit:
 		c.blocked = SourceTree
 	}
 	return c

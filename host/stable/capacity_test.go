@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	hostrun "github.com/avenor-go/avenor/host/run"
 )
 
 // capacitySupervisor is a supervisor that is not serving, its tree budget
@@ -17,7 +19,7 @@ func capacitySupervisor(t *testing.T, max int) *Supervisor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tree = &treeBudget{mode: BudgetDegraded, reason: "test", capacity: max}
+	s.tree = hostrun.OpenTreeBudget("", "", "test", max, time.Now) // degraded: no home
 	s.active = max
 	return s
 }

@@ -49,6 +49,9 @@ func capacityError(source string, limit, active int) *control.Error {
 	}}
 }
 
+// treeFull is a full tree budget's error (hostrun.TreeBudget.Reserve).
+func treeFull(limit, active int) error { return capacityError(SourceTree, limit, active) }
+
 // unknownRuntime answers a runtime_id that names no runtime: on the socket
 // -32000 with the original's text, runtime "rt_9" not found (contract
 // docs/control-protocol.md#errors: the params decoded, the method's lookup failed), the fix in

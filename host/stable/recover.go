@@ -75,7 +75,7 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 	switch {
 	case rec.Adopt:
 		s.active++ // it runs already: admitted whatever the limits say now
-		_ = s.tree.reserve(rt.id)
+		_ = s.tree.Reserve(rt.id, treeFull)
 		rt.run.Go(hostrun.Turn{Prompt: p.Prompt, Resume: r.SessionID})
 	case rec.Kept != nil:
 		stop = s.keepLocked(rt, rec.Kept)

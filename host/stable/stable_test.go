@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -126,59 +125,6 @@ func TestIdempotencyStore(t *testing.T) {
 		t.Fatalf("after the TTL: %v %v", stored, err)
 	} else {
 		finish(nil)
-	}
-}
-
-func TestTreeBudget(t *testing.T) {
-	home := t.TempDir()
-	now := time.Now
-	root := openTreeBudget("", home, "rootrun", 2, now)
-	if root.mode != BudgetActive || !strings.HasPrefix(root.Path(), filepath.Join(home, ".avenor", "sockets", "tree-budget-")) {
-		t.Fatalf("root: %+v", root)
-	}
-	nested := openTreeBudget(root.Path(), "", "nestedrun", 99, now)
-	if nested.mode != BudgetActive || nested.rootID != "rootrun" || nested.capacity != 2 {
-		t.Fatalf("nested: %+v", nested)
-	}
-	if err := root.reserve("rt_1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := nested.reserve("rt_1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := root.reserve("rt_2"); err == nil || !strings.Contains(err.Error(), "tree budget (2) reached") {
-		t.Fatalf("full tree: %v", err)
-	}
-	nested.release("rt_1")
-	if info := root.Info(0, 16); info["active"] != 1 || info["root_id"] != "rootrun" {
-		t.Fatalf("info %v", info)
-	}
-	// A reservation of a dead process is reaped.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dead := cmd.Process.Pid
-	err := root.locked(func(f *budgetFile) (bool, error) {
-		f.Reservations = append(f.Reservations, reservation{PID: dead, Supervisor: "gone", RuntimeID: "rt_9"})
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := root.reserve("rt_2"); err != nil {
-		t.Fatalf("after reaping: %v", err)
-	}
-	nested.close()
-	root.close()
-	if _, err := os.Stat(root.path); !os.IsNotExist(err) {
-		t.Fatalf("the root left its file: %v", err)
-	}
-	if d := openTreeBudget("", "", "x", 2, now); d.mode != BudgetDegraded || d.reserve("rt_1") != nil {
-		t.Fatalf("no home: %+v", d)
-	}
-	if d := openTreeBudget(filepath.Join(home, "missing"), "", "x", 2, now); d.mode != BudgetDegraded || !strings.Contains(d.reason, EnvTreeBudget) {
-		t.Fatalf("bad inherited file: %+v", d)
 	}
 }
 

@@ -56,7 +56,7 @@ type Supervisor struct {
 	log  hclog.Logger
 	srv  *control.Server
 	idem *idemStore
-	tree *treeBudget
+	tree *hostrun.TreeBudget
 	warm *warmSet
 	// artifacts is <TempDir>/avenor-stable/<RunID>.
 	artifacts string
@@ -152,9 +152,9 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 			panic(p)
 		}
 	}()
-	s.tree = openTreeBudget(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
-	if s.tree.mode == BudgetDegraded {
-		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", s.tree.reason)
+	s.tree = hostrun.OpenTreeBudget(s.cfg.TreeBudgetPath, s.cfg.Home, s.cfg.RunID, s.cfg.MaxTreeBudget, s.cfg.Now)
+	if reason, degraded := s.tree.Degraded(); degraded {
+		s.log.Warn("tree budget degraded: only --max-runtimes applies", "reason", reason)
 	}
 	s.srv = control.NewServer(control.Config{
 		Path: s.cfg.SocketPath, Logger: s.log.Named("control"), IdentityToken: s.cfg.IdentityToken,
@@ -170,7 +170,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	}
 	if err != nil {
 		s.srv.Close()
-		s.tree.close()
+		s.tree.Close()
 		s.writeTombstone(ReasonStartFailed)
 		return ReasonStartFailed, err
 	}
@@ -197,7 +197,7 @@ func (s *Supervisor) Serve(ctx context.Context) (reason string, err error) {
 	if err := s.srv.Close(); err != nil {
 		s.log.Warn("closing the control socket", "error", err)
 	}
-	s.tree.close()
+	s.tree.Close()
 	if err := os.Remove(s.artifacts); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Debug("artifact directory kept", "path", s.artifacts, "error", err)
 	}
@@ -281,7 +281,7 @@ func (s *Supervisor) admitLocked(id string) error {
 	if s.active >= s.cfg.MaxRuntimes {
 		return capacityError(SourceLocal, s.cfg.MaxRuntimes, s.active)
 	}
-	if err := s.tree.reserve(id); err != nil {
+	if err := s.tree.Reserve(id, treeFull); err != nil {
 		return err
 	}
 	if s.active+s.warm.slotsLocked() >= s.cfg.MaxRuntimes {
@@ -296,7 +296,7 @@ func (s *Supervisor) admitLocked(id string) error {
 // releaseLocked gives id's executing slot back.
 func (s *Supervisor) releaseLocked(id string) {
 	s.active--
-	s.tree.release(id)
+	s.tree.Release(id)
 	s.idleCheckLocked()
 	s.slotFreedLocked()
 }

@@ -1,6 +1,7 @@
-package stable
+package run
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -77,21 +78,21 @@ func TestReapDeadChecksEachSupervisorOnce(t *testing.T) {
 func BenchmarkTreeBudget200(b *testing.B) {
 	const n = 200
 	for i := 0; i < b.N; i++ {
-		tb := openTreeBudget("", b.TempDir(), NewRunID(), n, time.Now)
+		tb := OpenTreeBudget("", b.TempDir(), NewRunID(), n, time.Now)
 		if tb.mode != BudgetActive {
 			b.Fatalf("tree budget degraded: %s", tb.reason)
 		}
 		for k := 0; k < n; k++ {
-			if err := tb.reserve("rt_" + strconv.Itoa(k)); err != nil {
+			if err := tb.Reserve("rt_"+strconv.Itoa(k), func(c, a int) error { return fmt.Errorf("full at %d", c) }); err != nil {
 				b.Fatal(err)
 			}
 		}
 		for k := 0; k < n; k++ {
-			tb.release("rt_" + strconv.Itoa(k))
+			tb.Release("rt_" + strconv.Itoa(k))
 		}
 		if info := tb.Info(0, n); info["active"] != 0 || tb.mode != BudgetActive {
 			b.Fatalf("after releasing all: %v", info)
 		}
-		tb.close()
+		tb.Close()
 	}
 }
