@@ -356,7 +356,7 @@ func (s *streamSession) assistant(sid string, m *apiMessage) {
 	s.mu.Lock()
 	streamed := m.ID != "" && s.streamed[m.ID]
 	if u := m.Usage; u != nil {
-		s.contextUsed = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens + u.OutputTokens
+		s.contextUsed = u.input() + u.OutputTokens
 	}
 	s.mu.Unlock()
 	for _, b := range m.blocks() {
@@ -575,7 +575,7 @@ func (s *streamSession) result(t *streamTurn, stop runtime.StopReason) runtime.T
 func (s *streamSession) turnResult(t *streamTurn, r resultFrame) (runtime.TurnResult, error) {
 	res := s.result(t, runtime.StopEndTurn)
 	if r.Usage != nil {
-		in := r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens
+		in := r.Usage.input()
 		res.Usage = &runtime.Usage{InputTokens: in, OutputTokens: r.Usage.OutputTokens,
 			TotalTokens: in + r.Usage.OutputTokens, CachedReadTokens: r.Usage.CacheReadInputTokens}
 	}

@@ -54,17 +54,26 @@ type canUseTool struct {
 	DecisionReason       string          `json:"decision_reason"`
 }
 
+// apiUsage is a model call's (or a whole turn's) token counts.
+type apiUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+// input is all the input the model read: fresh, written to the cache and
+// read from it.
+func (u apiUsage) input() int64 {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
 type apiMessage struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string or blocks
 	// Usage is the model call's: what it read is what the context held.
-	Usage *struct {
-		InputTokens              int64 `json:"input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	} `json:"usage"`
+	Usage *apiUsage `json:"usage"`
 }
 
 type block struct {
@@ -108,21 +117,16 @@ type streamEvent struct {
 
 // resultFrame is the end of a turn.
 type resultFrame struct {
-	Subtype      string          `json:"subtype"`
-	IsError      bool            `json:"is_error"`
-	Result       *string         `json:"result"`
-	StopReason   string          `json:"stop_reason"`
-	NumTurns     int64           `json:"num_turns"`
-	DurationMS   int64           `json:"duration_ms"`
-	TotalCostUSD *float64        `json:"total_cost_usd"`
-	SessionID    string          `json:"session_id"`
-	Errors       json.RawMessage `json:"errors"`
-	Usage        *struct {
-		InputTokens              int64 `json:"input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	} `json:"usage"`
+	Subtype           string            `json:"subtype"`
+	IsError           bool              `json:"is_error"`
+	Result            *string           `json:"result"`
+	StopReason        string            `json:"stop_reason"`
+	NumTurns          int64             `json:"num_turns"`
+	DurationMS        int64             `json:"duration_ms"`
+	TotalCostUSD      *float64          `json:"total_cost_usd"`
+	SessionID         string            `json:"session_id"`
+	Errors            json.RawMessage   `json:"errors"`
+	Usage             *apiUsage         `json:"usage"`
 	PermissionDenials []json.RawMessage `json:"permission_denials"`
 	// ModelUsage is per model; contextWindow is its window's size.
 	ModelUsage map[string]struct {
