@@ -207,6 +207,7 @@ func (req *Request) applyRoster(s *config.Settings, prov config.Provenance) erro
 	entrySettings(e.LaunchKeys, s, prov, given)
 	entrySandbox(e.SandboxKeys, s, &req.Sandbox, given)
 	entryRateLimit(e.RateLimitKeys, s, given)
+	entrySpend(e.SpendKeys, s, given)
 	return nil
 }
 

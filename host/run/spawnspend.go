@@ -2,6 +2,10 @@ package run
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/loop"
 
 	"github.com/avenor-go/avenor/host/control"
 	hostrt "github.com/avenor-go/avenor/host/runner"
@@ -55,5 +59,29 @@ func (p SpawnParams) spendKeys(out map[string]any) {
 	}
 	if p.ContextWarnPct != nil {
 		out["context_warn_pct"] = *p.ContextWarnPct
+	}
+}
+
+// entrySpend gives s, a run's layered settings, its direct-mode roster
+// entry's spend and context keys where the command line set none.
+func entrySpend(k loop.SpendKeys, s *config.Settings, given func(string) bool) {
+	for key, v := range k.Keys() {
+		if given(key) {
+			continue
+		}
+		switch key {
+		case "spend_tokens":
+			s.SpendTokens = v.(int)
+		case "spend_usd":
+			s.SpendUSD = v.(float64)
+		case "spend_wall":
+			s.SpendWall = v.(time.Duration)
+		case "spend_scope":
+			s.SpendScope = v.(string)
+		case "spend_policy":
+			s.SpendPolicy = v.(string)
+		case "context_warn_pct":
+			s.ContextWarnPct = v.(int)
+		}
 	}
 }
