@@ -94,7 +94,7 @@ func (b backend) Info() runtime.BackendInfo {
 		runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 		runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
 		runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
-		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset,
+		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset, runtime.CapCompaction,
 	}, runtime.LaunchCapabilityNames...)...)
 	switch os.Getenv(UsageEnv) {
 	case "none":
@@ -192,6 +192,9 @@ type session struct {
 	children []*child
 	closed   bool
 	calls    int // tool calls and permission requests so far, for unique ids
+	// ctx is the context use the session last reported; what compactions
+	// dropped comes off every later turn's.
+	ctx contextState
 }
 
 // turnState is what Cancel needs of the turn in flight.
