@@ -41,6 +41,7 @@ func TestRosterEntrySpendKeys(t *testing.T) {
 		`{"x": {"backend": "scripted", "model": "m", "spend_scope": "forest"}}`: `spend_scope`,
 		`{"x": {"backend": "scripted", "model": "m", "spend_wall": "soon"}}`:    `spend_wall "soon" is not a duration`,
 		`{"x": {"backend": "scripted", "model": "m", "context_warn_pct": 101}}`: `context_warn_pct 101 is out of range`,
+		`{"x": {"backend": "scripted", "model": "m", "auto_compact_pct": 0}}`:   `auto_compact_pct 0 is out of range: 1 to 100`,
 		`{"x": {"backend": "scripted", "model": "m", "spend_tokens": -1}}`:      `spend_tokens -1 is negative`,
 	} {
 		w.writeFile("work/bad.json", body)

@@ -20,12 +20,13 @@ type SpendKeys struct {
 	SpendScope     string   `json:"spend_scope,omitempty"`
 	SpendPolicy    string   `json:"spend_policy,omitempty"`
 	ContextWarnPct *int     `json:"context_warn_pct,omitempty"`
+	AutoCompactPct *int     `json:"auto_compact_pct,omitempty"`
 }
 
 // IsZero reports whether k sets nothing.
 func (k SpendKeys) IsZero() bool {
 	return k.SpendTokens == nil && k.SpendUSD == nil && k.SpendWall == "" && k.SpendScope == "" &&
-		k.SpendPolicy == "" && k.ContextWarnPct == nil
+		k.SpendPolicy == "" && k.ContextWarnPct == nil && k.AutoCompactPct == nil
 }
 
 // check refuses a value no run would take, naming the key.
@@ -50,6 +51,9 @@ func (k SpendKeys) check() error {
 	if n := k.ContextWarnPct; n != nil && (*n < 0 || *n > 100) {
 		return fmt.Errorf("context_warn_pct %d is out of range: 1 to 100 (0: none)", *n)
 	}
+	if n := k.AutoCompactPct; n != nil && (*n < 1 || *n > 100) {
+		return fmt.Errorf("auto_compact_pct %d is out of range: 1 to 100 (omit it to never compact)", *n)
+	}
 	return nil
 }
 
@@ -73,6 +77,9 @@ func (k SpendKeys) Keys() map[string]any {
 	}
 	if k.ContextWarnPct != nil {
 		out["context_warn_pct"] = *k.ContextWarnPct
+	}
+	if k.AutoCompactPct != nil {
+		out["auto_compact_pct"] = *k.AutoCompactPct
 	}
 	return out
 }

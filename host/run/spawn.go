@@ -210,6 +210,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
 	o.RateLimit, o.ReportUsage, _ = RateLimitSettings(set, spawnParam)
 	o.ContextWarnPct, _ = ContextWarnPct(set, spawnParam)
+	o.AutoCompactPct, _ = AutoCompactPct(set, false, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.

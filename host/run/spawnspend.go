@@ -37,6 +37,9 @@ func (p *SpawnParams) validateSpend() error {
 	if n := p.ContextWarnPct; n != nil && (*n < 0 || *n > 100) {
 		return control.InvalidParams(fmt.Sprintf("context_warn_pct %d is out of range: 0 to 100", *n))
 	}
+	if n := p.AutoCompactPct; n != nil && (*n < 1 || *n > 100) {
+		return control.InvalidParams(fmt.Sprintf("auto_compact_pct %d is out of range: 1 to 100 (omit it to never compact)", *n))
+	}
 	return nil
 }
 
@@ -60,6 +63,9 @@ func (p SpawnParams) spendKeys(out map[string]any) {
 	if p.ContextWarnPct != nil {
 		out["context_warn_pct"] = *p.ContextWarnPct
 	}
+	if p.AutoCompactPct != nil {
+		out["auto_compact_pct"] = *p.AutoCompactPct
+	}
 }
 
 // entrySpend gives s, a run's layered settings, its direct-mode roster
@@ -82,6 +88,8 @@ func entrySpend(k loop.SpendKeys, s *config.Settings, given func(string) bool) {
 			s.SpendPolicy = v.(string)
 		case "context_warn_pct":
 			s.ContextWarnPct = v.(int)
+		case "auto_compact_pct":
+			s.AutoCompactPct = v.(int)
 		}
 	}
 }
