@@ -143,3 +143,28 @@ func TestAutoCompactBadInput(t *testing.T) {
 		t.Errorf("refused spawns left runtimes: %v, %v", l, err)
 	}
 }
+
+// TestAutoCompactFailureWarns: a compaction the runtime fails is an
+// avenor.warning {source: context}, no avenor.context.compacted, and the
+// run ends as its turn did.
+func TestAutoCompactFailureWarns(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	evPath, sentPath := w.path("events.ndjson"), w.path("done")
+	res := w.runEnv([]string{"SCRIPTED_COMPACT=fail"}, "--backend", "scripted", "--prompt", compactTurn, "--auto-compact-pct", "50", "--on-event", evPath, "--sentinel-file", sentPath)
+	if res.code != 0 || !strings.HasPrefix(readFile(t, sentPath), "DONE\n") {
+		t.Fatalf("want exit 0, DONE; got %v", res)
+	}
+	evs := readEvents(t, evPath)
+	if n := len(only(evs, "avenor.context.compacted")); n != 0 {
+		t.Errorf("%d avenor.context.compacted after a failed compaction", n)
+	}
+	warns := only(evs, "avenor.warning")
+	if len(warns) != 1 || warns[0].str("source") != "context" || !strings.Contains(warns[0].str("message"), "could not compact its context") ||
+		!strings.Contains(warns[0].str("message"), "compaction failed") {
+		t.Errorf("avenor.warning %v, want one from context naming the runtime's failure", warns)
+	}
+	if end := lastSessionEnd(t, evs); end.str("stop_reason") != "end_turn" || end.str("final_output") != "hi" {
+		t.Errorf("session.end %v, want the turn's own end_turn and answer", end)
+	}
+}

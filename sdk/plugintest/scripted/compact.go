@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"os"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -33,6 +34,9 @@ func (s *session) Compact(ctx context.Context) (runtime.TurnResult, error) {
 		return runtime.TurnResult{StopReason: runtime.StopError}, err
 	}
 	defer s.Runner.End(tr)
+	if os.Getenv(CompactEnv) == "fail" {
+		return runtime.TurnResult{StopReason: runtime.StopError}, runtime.Errorf(runtime.FaultRuntime, "scripted: compaction failed (%s=fail)", CompactEnv)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := runtime.TurnResult{StopReason: runtime.StopEndTurn}

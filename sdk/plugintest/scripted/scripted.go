@@ -50,6 +50,10 @@ const ResumeScopeEnv = "SCRIPTED_RESUME_SCOPE"
 // both, as the usage step reports them.
 const UsageEnv = "SCRIPTED_USAGE"
 
+// CompactEnv names the variable that, set to "fail" in the plugin's
+// environment, makes every compaction fail with a runtime-fault error.
+const CompactEnv = "SCRIPTED_COMPACT"
+
 // New returns the scripted backend; its resume scope is cross_process
 // unless ResumeScopeEnv says in_process.
 func New() runtime.Backend {
