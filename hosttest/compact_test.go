@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -61,6 +62,19 @@ func TestAutoCompactAtTheBoundary(t *testing.T) {
 	}
 	if rt.SessionID != sp.SessionID && sp.SessionID != "" {
 		t.Errorf("session changed: %s", rt.Raw)
+	}
+
+	// avenor control spawn's --auto-compact-pct reaches the spawn (a
+	// supervisor of its own: the one above has its owning connection).
+	s2 := w.startStable("compact-cli", nil)
+	c2 := s2.client()
+	r := w.run("control", "spawn", "--socket", s2.sock, "--backend", "scripted", "--dir", w.work, "--prompt", compactTurn, "--auto-compact-pct", "80")
+	var csp client.Spawned
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &csp) != nil {
+		t.Fatalf("avenor control spawn --auto-compact-pct 80: %v", r)
+	}
+	if n := len(only(readEvents(t, waitParked(t, c2, csp.RuntimeID).EventPath), "avenor.context.compacted")); n != 1 {
+		t.Errorf("control spawn --auto-compact-pct 80: %d compactions, want 1", n)
 	}
 
 	// Not crossed: avenor.context (implied), no compaction.
