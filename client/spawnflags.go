@@ -33,6 +33,7 @@ type SpawnFlags struct {
 	WatchdogRestartsGiven        bool
 	// RateLimit are the rate-limit flags (spawnflags_ratelimit.go).
 	RateLimit RateLimitFlags
+	Context   ContextFlags
 }
 
 // Params checks the flags and returns the params to send, only the values
@@ -79,5 +80,6 @@ func (f SpawnFlags) Params() (SpawnParams, error) {
 		p.AllowedTools = f.AllowedTools
 	}
 	f.RateLimit.apply(&p)
+	f.Context.apply(&p)
 	return p.WithAbsPaths()
 }

@@ -34,6 +34,29 @@ func (f RateLimitFlags) apply(p *SpawnParams) {
 	}
 }
 
+// ContextFlags are `avenor control spawn`'s context flags
+// (docs/unattended.md#context-use): --context-warn-pct and
+// --auto-compact-pct, each sent only when given.
+type ContextFlags struct {
+	WarnPct, AutoCompactPct optInt
+}
+
+// Register adds the flags to fl.
+func (f *ContextFlags) Register(fl *pflag.FlagSet) {
+	fl.Var(&f.WarnPct, "context-warn-pct", "report context use (avenor.context) and warn once the window is this full (1 to 100)")
+	fl.Var(&f.AutoCompactPct, "auto-compact-pct", "compact the runtime's context at the turn boundary once the window is this full (1 to 100)")
+}
+
+// apply sets p's context params from the flags given.
+func (f ContextFlags) apply(p *SpawnParams) {
+	if f.WarnPct.set {
+		p.ContextWarnPct = Int(f.WarnPct.n)
+	}
+	if f.AutoCompactPct.set {
+		p.AutoCompactPct = Int(f.AutoCompactPct.n)
+	}
+}
+
 // optInt is an int flag that knows whether it was given; the supervisor
 // checks its range.
 type optInt struct {

@@ -139,6 +139,9 @@ type SpawnParams struct {
 	SpendScope     string   `json:"spend_scope,omitempty"`
 	SpendPolicy    string   `json:"spend_policy,omitempty"`
 	ContextWarnPct *int     `json:"context_warn_pct,omitempty"`
+	// AutoCompactPct asks for a native compaction at the turn boundary
+	// once the context window is this full (docs/unattended.md#context-use).
+	AutoCompactPct *int `json:"auto_compact_pct,omitempty"`
 }
 
 // WithAbsPaths returns p with its paths — prompt_file, dir, on_event,

@@ -42,7 +42,7 @@ var mcpReference = []mcpTool{
 		"wait_on_rate_limit", "max_rate_limit_resumes", "report_usage",
 
 		// Spend limits (docs/unattended.md#spend-limits), additive.
-		"spend_tokens", "spend_usd", "spend_wall", "spend_scope", "spend_policy"}, []string{"repo_dir"},
+		"spend_tokens", "spend_usd", "spend_wall", "spend_scope", "spend_policy", "context_warn_pct", "auto_compact_pct"}, []string{"repo_dir"},
 		[]string{"run_id", "label", "supervisor_id"}, []string{"runtime_id"}},
 	{"avenor_status", []string{"run_id", "view", "wait_for", "timeout", "supervisor_id"}, nil,
 		[]string{"run_id", "label", "status"}, []string{"runtime_id", "session_id", "stop_reason", "phase", "phase_label", "pending_permission",

@@ -251,5 +251,6 @@ func newControlSpawnCmd(env Env, sock func() (string, error)) *cobra.Command {
 	fl.IntVar(&f.WatchdogRestarts, "watchdog-restarts", 0, "with --watchdog restart: the most restarts")
 	f.RegisterSandbox(fl)
 	f.RateLimit.Register(fl)
+	f.Context.Register(fl)
 	return cmd
 }

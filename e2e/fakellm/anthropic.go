@@ -126,8 +126,8 @@ func (anthropic) stopReason(a answer) string {
 	return "end_turn"
 }
 
-func (anthropic) usage() map[string]any {
-	return map[string]any{"input_tokens": 10, "output_tokens": 5,
+func (anthropic) usage(a answer) map[string]any {
+	return map[string]any{"input_tokens": a.rep.inputTokens(), "output_tokens": 5,
 		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 }
 
@@ -144,7 +144,7 @@ func (d anthropic) stream(a answer) []frame {
 	frames := []frame{ev(0, map[string]any{"type": "message_start", "message": map[string]any{
 		"id": a.id, "type": "message", "role": "assistant", "model": a.req.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})}
+		"usage": map[string]any{"input_tokens": a.rep.inputTokens(), "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})}
 	index := 0
 	if chunks := a.rep.chunks(); len(chunks) > 0 {
 		frames = append(frames, ev(0, map[string]any{"type": "content_block_start", "index": index,
@@ -193,5 +193,5 @@ func (d anthropic) single(a answer) any {
 		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": args})
 	}
 	return map[string]any{"id": a.id, "type": "message", "role": "assistant", "model": a.req.Model,
-		"content": content, "stop_reason": d.stopReason(a), "stop_sequence": nil, "usage": d.usage()}
+		"content": content, "stop_reason": d.stopReason(a), "stop_sequence": nil, "usage": d.usage(a)}
 }

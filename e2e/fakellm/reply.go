@@ -37,6 +37,10 @@ type Reply struct {
 	// Headers are set on the answer (a provider's rate-limit headers on a
 	// 429: retry-after, anthropic-ratelimit-*, x-ratelimit-*).
 	Headers map[string]string
+	// InputTokens, when > 0, is the input the Anthropic answer's usage
+	// reports instead of 10: a context that fills a window, for context
+	// use and compaction tests.
+	InputTokens int
 }
 
 // Script decides the reply to one request. It may be called concurrently.
@@ -44,6 +48,14 @@ type Script func(*Request) Reply
 
 // Text is a reply of text only.
 func Text(s string) Reply { return Reply{Text: s} }
+
+// inputTokens is the input tokens an answer reports: InputTokens, else 10.
+func (r Reply) inputTokens() int {
+	if r.InputTokens > 0 {
+		return r.InputTokens
+	}
+	return 10
+}
 
 // Shell is a reply of one call of the shell tool running cmd.
 func Shell(cmd string) Reply { return Reply{Shell: cmd} }

@@ -80,6 +80,7 @@ var keySpecs = []keySpec{
 	{"spend_scope", kindString, "", "what spend limits count: runtime|tree (the runtime and every runtime started under it); \"\" is runtime"},
 	{"spend_policy", kindString, "", "at a spend limit: finish (end at the turn's boundary) or interrupt (cancel the turn); \"\" is finish"},
 	{"spend_prices", kindString, "", "price table for spend_usd: MODEL=INPUT:OUTPUT[,...] in US dollars per million tokens"},
+	{"auto_compact_pct", kindInt, 0, "context use: ask the runtime to compact its context at the turn boundary once the window is this full (1-100), on backends with the compaction capability; 0 means never"},
 	{"context_warn_pct", kindInt, 0, "context use: avenor.context after each turn and an avenor.warning once the window is this full (1-100); 0 means none"},
 	{"server_url", kindString, "", "external runtime server URL"},
 	{"label", kindString, "", "free-form label stamped on events as run_label"},

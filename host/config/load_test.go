@@ -377,7 +377,7 @@ func TestLoadErrors(t *testing.T) {
 			name:     "unknown key far from any",
 			fix:      fixture{user: "[server]\nport = 1\n"},
 			sentinel: ErrUnknownKey,
-			want:     []string{`config {user}: server: unknown key (known keys: agent, allowed_tools, append_system_prompt, auto_approve, backend, backends,`},
+			want:     []string{`config {user}: server: unknown key (known keys: agent, allowed_tools, append_system_prompt, auto_approve, auto_compact_pct, backend, backends,`},
 		},
 		{
 			name:     "malformed TOML",

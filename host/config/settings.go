@@ -79,6 +79,10 @@ type Settings struct {
 	// ContextWarnPct asks for context use (docs/unattended.md#context-use);
 	// 0 (the default) none.
 	ContextWarnPct int `koanf:"context_warn_pct"`
+	// AutoCompactPct asks for a native compaction at the turn boundary
+	// once the context window is this full (docs/unattended.md#context-use);
+	// 0 is never.
+	AutoCompactPct int `koanf:"auto_compact_pct"`
 	// ServerURL is an external runtime server; "" for none. AVENOR_OPENCODE_URL
 	// is not read here: it applies to opencode-http only, which the caller knows.
 	ServerURL string `koanf:"server_url"`

@@ -45,6 +45,7 @@ func Explain(s Settings, prov Provenance, src Sources) []Entry {
 	values["spend_tokens"], values["spend_usd"], values["spend_wall"] = s.SpendTokens, s.SpendUSD, s.SpendWall
 	values["spend_scope"], values["spend_policy"], values["spend_prices"] = s.SpendScope, s.SpendPolicy, s.SpendPrices
 	values["context_warn_pct"] = s.ContextWarnPct
+	values["auto_compact_pct"] = s.AutoCompactPct
 	// The sandbox's keys.
 	values["sandbox"], values["sandbox_network"] = s.Sandbox, s.SandboxNetwork
 	// Rate limits and quota windows.

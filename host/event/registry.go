@@ -54,6 +54,10 @@ const TypeBudgetReached sdk.EventType = "avenor.budget.reached"
 // (docs/unattended.md#context-use).
 const TypeContext sdk.EventType = "avenor.context"
 
+// TypeContextCompacted: the runtime compacted its context at a turn
+// boundary (--auto-compact-pct; docs/unattended.md#context-use).
+const TypeContextCompacted sdk.EventType = "avenor.context.compacted"
+
 // Plugin event types the host reads (final output synthesis, docs/events.md#the-envelope).
 const (
 	TypeMessageChunk = sdk.EventMessageChunk
@@ -155,6 +159,12 @@ var HostEventTypes = []EventType{
 		Name:   TypeContext,
 		Doc:    "The context window's use after a turn, where the runtime reports it and the run asked (--context-warn-pct; docs/unattended.md#context-use): used_tokens of window_tokens, used_pct rounded to one decimal. At or past the threshold an avenor.warning {source: context, used_pct} follows: the first such turn of a run, and again once the window fell below it.",
 		Fields: []string{"used_tokens", "window_tokens", "used_pct"},
+	},
+	{
+		Name:     TypeContextCompacted,
+		Doc:      "The runtime compacted its context natively at a turn boundary, after a turn whose context use reached --auto-compact-pct (docs/unattended.md#context-use); only in a run that asked. before_tokens is the use the turn reported, after_tokens the use after the compaction where the runtime says it, window_tokens the window. It follows the turn's avenor.context, before its session.end; the next turn runs on the compacted session. A compaction that fails is an avenor.warning {source: context} instead, and the run goes on.",
+		Fields:   []string{"before_tokens", "window_tokens"},
+		Optional: []string{"after_tokens"},
 	},
 	{
 		Name:     TypePermissionRequest,

@@ -382,8 +382,12 @@ func (l *loader) resolve(phases []Phase, roster *Roster) error {
 			if roster == nil {
 				return fmt.Errorf("phase[name %s]: roster_entry %q needs a roster (roster_file in the config, or --roster-file)", p.Name, p.RosterEntry)
 			}
-			if _, err := roster.Lookup(p.RosterEntry); err != nil {
+			e, err := roster.Lookup(p.RosterEntry)
+			if err != nil {
 				return fmt.Errorf("phase[name %s]: %w", p.Name, err)
+			}
+			if err := directOnly(e); err != nil {
+				return fmt.Errorf("phase %q: roster entry %q %w", p.Name, p.RosterEntry, err)
 			}
 		}
 		if l.opts.Shallow || (p.LoopFile == "" && p.TeamFile == "") {

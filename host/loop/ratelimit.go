@@ -20,3 +20,8 @@ func (k RateLimitKeys) Keys() map[string]any {
 	}
 	return out
 }
+
+// IsZero reports whether k sets nothing.
+func (k RateLimitKeys) IsZero() bool {
+	return k.WaitOnRateLimit == nil && k.MaxRateLimitResumes == nil
+}

@@ -23,6 +23,9 @@ type RosterEntry struct {
 	SandboxKeys
 	// RateLimitKeys are the entry's rate-limit settings (direct mode).
 	RateLimitKeys
+	// SpendKeys are the entry's spend limits and context settings (direct
+	// mode).
+	SpendKeys
 }
 
 // Roster is a loaded roster file.
@@ -93,6 +96,9 @@ func (e RosterEntry) validate() error {
 	if err := e.SandboxKeys.check(); err != nil {
 		return err
 	}
+	if err := e.SpendKeys.check(); err != nil {
+		return err
+	}
 	return CheckThinkingLevel(e.Thinking)
 }
 
@@ -158,9 +164,8 @@ func (run Identity) phaseIdentity(p *Phase, kind string, roster *Roster) (Identi
 		if err != nil {
 			return run, fmt.Errorf("phase %q: %w", p.Name, err)
 		}
-		if !e.SandboxKeys.IsZero() {
-			// Never run outside the boundary the entry asks for.
-			return run, fmt.Errorf("phase %q: roster entry %q sets a sandbox, which loop and team phases do not carry yet; run the entry on its own (--roster-entry) or drop its sandbox keys", p.Name, p.RosterEntry)
+		if err := directOnly(e); err != nil {
+			return run, fmt.Errorf("phase %q: roster entry %q %w", p.Name, p.RosterEntry, err)
 		}
 		return run.FromEntry(e), nil
 	}
@@ -220,4 +225,22 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// directOnly refuses an entry whose keys a loop or team phase does not
+// carry: a phase of it would run outside the boundary, without the wait or
+// past the limit the entry asks for (fail closed).
+func directOnly(e RosterEntry) error {
+	var what, keys string
+	switch {
+	case !e.SandboxKeys.IsZero():
+		what, keys = "a sandbox", "sandbox"
+	case !e.RateLimitKeys.IsZero():
+		what, keys = "rate-limit settings", "wait_on_rate_limit and max_rate_limit_resumes"
+	case !e.SpendKeys.IsZero():
+		what, keys = "spend limits or context settings", "spend_* and *_pct"
+	default:
+		return nil
+	}
+	return fmt.Errorf("sets %s, which loop and team phases do not carry yet; run the entry on its own (--roster-entry) or drop its %s keys", what, keys)
 }

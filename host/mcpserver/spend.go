@@ -16,6 +16,7 @@ func (a spawnArgs) spendParams(p *client.SpawnParams) error {
 		return err
 	}
 	p.SpendTokens, p.SpendUSD, p.SpendScope, p.SpendPolicy = a.SpendTokens, a.SpendUSD, a.SpendScope, a.SpendPolicy
+	p.ContextWarnPct, p.AutoCompactPct = a.ContextWarnPct, a.AutoCompactPct
 	return nil
 }
 

@@ -73,6 +73,9 @@ type spawnArgs struct {
 	SpendWall   timeoutArg `json:"spend_wall,omitempty" jsonschema:"pause the run after this much time in turns"`
 	SpendScope  string     `json:"spend_scope,omitempty" jsonschema:"what the limits count: runtime (default) or tree (with every run spawned under it)"`
 	SpendPolicy string     `json:"spend_policy,omitempty" jsonschema:"at a limit: finish (default: the turn ends on its own) or interrupt (the turn is cancelled)"`
+	// Context use (docs/unattended.md#context-use).
+	ContextWarnPct *int `json:"context_warn_pct,omitempty" jsonschema:"report context use after each turn and warn once the window is this full, 1 to 100"`
+	AutoCompactPct *int `json:"auto_compact_pct,omitempty" jsonschema:"ask the runtime to compact its context at the turn boundary once the window is this full, 1 to 100; refused on backends without the compaction capability"`
 }
 
 type spawnResult struct {

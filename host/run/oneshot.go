@@ -152,6 +152,13 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, given := req.Settings["auto_compact_pct"]; given && settings.AutoCompactPct == 0 {
+		return nil, errors.New("--auto-compact-pct 0 is out of range: 1 to 100 (omit it to never compact)")
+	}
+	autoCompact, err := AutoCompactPct(settings, req.LoopFile != "" || req.TeamFile != "", FlagName)
+	if err != nil {
+		return nil, err
+	}
 	if spend != nil && spend.Limits.Any() && (req.LoopFile != "" || req.TeamFile != "") {
 		return nil, errors.New("spend limits are not available for a loop or team run: set them on a single run")
 	}
@@ -174,6 +181,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
 		Watchdog: dog, Sandbox: sb, RateLimit: rateLimit, ReportUsage: reportUsage, ContextWarnPct: contextWarn,
+		AutoCompactPct: autoCompact,
 	}
 	backend.Apply(&o)
 	if o.Spend, o.Env, err = openOneshotSpend(spend, o.Env); err != nil {
@@ -207,6 +215,7 @@ func (req *Request) applyRoster(s *config.Settings, prov config.Provenance) erro
 	entrySettings(e.LaunchKeys, s, prov, given)
 	entrySandbox(e.SandboxKeys, s, &req.Sandbox, given)
 	entryRateLimit(e.RateLimitKeys, s, given)
+	entrySpend(e.SpendKeys, s, given)
 	return nil
 }
 

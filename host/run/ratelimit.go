@@ -73,6 +73,28 @@ func (sp Spawned) checkSpawnRateLimit(ctx context.Context) error {
 	return nil
 }
 
+// checkSpawnCompaction refuses, before anything of the spawn runs, an
+// auto_compact_pct out of range or with a loop or team file (-32602), and
+// one on a backend that cannot compact: its plugin is started to describe
+// itself and stopped again, only when it was asked.
+func (sp Spawned) checkSpawnCompaction(ctx context.Context) error {
+	pct, err := AutoCompactPct(sp.Backend.Settings, sp.Phased != nil, spawnParam)
+	if err != nil {
+		return control.InvalidParams(err.Error())
+	}
+	if pct == 0 {
+		return nil
+	}
+	info, err := describe(ctx, sp.Backend.Backend)
+	if err != nil {
+		return err
+	}
+	if err := CheckCompaction(info, pct, spawnParam); err != nil {
+		return fmt.Errorf("%w; nothing was started", err)
+	}
+	return nil
+}
+
 // validateRateLimit refuses a max_rate_limit_resumes out of range: -32602.
 func (p *SpawnParams) validateRateLimit() error {
 	if n := p.MaxRateLimitResumes; n != nil && (*n < 0 || *n > hostrt.MaxRateLimitResumes) {

@@ -150,14 +150,7 @@ func ResolveSpawn(req SpawnRequest, resolve Resolver) (Spawned, error) {
 		if entry, err = roster.Lookup(req.RosterEntry); err != nil {
 			return sp, fmt.Errorf("roster_entry: %w", err)
 		}
-		keys["backend"] = entry.Backend
-		entryLaunch(entry.LaunchKeys, keys)
-		entrySandboxKeys(entry.SandboxKeys, keys, &req)
-		for k, v := range entry.RateLimitKeys.Keys() {
-			if _, given := keys[k]; !given {
-				keys[k] = v
-			}
-		}
+		entryKeys(entry, keys, &req)
 	}
 	if sp.Backend, err = resolve(absStart, keys); err != nil {
 		return sp, err
@@ -217,6 +210,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)
 	o.RateLimit, o.ReportUsage, _ = RateLimitSettings(set, spawnParam)
 	o.ContextWarnPct, _ = ContextWarnPct(set, spawnParam)
+	o.AutoCompactPct, _ = AutoCompactPct(set, false, spawnParam)
 }
 
 // Default artifact names under a supervised runtime's artifact directory.
@@ -372,4 +366,19 @@ func ParseTimeout(raw json.RawMessage) (time.Duration, error) {
 		return 0, bad(": out of range")
 	}
 	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// entryKeys gives a direct-mode spawn's config keys its roster entry's
+// backend and the entry's keys its params did not set.
+func entryKeys(entry loop.RosterEntry, keys map[string]any, req *SpawnRequest) {
+	keys["backend"] = entry.Backend
+	entryLaunch(entry.LaunchKeys, keys)
+	entrySandboxKeys(entry.SandboxKeys, keys, req)
+	for _, set := range []map[string]any{entry.RateLimitKeys.Keys(), entry.SpendKeys.Keys()} {
+		for k, v := range set {
+			if _, given := keys[k]; !given {
+				keys[k] = v
+			}
+		}
+	}
 }

@@ -107,6 +107,9 @@ func (sp Spawned) CheckLaunch(ctx context.Context) error {
 	if err := sp.checkSpawnRateLimit(ctx); err != nil {
 		return err
 	}
+	if err := sp.checkSpawnCompaction(ctx); err != nil {
+		return err
+	}
 	if sp.Phased != nil {
 		return sp.Phased.CheckLaunch(ctx, sp.Backend.Asked, paramKey)
 	}

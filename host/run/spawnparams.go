@@ -87,6 +87,9 @@ type SpawnParams struct {
 	SpendPolicy string          `json:"spend_policy,omitempty"`
 	// ContextWarnPct asks for context use (docs/unattended.md#context-use).
 	ContextWarnPct *int `json:"context_warn_pct,omitempty"`
+	// AutoCompactPct asks for a native compaction at the turn boundary
+	// (docs/unattended.md#context-use).
+	AutoCompactPct *int `json:"auto_compact_pct,omitempty"`
 }
 
 // Validate checks what needs no backend, in the order of avenor run's

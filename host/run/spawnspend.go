@@ -2,6 +2,10 @@ package run
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/avenor-go/avenor/host/config"
+	"github.com/avenor-go/avenor/host/loop"
 
 	"github.com/avenor-go/avenor/host/control"
 	hostrt "github.com/avenor-go/avenor/host/runner"
@@ -33,6 +37,9 @@ func (p *SpawnParams) validateSpend() error {
 	if n := p.ContextWarnPct; n != nil && (*n < 0 || *n > 100) {
 		return control.InvalidParams(fmt.Sprintf("context_warn_pct %d is out of range: 0 to 100", *n))
 	}
+	if n := p.AutoCompactPct; n != nil && (*n < 1 || *n > 100) {
+		return control.InvalidParams(fmt.Sprintf("auto_compact_pct %d is out of range: 1 to 100 (omit it to never compact)", *n))
+	}
 	return nil
 }
 
@@ -55,5 +62,34 @@ func (p SpawnParams) spendKeys(out map[string]any) {
 	}
 	if p.ContextWarnPct != nil {
 		out["context_warn_pct"] = *p.ContextWarnPct
+	}
+	if p.AutoCompactPct != nil {
+		out["auto_compact_pct"] = *p.AutoCompactPct
+	}
+}
+
+// entrySpend gives s, a run's layered settings, its direct-mode roster
+// entry's spend and context keys where the command line set none.
+func entrySpend(k loop.SpendKeys, s *config.Settings, given func(string) bool) {
+	for key, v := range k.Keys() {
+		if given(key) {
+			continue
+		}
+		switch key {
+		case "spend_tokens":
+			s.SpendTokens = v.(int)
+		case "spend_usd":
+			s.SpendUSD = v.(float64)
+		case "spend_wall":
+			s.SpendWall = v.(time.Duration)
+		case "spend_scope":
+			s.SpendScope = v.(string)
+		case "spend_policy":
+			s.SpendPolicy = v.(string)
+		case "context_warn_pct":
+			s.ContextWarnPct = v.(int)
+		case "auto_compact_pct":
+			s.AutoCompactPct = v.(int)
+		}
 	}
 }

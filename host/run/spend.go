@@ -12,6 +12,7 @@ import (
 	"github.com/avenor-go/avenor/host/config"
 	"github.com/avenor-go/avenor/host/control"
 	hostrt "github.com/avenor-go/avenor/host/runner"
+	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Spend limits' settings (docs/unattended.md#spend-limits): --spend-tokens,
@@ -238,6 +239,30 @@ func ContextWarnPct(s config.Settings, name func(string) string) (int, error) {
 	return s.ContextWarnPct, nil
 }
 
+// AutoCompactPct checks --auto-compact-pct (auto_compact_pct): 0 (never)
+// or 1 to 100, and refused for a loop or team run, whose phases are runs
+// of their own that would not compact (fail closed).
+func AutoCompactPct(s config.Settings, phased bool, name func(string) string) (int, error) {
+	n := s.AutoCompactPct
+	if n < 0 || n > 100 {
+		return 0, fmt.Errorf("%s %d is out of range: 1 to 100 (0: never)", name("auto_compact_pct"), n)
+	}
+	if n > 0 && phased {
+		return 0, fmt.Errorf("%s is not available for a loop or team run (its phases are runs of their own); drop it, or run the prompt on its own", name("auto_compact_pct"))
+	}
+	return n, nil
+}
+
+// CheckCompaction refuses --auto-compact-pct on a backend that does not
+// declare the compaction capability: it could not compact (fail closed).
+func CheckCompaction(info sdk.BackendInfo, pct int, name func(string) string) error {
+	if pct <= 0 || info.Capability(sdk.CapCompaction) != sdk.Unsupported {
+		return nil
+	}
+	return fmt.Errorf("backend %s cannot compact its context (capability %s); drop %s, or use a backend that declares it (avenor backends --json)",
+		info.Name, sdk.CapCompaction, name("auto_compact_pct"))
+}
+
 // SpendFlags defines avenor run's spend and context flags, whose values
 // reach the settings by their config keys (spend_tokens, ...).
 func SpendFlags(fl FlagSet) {
@@ -248,4 +273,5 @@ func SpendFlags(fl FlagSet) {
 	fl.String("spend-policy", "", "at a spend limit: finish (the turn ends on its own, then the run) or interrupt (the turn is cancelled) (default finish)")
 	fl.String("spend-prices", "", "price table for --spend-usd: MODEL=INPUT:OUTPUT[,...], US dollars per million tokens")
 	fl.Int("context-warn-pct", 0, "report context use (avenor.context after each turn) and warn once the window is this full, 1-100 (0: none)")
+	fl.Int("auto-compact-pct", 0, "ask the runtime to compact its context at the turn boundary once the window is this full, 1-100, on backends with the compaction capability; implies avenor.context (0: never)")
 }

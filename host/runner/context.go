@@ -19,18 +19,38 @@ import (
 const SourceContext = "context"
 
 // contextUse takes the turn's context use out of its extras (session.end
-// never carries it) and, when the run asked, reports it.
-func (r *Runner) contextUse(h *sessionHost, out *turnOutcome) {
+// never carries it) and, when the run asked, reports it. It returns the
+// use when the run asked for compaction and the turn reached its
+// threshold, else nil.
+func (r *Runner) contextUse(h *sessionHost, out *turnOutcome) *contextTokens {
 	used, okU := tokenCount(out.extra[sdk.ExtraContextUsedTokens])
 	window, okW := tokenCount(out.extra[sdk.ExtraContextWindowTokens])
 	delete(out.extra, sdk.ExtraContextUsedTokens)
 	delete(out.extra, sdk.ExtraContextWindowTokens)
-	warn := r.opts.ContextWarnPct
-	if warn <= 0 || !okU || !okW || window <= 0 {
-		return
+	warn, compact := r.opts.ContextWarnPct, r.opts.AutoCompactPct
+	if (warn <= 0 && compact <= 0) || !okU || !okW || window <= 0 {
+		return nil
 	}
 	pct := math.Round(float64(used)*1000/float64(window)) / 10
 	h.emit(event.Event{"event": string(event.TypeContext), "used_tokens": used, "window_tokens": window, "used_pct": pct})
+	var due *contextTokens
+	if compact > 0 && pct >= float64(compact) {
+		due = &contextTokens{used: used, window: window}
+	}
+	r.contextWarning(h, pct, used, window)
+	return due
+}
+
+// contextTokens is a context use the runtime reported.
+type contextTokens struct{ used, window int64 }
+
+// contextWarning writes the warning of --context-warn-pct: the first turn
+// at or past it, and again once the window fell below it.
+func (r *Runner) contextWarning(h *sessionHost, pct float64, used, window int64) {
+	warn := r.opts.ContextWarnPct
+	if warn <= 0 {
+		return
+	}
 	if pct < float64(warn) {
 		r.contextWarned = false
 		return

@@ -25,6 +25,9 @@ func checkOpen(info sdk.BackendInfo, o Options) error {
 	if o.RateLimit.Wait && info.Capability(sdk.CapRateLimitReset) == sdk.Unsupported {
 		return fmt.Errorf("backend %s cannot wait on a rate limit: it does not report when a rate limit lifts (capability %s); drop --wait-on-rate-limit, or use a backend that declares it", info.Name, sdk.CapRateLimitReset)
 	}
+	if o.AutoCompactPct > 0 && info.Capability(sdk.CapCompaction) == sdk.Unsupported {
+		return fmt.Errorf("backend %s cannot compact its context (capability %s); drop --auto-compact-pct, or use a backend that declares it (avenor backends --json)", info.Name, sdk.CapCompaction)
+	}
 	if o.Spend != nil {
 		return o.Spend.Check(info, o.Model)
 	}

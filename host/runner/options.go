@@ -67,6 +67,11 @@ type Options struct {
 	// (avenor.context, docs/unattended.md#context-use) and a warning at
 	// this share of the window. Default 0: none, nothing of it written.
 	ContextWarnPct int
+	// AutoCompactPct, 1-100, asks the runtime to compact its context
+	// natively at the turn boundary after a turn whose context use is at
+	// or past this share of the window (avenor.context.compacted); it
+	// implies context use's avenor.context. Default 0: never.
+	AutoCompactPct int
 	// MaxRetries is how many extra attempts follow an attempt that exits 1.
 	MaxRetries int
 	// RateLimit is what a turn that fails on a rate limit does

@@ -608,8 +608,11 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		send := func(t sdk.Turn) turnOutcome {
 			began := o.Now()
 			out := r.turn(ctx, l, sess, h, t)
-			r.contextUse(h, &out)
+			due := r.contextUse(h, &out)
 			r.chargeTurn(h, &out, o.Now().Sub(began))
+			if due != nil && !out.pluginGone && ctx.Err() == nil && sentinel.ExitCode(out.stopReason) == 0 {
+				r.compact(ctx, sess, h, t.ID, *due)
+			}
 			return out
 		}
 		out = r.sendTurn(ctx, turnSender{h: h, send: send}, sdk.Turn{ID: turnID, Text: text, Images: images})

@@ -173,6 +173,7 @@ var Bounds = []Bound{
 	{"host/watchdog", "StartSlack", "`--tool-timeout`", "how long before its `tool.call` a process may have started and still be the tool call's"},
 	{"host/runner", "MaxWatchdogRestarts", "`--watchdog-restarts`", "largest value"},
 	{"host/run", "MaxSpendPrices", "`spend_prices`", "entries of the price table"},
+	{"host/runner", "CompactTimeout", "`--auto-compact-pct`", "longest one compaction may take; then it is cancelled and the run goes on uncompacted, with a warning"},
 	{"host/runner", "DefaultWatchdogRestarts", "`--watchdog-restarts`", "default: restarts of one run before a firing cancels the turn instead"},
 	{"host/run", "MaxKeptFinalOutput", "`avenor stable`", "runes of a runtime's last `final_output` kept in memory (what `status` and `list` show); `result` reads a longer one back from the event log"},
 	{"host/stable", "ReapReleaseDelay", "`avenor stable`", "after reaping parked runtimes, the memory they held goes back to the system this much later (one collection per burst)"},

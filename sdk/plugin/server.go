@@ -451,6 +451,9 @@ func (ss *sessionServer) prompt(ctx context.Context, t runtime.Turn) (res runtim
 			err = runtime.Errorf(runtime.FaultPlugin, "plugin %s %s panicked during the turn: %v", ss.server.info.Name, ss.server.info.Version, r)
 		}
 	}()
+	if t.Compact {
+		return runtime.Compact(ctx, ss.sess, ss.info)
+	}
 	return ss.sess.Prompt(ctx, t)
 }
 

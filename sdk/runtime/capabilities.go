@@ -52,7 +52,7 @@ const (
 var CapabilityNames = []Capability{
 	CapNewSessions, CapResume, CapPrompt, CapCancel, CapEventStreaming,
 	CapPermissionRelay, CapModelSelection, CapExternalServerURL, CapSubprocessDiscovery, CapPrewarm,
-	CapQuestions, CapImages, CapRateLimitReset,
+	CapQuestions, CapImages, CapRateLimitReset, CapCompaction,
 }
 
 // CapabilityTable is a backend's row of the capability matrix, built with

@@ -142,6 +142,9 @@ type Turn struct {
 	// Images go with the text (CapImages); the host sends none to a
 	// backend that does not declare it.
 	Images []Image
+	// Compact asks for a compaction of the session's context in place of
+	// a prompt (CapCompaction, Compactor); Text and Images are empty.
+	Compact bool
 }
 
 // Usage is token accounting in the contract's snake_case vocabulary.

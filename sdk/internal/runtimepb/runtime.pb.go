@@ -1052,7 +1052,14 @@ type Prompt struct {
 	// Images that go with the text, checked by the host (a regular file of
 	// a known image type within the bounds). Added in 1.x: sent only to a
 	// backend that declares the "images" capability.
-	Images        []*ImageRef `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
+	Images []*ImageRef `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
+	// Compact asks the runtime to compact its session's context natively
+	// instead of running a prompt (text and images are empty); the turn ends
+	// with the context use after it in extra_json (context_used_tokens,
+	// context_window_tokens, when known) and no final output. Added in 1.x:
+	// sent only to a backend that declares the "compaction" capability; a
+	// backend that cannot ends the turn with error code "unsupported".
+	Compact       bool `protobuf:"varint,4,opt,name=compact,proto3" json:"compact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1106,6 +1113,13 @@ func (x *Prompt) GetImages() []*ImageRef {
 		return x.Images
 	}
 	return nil
+}
+
+func (x *Prompt) GetCompact() bool {
+	if x != nil {
+		return x.Compact
+	}
+	return false
 }
 
 // ImageRef is an image file on the plugin's machine.
@@ -2842,11 +2856,12 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\aheaders\x18\a \x03(\v2\x1c.avenor.runtime.v1.NameValueR\aheaders\"5\n" +
 	"\tNameValue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"j\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x84\x01\n" +
 	"\x06Prompt\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x123\n" +
-	"\x06images\x18\x03 \x03(\v2\x1b.avenor.runtime.v1.ImageRefR\x06images\"=\n" +
+	"\x06images\x18\x03 \x03(\v2\x1b.avenor.runtime.v1.ImageRefR\x06images\x12\x18\n" +
+	"\acompact\x18\x04 \x01(\bR\acompact\"=\n" +
 	"\bImageRef\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +

@@ -64,7 +64,9 @@
 //	usage in=<n> out=<n> [cost=<usd>] [window=<n>]
 //	                              the usage reported when the turn ends; with
 //	                              cost, its cost_usd (spend limits); with
-//	                              window, the context use: in of window
+//	                              window, the context use: in of window,
+//	                              less what compactions of the session
+//	                              dropped (a compaction keeps a quarter)
 //	stop <reason>                 end the turn now with that stop reason
 //	fail <text>                   end the turn with a runtime-fault error
 //	ratelimit <reset> [times=<n>] end the turn with a rate_limited error

@@ -43,7 +43,7 @@ func (r *run) result(stop runtime.StopReason) runtime.TurnResult {
 		if res.Extra == nil {
 			res.Extra = map[string]any{}
 		}
-		res.Extra[runtime.ExtraContextUsedTokens] = r.usage.InputTokens
+		res.Extra[runtime.ExtraContextUsedTokens] = r.s.contextUse(r.usage.InputTokens, r.window)
 		res.Extra[runtime.ExtraContextWindowTokens] = r.window
 	}
 	return res

@@ -50,6 +50,10 @@ const ResumeScopeEnv = "SCRIPTED_RESUME_SCOPE"
 // both, as the usage step reports them.
 const UsageEnv = "SCRIPTED_USAGE"
 
+// CompactEnv names the variable that, set to "fail" in the plugin's
+// environment, makes every compaction fail with a runtime-fault error.
+const CompactEnv = "SCRIPTED_COMPACT"
+
 // New returns the scripted backend; its resume scope is cross_process
 // unless ResumeScopeEnv says in_process.
 func New() runtime.Backend {
@@ -94,7 +98,7 @@ func (b backend) Info() runtime.BackendInfo {
 		runtime.CapNewSessions, runtime.CapResume, runtime.CapPrompt, runtime.CapCancel,
 		runtime.CapEventStreaming, runtime.CapPermissionRelay, runtime.CapSubprocessDiscovery,
 		runtime.CapPrewarm, runtime.CapSandbox, runtime.CapQuestions, runtime.CapImages, runtime.CapModelListing,
-		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset,
+		runtime.CapUsageReporting, runtime.CapCostReporting, runtime.CapRateLimitReset, runtime.CapCompaction,
 	}, runtime.LaunchCapabilityNames...)...)
 	switch os.Getenv(UsageEnv) {
 	case "none":
@@ -192,6 +196,9 @@ type session struct {
 	children []*child
 	closed   bool
 	calls    int // tool calls and permission requests so far, for unique ids
+	// ctx is the context use the session last reported; what compactions
+	// dropped comes off every later turn's.
+	ctx contextState
 }
 
 // turnState is what Cancel needs of the turn in flight.

@@ -44,7 +44,7 @@ func (b *streamBackend) Info() runtime.BackendInfo {
 		Capabilities: procsession.Capabilities(append([]runtime.Capability{
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.CapModelListing, runtime.CapUsageReporting, runtime.CapCostReporting,
-		}, launchCapabilities...)...).With(runtime.CapRateLimitReset, rateLimitSupport),
+		}, launchCapabilities...)...).With(runtime.CapRateLimitReset, rateLimitSupport).With(runtime.CapCompaction, runtime.Supported),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,
 		EventTypes:     slices.Concat(eventTypes, []runtime.EventType{runtime.EventUsageAccount}),

@@ -86,7 +86,7 @@ func (backend) Info() runtime.BackendInfo {
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
 			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeAcceptEdits), runtime.CapSandbox, runtime.CapModelListing,
-			runtime.CapUsageReporting,
+			runtime.CapUsageReporting, runtime.CapCompaction,
 		).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
 		ThinkingLevels: thinkingLevels,

@@ -15,7 +15,6 @@ import (
 var quiet = map[string]bool{
 	"thread/started":                  true,
 	"thread/status/changed":           true,
-	"turn/started":                    true,
 	"serverRequest/resolved":          true,
 	"remoteControl/status/changed":    true,
 	"mcpServer/startupStatus/updated": true,
@@ -120,6 +119,8 @@ func (s *Session) HandleNotification(method string, params json.RawMessage) {
 	switch {
 	case method == "turn/completed":
 		s.turnCompleted(params)
+	case method == "turn/started":
+		s.turnStarted(params)
 	case method == "account/rateLimits/updated":
 		s.rateLimitsUpdated(params)
 	case method == "item/agentMessage/delta":

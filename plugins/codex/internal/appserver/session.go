@@ -368,7 +368,13 @@ func (s *Session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 	for _, im := range in.Images {
 		input = append(input, localImageInput{Type: "localImage", Path: im.Path})
 	}
-	call := s.conn.Go("turn/start", turnStartParams{ThreadID: s.id, Input: input, Effort: s.cfg.Effort})
+	return s.await(rt, t, "turn/start", s.conn.Go("turn/start", turnStartParams{ThreadID: s.id, Input: input, Effort: s.cfg.Effort}))
+}
+
+// await waits for the turn t, which call (method) started, to end: its
+// turn/completed, the app-server's exit or an overdue cancel.
+func (s *Session) await(rt *turn.Turn, t *turnState, method string, call *jsonrpc.Call) (runtime.TurnResult, error) {
+	fail := runtime.TurnResult{StopReason: runtime.StopError}
 	started := call.Done()
 	for {
 		select {
@@ -379,11 +385,11 @@ func (s *Session) Prompt(ctx context.Context, in runtime.Turn) (runtime.TurnResu
 			var res turnStartResult
 			if err := call.Result(&res); err != nil {
 				if errors.Is(err, jsonrpc.ErrClosed) {
-					e := s.exitedErr("turn/start")
+					e := s.exitedErr(method)
 					s.markDead(e)
 					return fail, e
 				}
-				return fail, runtime.Errorf(runtime.FaultRuntime, "%s: %s refused turn/start: %v", Name, s.codexName(), err)
+				return fail, runtime.Errorf(runtime.FaultRuntime, "%s: %s refused %s: %v", Name, s.codexName(), method, err)
 			}
 			s.setTurnID(t, res.Turn.ID)
 		case <-s.conn.Done():

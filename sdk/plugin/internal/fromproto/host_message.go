@@ -83,7 +83,7 @@ func (m HostMessage) ReattachSessionID() string { return m.m.GetReattach().GetSe
 // Prompt reads a HostPrompt message.
 func (m HostMessage) Prompt() runtime.Turn {
 	p := m.m.GetPrompt()
-	t := runtime.Turn{ID: p.GetTurnId(), Text: p.GetText()}
+	t := runtime.Turn{ID: p.GetTurnId(), Text: p.GetText(), Compact: p.GetCompact()}
 	for _, im := range p.GetImages() {
 		t.Images = append(t.Images, runtime.Image{Path: im.GetPath(), MediaType: im.GetMediaType()})
 	}

@@ -124,7 +124,12 @@ func TestHostMessagesRoundTrip(t *testing.T) {
 			}
 		}},
 		{"prompt", toproto.Prompt(runtime.Turn{ID: "t1", Text: "hello"}), HostPrompt, func(t *testing.T, m HostMessage) {
-			if got := m.Prompt(); got.ID != "t1" || got.Text != "hello" {
+			if got := m.Prompt(); got.ID != "t1" || got.Text != "hello" || got.Compact {
+				t.Fatalf("got %+v", got)
+			}
+		}},
+		{"compact", toproto.Prompt(runtime.Turn{ID: "t2", Compact: true}), HostPrompt, func(t *testing.T, m HostMessage) {
+			if got := m.Prompt(); got.ID != "t2" || got.Text != "" || !got.Compact {
 				t.Fatalf("got %+v", got)
 			}
 		}},

@@ -39,7 +39,7 @@ func Prompt(t runtime.Turn) *pb.HostMessage {
 	for _, im := range t.Images {
 		images = append(images, &pb.ImageRef{Path: im.Path, MediaType: im.MediaType})
 	}
-	return &pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: t.ID, Text: t.Text, Images: images}}}
+	return &pb.HostMessage{Msg: &pb.HostMessage_Prompt{Prompt: &pb.Prompt{TurnId: t.ID, Text: t.Text, Images: images, Compact: t.Compact}}}
 }
 
 // Cancel cancels turn turnID.
