@@ -72,7 +72,7 @@ type Lister struct {
 }
 
 // Catalog is the catalog of the opencode binary bin run with env: `opencode
-// models` and `opencode auth list`, side by side, each bounded.
+// models` and `opencode auth list`, one after the other, each bounded.
 func (l *Lister) Catalog(ctx context.Context, bin string, env []string) runtime.Catalog {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -80,19 +80,11 @@ func (l *Lister) Catalog(ctx context.Context, bin string, env []string) runtime.
 	if l.key == key && time.Since(l.at) < cacheFor {
 		return l.answer
 	}
-	var wg sync.WaitGroup
-	var models, auth agentproc.StatusResult
-	var modelsErr, authErr error
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		models, modelsErr = agentproc.RunStatus(ctx, bin, []string{"models", "--pure"}, env)
-	}()
-	go func() {
-		defer wg.Done()
-		auth, authErr = agentproc.RunStatus(ctx, bin, []string{"auth", "list", "--pure"}, env)
-	}()
-	wg.Wait()
+	// One after the other: on a fresh data directory both commands set
+	// opencode's state up, and side by side one of them could fail doing
+	// it (`opencode models` exited 1 in make e2e on a loaded machine).
+	models, modelsErr := agentproc.RunStatus(ctx, bin, []string{"models", "--pure"}, env)
+	auth, authErr := agentproc.RunStatus(ctx, bin, []string{"auth", "list", "--pure"}, env)
 	c := runtime.Catalog{ModelsSupported: true, Auth: runtime.AuthUnknown}
 	switch {
 	case modelsErr != nil:
