@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +23,7 @@ func init() {
 // LandlockABI is the Landlock ABI version this kernel enforces; 0 is
 // none (no Landlock, or disabled at boot).
 func LandlockABI() int {
-	v, err := ll.LandlockGetABIVersion()
+	v, err := landlockABIVersion()
 	if err != nil || v < 1 {
 		return 0
 	}
@@ -49,9 +48,9 @@ func landlockHandled(abi int) uint64 {
 
 // Rights a rule on a file may carry, and the read rights.
 const (
-	landlockFileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-	landlockReadRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSResolveUnix
-	landlockDevRights  = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev | ll.AccessFSReadDir
+	landlockFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	landlockReadRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	landlockDevRights  = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV | unix.LANDLOCK_ACCESS_FS_READ_DIR
 )
 
 // landlockMain is the launcher: it returns only on failure.
@@ -87,7 +86,7 @@ func landlockMain(v string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
 	}
-	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
+	if err := landlockRestrictSelf(fd); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	_ = unix.Close(fd)
@@ -128,17 +127,17 @@ func dropCapabilities() error {
 // unix sockets of processes outside the boundary are refused.
 func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 	handled := landlockHandled(abi)
-	attr := ll.RulesetAttr{HandledAccessFS: handled}
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
 	if abi >= 6 {
-		attr.Scoped = ll.ScopeAbstractUnixSocket | ll.ScopeSignal
+		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
 	}
-	fd, err := ll.LandlockCreateRuleset(&attr, 0)
+	fd, err := landlockCreateRuleset(&attr)
 	if err != nil {
 		return -1, fmt.Errorf("landlock_create_ruleset (ABI %d): %w", abi, err)
 	}
 	// Device nodes are made by no one: a block device in the workspace
 	// would be the whole disk.
-	writable := handled &^ (ll.AccessFSMakeChar | ll.AccessFSMakeBlock)
+	writable := handled &^ (unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK)
 	add := func(paths []string, rights uint64, missingOK bool) error {
 		for _, p := range paths {
 			if err := landlockAllow(fd, p, rights&handled); err != nil {
@@ -159,7 +158,7 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 		{plan.ReadDirs, landlockReadRights, true},
 		{plan.ReadFiles, landlockReadRights, true},
 		{plan.Devices, landlockDevRights, true},
-		{plan.ListDirs, ll.AccessFSReadDir, false},
+		{plan.ListDirs, unix.LANDLOCK_ACCESS_FS_READ_DIR, false},
 	} {
 		if err := add(step.paths, step.rights, step.missingOK); err != nil {
 			_ = unix.Close(fd)
@@ -193,8 +192,8 @@ func landlockAllow(fd int, p string, rights uint64) error {
 	if rights == 0 {
 		return nil
 	}
-	attr := ll.PathBeneathAttr{ParentFd: pfd, AllowedAccess: rights}
-	if err := ll.LandlockAddPathBeneathRule(fd, &attr, 0); err != nil {
+	attr := unix.LandlockPathBeneathAttr{Parent_fd: int32(pfd), Allowed_access: rights}
+	if err := landlockAddPathBeneath(fd, &attr); err != nil {
 		return fmt.Errorf("landlock_add_rule %s: %w", p, err)
 	}
 	return nil
