@@ -43,6 +43,14 @@ const (
 	// (status, result, history, list); a try without a reply — lost with a
 	// NATS server that went away — is sent again, within RPCTimeout.
 	ReadAttemptTimeout = 3 * time.Second
+	// ReplyKeep is how long the replies bucket keeps a spawn's answer for
+	// a requester whose connection was away when it was published.
+	ReplyKeep = 15 * time.Minute
+	// ReplyCheckFirst and ReplyCheckMax space a waiting spawn's reads of
+	// the replies bucket (doubling from the first to the most); a
+	// reconnect of the requester's connection reads it at once.
+	ReplyCheckFirst = 2 * time.Second
+	ReplyCheckMax   = 30 * time.Second
 	// DefaultSpawnTimeout is how long a fleet spawn waits for a node to
 	// start it (`avenor fleet serve --spawn-timeout`).
 	DefaultSpawnTimeout = 10 * time.Minute

@@ -6,6 +6,9 @@
 //     pool). Node agents pull through one durable consumer per pool, only
 //     when their supervisor has a free slot, and ack once the runtime's
 //     session is open; a spawn taken by a node that dies is redelivered.
+//     The node answers on the requester's inbox and keeps the answer in
+//     [BucketReplies] (by the spawn's stream sequence, with a TTL), where
+//     a requester whose connection was away when it was sent reads it.
 //   - Events of every runtime go to [StreamEvents] on the subject
 //     avenor.events.<node>.<rt> (the runtime's fleet id), with
 //     <fleet id>/<seq> as the de-duplication id.

@@ -116,15 +116,16 @@ func (g *Gateway) spawn(ctx context.Context, c *control.Call) (any, error) {
 	msg := &nats.Msg{Subject: spawnSubject(pool), Data: body, Header: nats.Header{}}
 	msg.Header.Set(headerReply, inbox)
 	msg.Header.Set(headerSchema, SchemaVersion)
+	reconnects := g.cfg.NC.Stats().Reconnects
 	pctx, cancel := context.WithTimeout(ctx, RPCTimeout)
-	_, err = g.cfg.Stores.JS.PublishMsg(pctx, msg)
+	ack, err := g.cfg.Stores.JS.PublishMsg(pctx, msg)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("fleet: queueing the spawn on %s: %w", spawnSubject(pool), err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, g.cfg.SpawnTimeout)
 	defer cancel()
-	m, err := sub.NextMsgWithContext(wctx)
+	data, err := g.awaitAnswer(wctx, sub, ack.Sequence, reconnects)
 	if err != nil {
 		if ctx.Err() == nil {
 			return nil, fmt.Errorf("fleet: no node of pool %s started the spawn within %v (it stays queued and may still start; are nodes of the pool running with free slots? `avenor control list` shows the fleet)", pool, g.cfg.SpawnTimeout)
@@ -132,13 +133,49 @@ func (g *Gateway) spawn(ctx context.Context, c *control.Call) (any, error) {
 		return nil, ctx.Err()
 	}
 	var rep spawnReply
-	if err := json.Unmarshal(m.Data, &rep); err != nil {
-		return nil, fmt.Errorf("fleet: a node answered the spawn with %q: %w", m.Data, err)
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("fleet: a node answered the spawn with %q: %w", data, err)
 	}
 	if rep.Error != nil {
 		return nil, controlError(rep.Error)
 	}
 	return rep.Result, nil
+}
+
+// awaitAnswer waits for the answer to the spawn at stream sequence seq:
+// on the inbox, or in the replies bucket — read at once after this
+// connection reconnected (an answer sent while it was away is not kept by
+// core NATS), and otherwise every ReplyCheckFirst, doubling to
+// ReplyCheckMax, for an answer sent while the cluster moved this
+// connection's interest.
+func (g *Gateway) awaitAnswer(ctx context.Context, sub *nats.Subscription, seq uint64, reconnects uint64) ([]byte, error) {
+	every := ReplyCheckFirst
+	next := time.Now().Add(every)
+	for {
+		wait, cancel := context.WithTimeout(ctx, time.Second)
+		m, err := sub.NextMsgWithContext(wait)
+		cancel()
+		if err == nil {
+			return m.Data, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		now := g.cfg.NC.Stats().Reconnects
+		if now == reconnects && time.Now().Before(next) {
+			continue
+		}
+		reconnects = now
+		every = min(2*every, ReplyCheckMax)
+		next = time.Now().Add(every)
+		if g.cfg.Stores.Replies == nil {
+			continue
+		}
+		e, err := g.cfg.Stores.Replies.Get(ctx, replyKey(seq))
+		if err == nil {
+			return e.Value(), nil
+		}
+	}
 }
 
 // controlError is a node's error as the fleet socket answers it.

@@ -59,3 +59,45 @@ func TestGatewayResendsLostReads(t *testing.T) {
 		t.Fatalf("cancel sent %d times, want 1 (a mutating call is never repeated)", n)
 	}
 }
+
+// TestGatewayFindsALostSpawnAnswer: a spawn whose answer on the inbox was
+// lost (published while the requester's connection was away) is answered
+// from the replies bucket within the first check, not the spawn timeout.
+func TestGatewayFindsALostSpawnAnswer(t *testing.T) {
+	s, auth := devServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nc, js, err := Connect(ctx, s.ClientURL(), "test", auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	st, err := Setup(ctx, js, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Gateway{cfg: GatewayConfig{NC: nc, Stores: st}, log: hclog.NewNullLogger()}
+	sub, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	want := `{"result":{"runtime_id":"n1/rt_7"}}`
+	if _, err := st.Replies.Put(ctx, replyKey(42), []byte(want)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := g.awaitAnswer(ctx, sub, 42, nc.Stats().Reconnects)
+	if err != nil || string(got) != want {
+		t.Fatalf("awaitAnswer = %s, %v; want %s", got, err, want)
+	}
+	if took := time.Since(start); took > ReplyCheckFirst+2*time.Second {
+		t.Fatalf("the kept answer took %v, want within %v", took, ReplyCheckFirst+2*time.Second)
+	}
+	// No answer anywhere: the wait ends with its context.
+	wctx, wcancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer wcancel()
+	if _, err := g.awaitAnswer(wctx, sub, 43, nc.Stats().Reconnects); err == nil {
+		t.Fatal("awaitAnswer without an answer returned one")
+	}
+}

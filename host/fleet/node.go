@@ -67,6 +67,10 @@ type node struct {
 	// registered its runtime: the publisher holds an unknown runtime's
 	// events until the spawns in flight when it arrived are done.
 	spawning map[chan struct{}]bool
+	// claiming holds the claim keys of the spawns this node is taking now:
+	// a claim of this node's instance not among them is one it failed to
+	// remove, and it takes the spawn over instead of waiting on itself.
+	claiming map[string]bool
 	// reapSeen and reapAt are the live nodes when the registry was last
 	// read for runtimes to move, and when (pull's goroutine only).
 	reapSeen string
@@ -99,7 +103,7 @@ func RunNode(ctx context.Context, cfg NodeConfig) error {
 	}
 	n := &node{cfg: cfg, log: cfg.Logger.Named("fleet"), js: cfg.Stores.JS, st: cfg.Stores,
 		byLocal: map[string]*owned{}, byFleet: map[string]*owned{}, instance: randomID(),
-		window: make(chan struct{}, PublishWindow), spawning: map[chan struct{}]bool{}, took: make(chan struct{}, 1)}
+		window: make(chan struct{}, PublishWindow), spawning: map[chan struct{}]bool{}, claiming: map[string]bool{}, took: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var err error
@@ -290,7 +294,10 @@ type spawnReply struct {
 // supervisor starts it, the ack once its session is open, then the reply
 // to the requester.
 func (n *node) take(ctx context.Context, msg jetstream.Msg) {
-	reply := msg.Headers().Get(headerReply)
+	reply := spawnAnswer{inbox: msg.Headers().Get(headerReply)}
+	if meta, err := msg.Metadata(); err == nil {
+		reply.seq = meta.Sequence.Stream
+	}
 	if v := msg.Headers().Get(headerSchema); v != SchemaVersion {
 		n.log.Error("refusing a spawn of another schema", "schema", v)
 		_ = msg.Term()
@@ -308,6 +315,7 @@ func (n *node) take(ctx context.Context, msg jetstream.Msg) {
 	if !ok {
 		return
 	}
+	defer n.claimDone(claim)
 	hb, stopHB := context.WithCancel(ctx)
 	go every(hb, HeartbeatInterval, func() { _ = msg.InProgress() })
 	o, raw, err := n.spawn(ctx, params, nil)
@@ -362,7 +370,7 @@ func claimKey(streamSeq uint64) string { return fmt.Sprintf("%s%d", claimPrefix,
 // starting it (leave it to that node), or its node was lost while
 // starting it — then the runtime may have run there, and it is refused,
 // not run a second time. ok is false when the message was settled here.
-func (n *node) claim(ctx context.Context, msg jetstream.Msg, reply string) (string, bool) {
+func (n *node) claim(ctx context.Context, msg jetstream.Msg, reply spawnAnswer) (string, bool) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		n.log.Warn("a spawn without metadata", "error", err)
@@ -380,7 +388,7 @@ func (n *node) claim(ctx context.Context, msg jetstream.Msg, reply string) (stri
 		sleep(ctx, 250*time.Millisecond)
 	}
 	if err == nil {
-		return key, true
+		return key, n.claimStart(key)
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		n.log.Warn("claiming a spawn", "error", err)
@@ -399,6 +407,14 @@ func (n *node) claim(ctx context.Context, msg jetstream.Msg, reply string) (stri
 		n.respond(reply, spawnReply{Result: cl.Result})
 		return "", false
 	}
+	if cl.Node == n.cfg.Node && cl.Instance == n.instance && n.claimStart(key) {
+		// This node's own claim, and no take of it is under way here: an
+		// earlier take gave the spawn back but could not remove the claim
+		// (its server lost), or the claim's creation was answered to a
+		// connection that went away. Waiting for it would wait forever.
+		n.log.Info("taking over a spawn this node had claimed", "stream_seq", meta.Sequence.Stream)
+		return key, true
+	}
 	live, lerr := liveNodes(ctx, n.st.Nodes)
 	if p, ok := live[cl.Node]; lerr != nil || ok && p.Instance == cl.Instance {
 		_ = msg.NakWithDelay(SpawnAckWait)
@@ -412,12 +428,42 @@ func (n *node) claim(ctx context.Context, msg jetstream.Msg, reply string) (stri
 	return "", false
 }
 
-// unclaim removes a spawn's claim.
+// claimStart marks a claim as being taken here; false when a take of it
+// is under way already.
+func (n *node) claimStart(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.claiming[key] {
+		return false
+	}
+	n.claiming[key] = true
+	return true
+}
+
+// claimDone ends a take of the claim here.
+func (n *node) claimDone(key string) {
+	n.mu.Lock()
+	delete(n.claiming, key)
+	n.mu.Unlock()
+}
+
+// unclaim removes a spawn's claim, trying again within RegistryRetry
+// while the registry cannot answer (a server lost): a claim left behind
+// makes the spawn's redeliveries to other nodes wait for this one.
 func (n *node) unclaim(key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), RPCTimeout)
-	defer cancel()
-	if err := n.st.Runtimes.Delete(ctx, key); err != nil {
-		n.log.Warn("removing a spawn's claim", "key", key, "error", err)
+	deadline := time.Now().Add(RegistryRetry)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), RPCTimeout)
+		err := n.st.Runtimes.Delete(ctx, key)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.log.Warn("removing a spawn's claim", "key", key, "error", err)
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
@@ -533,15 +579,34 @@ func (n *node) disown(o *owned) {
 	n.mu.Unlock()
 }
 
-func (n *node) respond(reply string, v any) {
-	if reply == "" {
+func (n *node) respond(to spawnAnswer, v spawnReply) {
+	b, _ := json.Marshal(v)
+	if to.inbox != "" {
+		if err := n.cfg.NC.Publish(to.inbox, b); err != nil {
+			n.log.Warn("answering a fleet spawn", "error", err)
+		}
+	}
+	if to.seq == 0 || n.st.Replies == nil {
 		return
 	}
-	b, _ := json.Marshal(v)
-	if err := n.cfg.NC.Publish(reply, b); err != nil {
-		n.log.Warn("answering a fleet spawn", "error", err)
+	ctx, cancel := context.WithTimeout(context.Background(), RPCTimeout)
+	defer cancel()
+	if _, err := n.st.Replies.Put(ctx, replyKey(to.seq), b); err != nil {
+		n.log.Warn("recording a fleet spawn's answer", "stream_seq", to.seq, "error", err)
 	}
 }
+
+// spawnAnswer is where a spawn's answer goes: the requester's inbox, and
+// the replies bucket under the spawn's stream sequence — where a
+// requester whose connection was away when the answer was published
+// finds it (core NATS does not keep a message nobody listened for).
+type spawnAnswer struct {
+	inbox string
+	seq   uint64
+}
+
+// replyKey is the replies bucket's key for the spawn at stream sequence seq.
+func replyKey(seq uint64) string { return fmt.Sprintf("spawn.%d", seq) }
 
 // rewriteIDs replaces the local runtime_id of an answer object with the
 // fleet id and adds the node.

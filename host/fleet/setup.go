@@ -22,6 +22,7 @@ const (
 	StreamEvents   = "AVENOR_EVENTS_V1"
 	BucketRuntimes = "AVENOR_RUNTIMES_V1"
 	BucketNodes    = "AVENOR_NODES_V1"
+	BucketReplies  = "AVENOR_SPAWN_REPLIES_V1"
 	// metaSchema is the metadata key every stream and bucket carries.
 	metaSchema = "avenor_schema"
 
@@ -160,6 +161,8 @@ type Stores struct {
 	Events   jetstream.Stream
 	Runtimes jetstream.KeyValue
 	Nodes    jetstream.KeyValue
+	// Replies keeps each spawn's answer for ReplyKeep, by stream sequence.
+	Replies jetstream.KeyValue
 }
 
 // Setup creates the fleet's streams and buckets, or opens them when they
@@ -202,6 +205,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, o Options) (*Stores, err
 	}
 	st.Nodes, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket: BucketNodes, History: 1, TTL: PresenceTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas, Metadata: meta,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.Replies, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: BucketReplies, History: 1, TTL: ReplyKeep, Storage: jetstream.FileStorage, Replicas: o.Replicas, Metadata: meta,
 	})
 	if err != nil {
 		return nil, err
