@@ -175,6 +175,13 @@ func sampleEvery(d time.Duration, sample func()) (stop func()) {
 // spawnMany spawns n runtimes through c at once and returns their ids.
 func spawnMany(t *testing.T, c *client.Client, n int, p client.SpawnParams) []client.Spawned {
 	t.Helper()
+	return spawnManyNotify(t, c, n, p, nil)
+}
+
+// spawnManyNotify is spawnMany that calls answered (when set) as each
+// spawn is answered, from the spawn's goroutine.
+func spawnManyNotify(t *testing.T, c *client.Client, n int, p client.SpawnParams, answered func()) []client.Spawned {
+	t.Helper()
 	out := make([]client.Spawned, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -187,6 +194,9 @@ func spawnMany(t *testing.T, c *client.Client, n int, p client.SpawnParams) []cl
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			out[i], errs[i] = c.Spawn(ctx, q)
+			if answered != nil {
+				answered()
+			}
 		}()
 	}
 	wg.Wait()

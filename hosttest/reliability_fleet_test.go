@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -187,13 +188,22 @@ func TestReliabilityFleetCluster(t *testing.T) {
 	p := client.SpawnParams{Backend: "scripted", Prompt: "chunks 5 every=20ms"}
 	pw := watchPeaks(t, list...)
 	start := time.Now()
+	// The loss comes when a third of the spawns were answered, however
+	// fast this machine runs them: the rest are queued, taken or being
+	// answered while a server goes.
 	lossDone := make(chan struct{})
-	go func() {
-		defer close(lossDone)
-		time.Sleep(2 * time.Second)
-		servers[1].Shutdown()
-	}()
-	sps := spawnMany(t, c, jobs, p)
+	var answered atomic.Int32
+	var lose sync.Once
+	sps := spawnManyNotify(t, c, jobs, p, func() {
+		if answered.Add(1) == jobs/3 {
+			lose.Do(func() {
+				go func() {
+					defer close(lossDone)
+					servers[1].Shutdown()
+				}()
+			})
+		}
+	})
 	for _, sp := range sps {
 		waitEnded(t, c, sp.RuntimeID, 2*time.Minute)
 	}
