@@ -1,7 +1,6 @@
 package stable
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -121,7 +120,7 @@ func (s *Supervisor) snapshot() supervisorState {
 	for _, rt := range list {
 		r := rt.run.Record()
 		r.N, r.Started = rt.n, rt.started
-		r.Spawn, _ = json.Marshal(rt.params)
+		r.Spawn = rt.spawnJSON
 		st.Runtimes = append(st.Runtimes, r)
 	}
 	return st

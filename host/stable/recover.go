@@ -63,7 +63,8 @@ func (s *Supervisor) recoverRuntime(r hostrun.Record) (*runtime, error) {
 	if err := decodeSpawn(r.Spawn, &p); err != nil {
 		return nil, err
 	}
-	rt := &runtime{s: s, id: r.ID, n: r.N, params: p, started: r.Started}
+	rt := &runtime{s: s, id: r.ID, n: r.N, started: r.Started}
+	rt.setParams(p)
 	spec, dead := hostrun.RecordSpec(r, p.Request(), s.resolve, s.spawnOptions(r.ID, p))
 	run, rec, err := hostrun.Recover(r, spec, dead, s.runDeps(rt))
 	if err != nil {

@@ -2,6 +2,7 @@ package stable
 
 import (
 	"context"
+	"encoding/json"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -21,12 +22,15 @@ const PhaseSlotRetry = 250 * time.Millisecond
 // supervisor decides: its id, its spawn, its slots and when it is reaped.
 // It is its run's Owner.
 type runtime struct {
-	s       *Supervisor
-	id      string
-	n       int
-	params  SpawnParams // as spawned, for the state file
-	run     *hostrun.Runtime
-	started int64
+	s      *Supervisor
+	id     string
+	n      int
+	params SpawnParams // as spawned, for the state file
+	// spawnJSON is params encoded once: the state file is written on
+	// every change of any runtime, and the spawn never changes.
+	spawnJSON json.RawMessage
+	run       *hostrun.Runtime
+	started   int64
 
 	// Under s.mu. ownSlotBusy: a phase of the phased run runs in the
 	// runtime's own executing slot; phaseSlots counts the extra slots its
@@ -35,6 +39,12 @@ type runtime struct {
 	phaseSlots  int
 	parkGen     int
 	parkTimer   *time.Timer
+}
+
+// setParams sets the runtime's spawn and its encoding for the state file.
+func (rt *runtime) setParams(p SpawnParams) {
+	rt.params = p
+	rt.spawnJSON, _ = json.Marshal(p)
 }
 
 // Changed implements hostrun.Owner: the state file is written.

@@ -109,7 +109,7 @@ func (s *Supervisor) Spawn(ctx context.Context, p SpawnParams) (map[string]any, 
 		return shutDown()
 	}
 	s.runtimes[id] = rt
-	rt.params = p
+	rt.setParams(p)
 	s.mu.Unlock()
 	// Durable before anything runs: a supervisor that dies from here on
 	// leaves its successor this runtime to end (its session.end and
