@@ -66,6 +66,9 @@ type Runtime struct {
 	debug *httpdebug.TableTarget
 	// restart is the restarts of the run in flight (restart.go).
 	restart restartState
+	// recovered is the sandbox requests of its runs, across restarts
+	// (sandboxrecover.go).
+	recovered recoverBook
 }
 
 // runRef is what the control plane reaches in a run: a *hostrt.Runner, or
@@ -282,6 +285,7 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	}
 	o.Launch = rt.tracked(o.Launch)
 	rt.armWatchdog(&o)
+	rt.armRecover(&o)
 	var restored *RateLimitRecord
 	if rt.life != nil && t.Adopt != nil {
 		restored = rt.life.rateWait // life.mu is held (goTurnLocked)
