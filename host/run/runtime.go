@@ -186,6 +186,7 @@ func (rt *Runtime) assemble(deps Deps) {
 	}
 	opts.Launch = rt.tracked(opts.Launch)
 	rt.armWatchdog(&opts)
+	rt.armRecover(&opts)
 	runner := hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
 	rt.w, rt.cur = runner.Events(), runner
 	run := rt.restartable(runner.Run)
