@@ -42,7 +42,10 @@ func recoverRun(t *testing.T, option string) (result, []event, string) {
 		return false
 	}) {
 		p.signal(9)
-		for _, ev := range readEventsIfAny(t, evPath) { t.Logf("%v", ev) }; t.Fatalf("no permission request of kind sandbox")
+		for _, ev := range readEventsIfAny(t, evPath) {
+			t.Logf("%v", ev)
+		}
+		t.Fatalf("no permission request of kind sandbox")
 	}
 	if req.str("op") != "write" || req.str("path") != target || req.str("allow_write") != outside || req["requires_user_input"] != true {
 		t.Errorf("sandbox request %v; want op write, path %s, allow_write %s, requires_user_input", req, target, outside)

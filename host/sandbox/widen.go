@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -78,27 +79,22 @@ func PlanWrite(sb sdk.Sandbox, path string) (Widening, error) {
 	switch {
 	case target == "/":
 		return w, fmt.Errorf("%w: it would make the whole filesystem writable", ErrNotWidenable)
-	case under(target, sb.DenyRead) || coversDenied(target, sb.DenyRead):
-		return w, fmt.Errorf("%w: %s is on the sandbox's deny list or holds part of it", ErrNotWidenable, target)
+	case under(target, sb.DenyRead):
+		return w, fmt.Errorf("%w: %s is on the sandbox's deny list", ErrNotWidenable, target)
 	}
 	w.AllowWrite = target
+	if _, err := Widen(sb, w); err != nil { // nothing is asked that cannot be done
+		return w, err
+	}
 	return w, nil
 }
 
-// coversDenied: a deny-list entry lies beneath dir.
-func coversDenied(dir string, deny []string) bool {
-	for _, d := range deny {
-		if under(d, []string{dir}) {
-			return true
-		}
-	}
-	return false
-}
-
 // Widen is sb widened by w: w.AllowWrite added to its writable paths
-// (once; at most MaxAllowWrite of them). A connection's widening belongs
-// to the network profile, which this boundary cannot widen: it is
-// ErrNotWidenable.
+// (once; at most MaxAllowWrite of them besides the run's dir). A deny-list
+// entry inside it stays hidden under bubblewrap, which applies the deny
+// list last; Landlock cannot express that, and such a widening is
+// ErrNotWidenable there. A connection's widening belongs to the network
+// profile, which this boundary cannot widen: it is ErrNotWidenable.
 func Widen(sb sdk.Sandbox, w Widening) (sdk.Sandbox, error) {
 	if w.Op != OpWrite || w.AllowWrite == "" {
 		return sb, fmt.Errorf("%w: op %q", ErrNotWidenable, w.Op)
@@ -109,8 +105,14 @@ func Widen(sb sdk.Sandbox, w Widening) (sdk.Sandbox, error) {
 	if len(sb.Writable) >= MaxAllowWrite+1 { // the run's dir is one of them
 		return sb, fmt.Errorf("%w: the sandbox already has %d writable paths", ErrNotWidenable, len(sb.Writable))
 	}
-	sb.Writable = append(slices.Clone(sb.Writable), w.AllowWrite)
-	return sb, nil
+	next := sb
+	next.Writable = append(slices.Clone(sb.Writable), w.AllowWrite)
+	if next.Mechanism == sdk.MechanismLandlock {
+		if err := agentproc.LandlockExpressible(next); err != nil {
+			return sb, fmt.Errorf("%w: %w", ErrNotWidenable, err)
+		}
+	}
+	return next, nil
 }
 
 // Plan is the widening that would undo a denial of op (avenor.sandbox.
