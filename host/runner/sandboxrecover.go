@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
-	"github.com/avenor-go/avenor/host/permission"
 	"github.com/avenor-go/avenor/host/sandbox"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -32,8 +31,9 @@ const (
 	MaxSandboxRecoveries = 16
 	// SandboxRecoverWait bounds how long a turn's end waits for a sandbox
 	// request's answer, whoever is to answer it (the file handler's
-	// timeout); unanswered by then, it is taken as rejected.
-	SandboxRecoverWait = permission.DefaultTimeout
+	// timeout, permission.DefaultTimeout); unanswered by then, it is
+	// taken as rejected.
+	SandboxRecoverWait = 10 * time.Minute
 )
 
 // SandboxRequestKind is the kind field of a sandbox request's
