@@ -221,3 +221,51 @@ func TestSandboxRecoverBadInput(t *testing.T) {
 		t.Errorf("after refused spawns the supervisor lists %d runtimes (%v), want none", len(l), err)
 	}
 }
+
+// TestSandboxRecoverStable: a stable spawn with sandbox_recover raises the
+// same request; approved with answer_permission naming the runtime, the
+// runtime goes on in a fresh process on the same session with the
+// directory writable, its write lands, and it ends its turn idle.
+func TestSandboxRecoverStable(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	w := newWorld(t)
+	home, _, outside := plantSecret(t)
+	target := filepath.Join(outside, "out.txt")
+	s := w.startStable("st", []string{"HOME=" + home, "SCRIPTED_PROSE_SCRIPT=toolsh echo second > " + target + "\nsay resumed"})
+	c := s.client()
+	yes := true
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Sandbox: "workspace", SandboxRecover: &yes,
+		Prompt: "toolsh echo first > " + target + "\nsay denied"})
+	rt := waitRuntime(t, c, sp.RuntimeID, 30*time.Second, "a pending permission", func(rt client.Runtime) bool { return rt.PendingPermission })
+	var req event
+	for _, ev := range only(readEvents(t, rt.EventPath), "permission.request") {
+		if ev.str("kind") == "sandbox" {
+			req = ev
+		}
+	}
+	if req.str("allow_write") != outside {
+		t.Fatalf("sandbox request %v; want allow_write %s", req, outside)
+	}
+	if err := c.AnswerPermission(ctxT(t, 10*time.Second), req.str("request_id"), "allow", "", sp.RuntimeID); err != nil {
+		t.Fatal(err)
+	}
+	var evs []event
+	if !waitFor(30*time.Second, func() bool {
+		evs = readEventsQuiet(rt.EventPath)
+		return len(only(evs, "session.end")) > 0
+	}) {
+		t.Fatalf("the resumed turn never ended: %v", names(evs, "agent.status"))
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != "second\n" {
+		t.Errorf("%s after the approval: %q, %v; want the resumed turn's write", target, got, err)
+	}
+	starts := only(evs, "session.start")
+	if len(starts) != 2 || starts[1].str("session_id") != starts[0].str("session_id") {
+		t.Errorf("session.start %v; want two on the same session", starts)
+	}
+	if ends := only(evs, "session.end"); len(ends) != 1 || ends[0].str("final_output") != "resumed" {
+		t.Errorf("session.end %v; want one, the resumed turn's", ends)
+	}
+	waitRuntime(t, c, sp.RuntimeID, 20*time.Second, "idle", func(rt client.Runtime) bool { return rt.Status == "idle" })
+}
