@@ -125,13 +125,17 @@ func (rt *Runtime) widen(ws []sandbox.Widening) error {
 		return errors.New("nothing was approved")
 	}
 	spec.Options.Sandbox = sb
-	note := fmt.Sprintf("A person approved widening your sandbox: %s now writable. Retry what was denied, then go on with your task.", strings.Join(allowed, ", "))
-	if len(allowed) == 1 {
-		note = fmt.Sprintf("A person approved widening your sandbox: %s is now writable. Retry what was denied, then go on with your task.", allowed[0])
-	} else {
-		note = strings.Replace(note, " now writable", " are now writable", 1)
+	return rt.Restart(context.Background(), RestartRequest{Spec: &spec, Note: widenedNote(allowed), Reason: SandboxRestartReason, Events: evs})
+}
+
+// widenedNote is the fresh turn's prompt after a widening: what is now
+// writable, and to retry.
+func widenedNote(allowed []string) string {
+	verb := "is"
+	if len(allowed) > 1 {
+		verb = "are"
 	}
-	return rt.Restart(context.Background(), RestartRequest{Spec: &spec, Note: note, Reason: SandboxRestartReason, Events: evs})
+	return fmt.Sprintf("A person approved widening your sandbox: %s %s now writable. Retry what was denied, then go on with your task.", strings.Join(allowed, ", "), verb)
 }
 
 // WidenedEvent is the avenor.sandbox.widened of w (docs/events.md): op and
