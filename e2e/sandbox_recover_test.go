@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,45 +27,89 @@ func TestSandboxRecoverOpencode(t *testing.T) {
 		_, beyond := sandboxPlant(t, w)
 		outside := filepath.Join(beyond, "outside.txt")
 		w.llm.SetScript(writeEachTurn(outside))
-		sock := w.path("c.sock")
-		run := w.startAvenor("run", "--prompt", "Write outside.txt.", "--auto-approve", "--sandbox", "workspace",
-			"--sandbox-recover", "--control-socket", sock)
-		req := awaitSandboxRequest(t, run)
-		if req.str("path") != outside || req.str("allow_write") != beyond {
-			t.Errorf("sandbox request %v; want path %s, allow_write %s", req, outside, beyond)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c, err := client.Dial(ctx, sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.AnswerPermission(ctx, req.str("request_id"), "allow", ""); err != nil {
-			t.Fatalf("answer_permission: %v", err)
-		}
-		res, evs, s := run.finish()
-		checkDone(t, "run", res, evs, s)
-		if got, err := os.ReadFile(outside); err != nil || strings.TrimSpace(string(got)) != "out" {
-			t.Errorf("%s = %q, %v; the write after the approval should have landed", outside, got, err)
-		}
-		starts := only(evs, "session.start")
-		if len(starts) != 2 || starts[0].str("session_id") == "" || starts[1].str("session_id") != starts[0].str("session_id") {
-			t.Fatalf("session.start %v; want two on the same session", starts)
-		}
-		if wd := only(evs, "avenor.sandbox.widened"); len(wd) != 1 || wd[0].str("allow_write") != beyond {
-			t.Errorf("avenor.sandbox.widened %v; want one making %s writable", wd, beyond)
-		}
-		if r := only(evs, "avenor.restarted"); len(r) != 1 || r[0].str("reason") != "sandbox_widened" {
-			t.Errorf("avenor.restarted %v; want one, reason sandbox_widened", r)
-		}
-		logRecoveryTime(t, mech, evs)
+		recoverApproved(t, w, mech, outside, "--auto-approve")
 	})
 }
 
-// writeEachTurn has the model write path once in each turn (after each
-// prompt: the run's, then the restart's note), then say DONE.
+// TestSandboxRecoverCodex: real codex-app-server, offline, as
+// TestSandboxRecoverOpencode with Codex's shell: the resumed thread's
+// command writes the file.
+func TestSandboxRecoverCodex(t *testing.T) {
+	codex.bin = func() string { return codexBin(t) }
+	forMechanisms(t, func(t *testing.T) *world { return newWorld(t, codex, fakellm.Config{}) }, func(t *testing.T, w *world, mech string) {
+		_, beyond := sandboxPlant(t, w)
+		outside := filepath.Join(beyond, "outside.txt")
+		w.llm.SetScript(shellEachTurn("echo out > " + outside))
+		recoverApproved(t, w, mech, outside, "--auto-approve")
+	})
+}
+
+// recoverApproved runs w's runtime under --sandbox workspace
+// --sandbox-recover, whose model writes outside in each turn; approves
+// the sandbox request over the control socket; and checks that the run
+// resumed its session widened and the file landed.
+func recoverApproved(t *testing.T, w *world, mech, outside string, extra ...string) {
+	t.Helper()
+	beyond := filepath.Dir(outside)
+	sock := w.path("c.sock")
+	run := w.startAvenor("run", append([]string{"--prompt", "Write outside.txt.", "--sandbox", "workspace",
+		"--sandbox-recover", "--control-socket", sock}, extra...)...)
+	req := awaitSandboxRequest(t, run)
+	if req.str("path") != outside || req.str("allow_write") != beyond {
+		t.Errorf("sandbox request %v; want path %s, allow_write %s", req, outside, beyond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.AnswerPermission(ctx, req.str("request_id"), "allow", ""); err != nil {
+		t.Fatalf("answer_permission: %v", err)
+	}
+	res, evs, s := run.finish()
+	checkDone(t, "run", res, evs, s)
+	if got, err := os.ReadFile(outside); err != nil || strings.TrimSpace(string(got)) != "out" {
+		t.Errorf("%s = %q, %v; the write after the approval should have landed", outside, got, err)
+	}
+	starts := only(evs, "session.start")
+	if len(starts) != 2 || starts[0].str("session_id") == "" || starts[1].str("session_id") != starts[0].str("session_id") {
+		t.Fatalf("session.start %v; want two on the same session", starts)
+	}
+	if wd := only(evs, "avenor.sandbox.widened"); len(wd) != 1 || wd[0].str("allow_write") != beyond {
+		t.Errorf("avenor.sandbox.widened %v; want one making %s writable", wd, beyond)
+	}
+	if r := only(evs, "avenor.restarted"); len(r) != 1 || r[0].str("reason") != "sandbox_widened" {
+		t.Errorf("avenor.restarted %v; want one, reason sandbox_widened", r)
+	}
+	logRecoveryTime(t, mech, evs)
+}
+
+// writeEachTurn has the model write path with its write tool once in
+// each turn (after each prompt: the run's, then the restart's note), then
+// say DONE.
 func writeEachTurn(path string) func(r *fakellm.Request) fakellm.Reply {
+	return eachTurn(func(*fakellm.Request) (fakellm.ToolCall, bool) {
+		return fakellm.ToolCall{Name: "write", Args: map[string]any{"filePath": path, "content": "out\n"}}, true
+	})
+}
+
+// shellEachTurn has the model run cmd with its shell tool once in each
+// turn, then say DONE.
+func shellEachTurn(cmd string) func(r *fakellm.Request) fakellm.Reply {
+	return eachTurn(func(r *fakellm.Request) (fakellm.ToolCall, bool) {
+		tool, ok := r.ShellTool()
+		if !ok {
+			return fakellm.ToolCall{}, false
+		}
+		return fakellm.ToolCall{Name: tool.Name, Args: fakellm.ShellArgs(tool, cmd)}, true
+	})
+}
+
+// eachTurn has the model make call once after each prompt (the last user
+// message with text), then say DONE.
+func eachTurn(call func(r *fakellm.Request) (fakellm.ToolCall, bool)) func(r *fakellm.Request) fakellm.Reply {
 	return func(r *fakellm.Request) fakellm.Reply {
 		last := -1
 		for i, m := range r.Messages {
@@ -76,11 +121,12 @@ func writeEachTurn(path string) func(r *fakellm.Request) fakellm.Reply {
 		for _, m := range r.Messages[last+1:] {
 			results += len(m.ToolResults)
 		}
-		if results > 0 {
+		c, ok := call(r)
+		if results > 0 || !ok {
 			return fakellm.Text("DONE")
 		}
-		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_" + string(rune('a'+last%26)), Name: "write",
-			Args: map[string]any{"filePath": path, "content": "out\n"}}}}
+		c.ID = "call_" + strconv.Itoa(last+1)
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{c}}
 	}
 }
 
