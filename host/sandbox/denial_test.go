@@ -104,6 +104,7 @@ func FuzzDenials(f *testing.F) {
 		"bwrap: Can't bind mount /oldroot/a on /newroot/a: Permission denied",
 		"EACCES: permission denied, open '/'", "/:/:/ eperm", "bwrap: /oldroot", "",
 		"PermissionDenied: FileSystem.open (/home/u/.ssh/id_test)", "File not found: /home/u/.ssh/x",
+		"/bin/sh: 1: cannot create /var/tmp/x: Read-only file system", "/a: /b: /c: eperm",
 	} {
 		f.Add(s)
 	}

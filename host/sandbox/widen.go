@@ -55,8 +55,8 @@ var ErrNotWidenable = errors.New("the denial cannot be undone by widening the sa
 // in, when that exists. It is ErrNotWidenable for a sandbox that is not
 // workspace (read-only makes nothing writable), a relative path, a path
 // whose directory does not exist either (making an ancestor writable
-// would allow more than the step asked), the root, and a path on or
-// under the deny list (its secrets stay hidden whatever is approved).
+// would allow more than the step asked), the root, the sandbox's own
+// /tmp, /dev and /proc, and a path on or under the deny list (its secrets stay hidden whatever is approved).
 // Symlinks are resolved, as Resolve resolves --sandbox-allow-write.
 func PlanWrite(sb sdk.Sandbox, path string) (Widening, error) {
 	w := Widening{Op: OpWrite, Path: filepath.Clean(path)}
@@ -79,6 +79,8 @@ func PlanWrite(sb sdk.Sandbox, path string) (Widening, error) {
 	switch {
 	case target == "/":
 		return w, fmt.Errorf("%w: it would make the whole filesystem writable", ErrNotWidenable)
+	case sandboxOwn(sb, target) || sandboxOwn(sb, w.Path):
+		return w, fmt.Errorf("%w: %s lies in the sandbox's own /tmp, /dev or /proc", ErrNotWidenable, target)
 	case under(target, sb.DenyRead):
 		return w, fmt.Errorf("%w: %s is on the sandbox's deny list", ErrNotWidenable, target)
 	}
@@ -87,6 +89,13 @@ func PlanWrite(sb sdk.Sandbox, path string) (Widening, error) {
 		return w, err
 	}
 	return w, nil
+}
+
+// sandboxOwn: p lies where sb has filesystems of its own, which are never
+// widened: the private /tmp (under bubblewrap; under Landlock /tmp is the
+// host's), /dev and /proc. It mirrors what classify never reports.
+func sandboxOwn(sb sdk.Sandbox, p string) bool {
+	return ownPath(p) && !(sb.Mechanism == sdk.MechanismLandlock && under(p, []string{"/tmp"}))
 }
 
 // Widen is sb widened by w: w.AllowWrite added to its writable paths

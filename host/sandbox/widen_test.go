@@ -15,7 +15,11 @@ import (
 // up, not the root, not the deny list, nothing under read-only, nothing
 // Landlock cannot express.
 func TestPlanWrite(t *testing.T) {
-	root := t.TempDir()
+	root, err := os.MkdirTemp("/var/tmp", "avenor-widen-") // beyond the sandbox's own /tmp
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		t.Fatal(err)
@@ -53,12 +57,15 @@ func TestPlanWrite(t *testing.T) {
 		{"symlinks resolved", box, filepath.Join(link, "new.txt"), dir},
 		{"no ancestor further up", box, filepath.Join(dir, "a", "b", "new.txt"), ""},
 		{"not the root", box, "/new-at-root", ""},
+		{"not the sandbox's own /proc", box, "/proc/self/new", ""},
+		{"not the sandbox's own /dev", box, "/dev/new", ""},
 		{"not relative", box, "out/new.txt", ""},
 		{"not the deny list", box, filepath.Join(secret, "id_new"), ""},
 		{"a deny entry inside stays hidden under bubblewrap", box, filepath.Join(real, "home", "new.txt"), filepath.Join(real, "home")},
 		{"landlock cannot hide it inside a writable path", landlock, filepath.Join(real, "home", "new.txt"), ""},
 		{"landlock elsewhere", landlock, filepath.Join(dir, "new.txt"), dir},
 		{"nothing under read-only", readOnly, file, ""},
+		{"not the private /tmp", box, filepath.Join(t.TempDir(), "new.txt"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := PlanWrite(tc.sb, tc.path)
@@ -119,4 +126,35 @@ func TestWideningKey(t *testing.T) {
 	if a == b || a != c {
 		t.Errorf("keys %q and %q", a, b)
 	}
+}
+
+// FuzzPlanWrite: whatever path a tool's output names, a widening is
+// either refused or exactly the path or its directory, resolved, never
+// the root nor the deny list.
+func FuzzPlanWrite(f *testing.F) {
+	for _, s := range []string{"/", "/tmp/x", "/var/tmp", "/etc/hosts", "relative", "/../..", "/proc/self/x", ""} {
+		f.Add(s)
+	}
+	box := sdk.Sandbox{Profile: sdk.SandboxWorkspace, Mechanism: sdk.MechanismBubblewrap, Writable: []string{"/work/app"}, DenyRead: []string{"/etc"}}
+	f.Fuzz(func(t *testing.T, path string) {
+		w, err := PlanWrite(box, path)
+		if err != nil {
+			if !errors.Is(err, ErrNotWidenable) {
+				t.Fatalf("PlanWrite(%q): %v is not ErrNotWidenable", path, err)
+			}
+			return
+		}
+		if !filepath.IsAbs(w.AllowWrite) || w.AllowWrite == "/" || under(w.AllowWrite, box.DenyRead) || sandboxOwn(box, w.AllowWrite) {
+			t.Fatalf("PlanWrite(%q) allows %q", path, w.AllowWrite)
+		}
+		want := []string{w.Path, filepath.Dir(w.Path)}
+		for i, p := range want {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				want[i] = real
+			}
+		}
+		if !slices.Contains(want, w.AllowWrite) {
+			t.Fatalf("PlanWrite(%q) allows %q, neither the path nor its directory", path, w.AllowWrite)
+		}
+	})
 }
