@@ -78,7 +78,7 @@ type Runner struct {
 
 	dog *turnDog // nil: no --watchdog
 
-	recov *recoverBook // nil: no --sandbox-recover (recover.go)
+	recov *recoverBook // nil: no --sandbox-recover (sandboxrecover.go)
 
 	// contextWarned: the context warning was given and the window has not
 	// fallen below the threshold since (context.go).

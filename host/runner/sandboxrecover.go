@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/avenor-go/avenor/host/event"
@@ -147,7 +148,11 @@ func (r *Runner) recoverSandbox(ctx context.Context, h *sessionHost, out turnOut
 		if take := r.opts.SandboxRecover.Take; take != nil && !take(w.Key()) {
 			continue
 		}
-		if r.askWidening(ctx, h, w) {
+		ok, interrupted := r.askWidening(ctx, h, w)
+		if interrupted { // interrupt_and_prompt: its text is the next turn
+			return out, false
+		}
+		if ok {
 			approved = append(approved, w)
 		}
 	}
@@ -187,13 +192,14 @@ func stoppedOutcome(ctx context.Context, out turnOutcome) turnOutcome {
 // and says whether it was approved: an allow option chosen. A rejection,
 // a cancelled answer, no answer within the wait, or the broker's failure
 // (a file handler's timeout, --on-permission fail) is no approval, and
-// never fails the run.
-func (r *Runner) askWidening(ctx context.Context, h *sessionHost, w sandbox.Widening) bool {
+// never fails the run. An interrupt_and_prompt meanwhile withdraws the
+// request (interrupted): the run goes on with its text.
+func (r *Runner) askWidening(ctx context.Context, h *sessionHost, w sandbox.Widening) (approved, interrupted bool) {
 	h.mu.Lock()
 	perms := h.permissions
 	h.mu.Unlock()
 	if perms == nil {
-		return false
+		return false, false
 	}
 	r.recov.mu.Lock()
 	r.recov.asked++
@@ -205,15 +211,53 @@ func (r *Runner) askWidening(ctx context.Context, h *sessionHost, w sandbox.Wide
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	stopWatch := r.watchInterrupt(wctx, cancel)
 	d, err := perms.Record(wctx, SandboxRequest(id, w), h.emit)(wctx)
+	cancel()
+	if stopWatch(err == nil) {
+		return false, true
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			h.emit(event.Event{"event": string(event.TypeWarning), "source": "sandbox", "request_id": id,
 				"message": fmt.Sprintf("sandbox request %s was not approved (%v): nothing was widened", id, err)})
 		}
-		return false
+		return false, false
 	}
-	return d.Allowed()
+	return d.Allowed(), false
+}
+
+// watchInterrupt cancels wctx with cancel when an interrupt_and_prompt
+// arrives while a sandbox request waits. The returned stop, called once
+// wctx is done, ends the watch and says whether the interrupt withdrew
+// the request; when the request was decided first (decided), the
+// interrupt's wake-up is handed on to the next turn instead.
+func (r *Runner) watchInterrupt(wctx context.Context, cancel context.CancelFunc) (stop func(decided bool) bool) {
+	var interrupted atomic.Bool
+	watched := make(chan struct{})
+	go func() { // owned: ends with wctx, which stop's caller has ended
+		defer close(watched)
+		select {
+		case <-r.turns.interrupt:
+			interrupted.Store(true)
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	return func(decided bool) bool {
+		<-watched
+		if !interrupted.Load() {
+			return false
+		}
+		if decided {
+			select {
+			case r.turns.interrupt <- struct{}{}:
+			default:
+			}
+			return false
+		}
+		return true
+	}
 }
 
 // SandboxRequest is the permission request of kind sandbox that asks to

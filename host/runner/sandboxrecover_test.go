@@ -40,7 +40,13 @@ type recoverFixture struct {
 }
 
 func newRecoverFixture(t *testing.T, widen func() error) *recoverFixture {
-	f := &recoverFixture{runFixture: newFixture(t, "sleep 300ms\nsay done"), beyond: t.TempDir()}
+	// Beyond the sandbox's own /tmp, which is never widened.
+	beyond, err := os.MkdirTemp("/var/tmp", "avenor-recover-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(beyond) })
+	f := &recoverFixture{runFixture: newFixture(t, "sleep 300ms\nsay done"), beyond: beyond}
 	real, err := filepath.EvalSymlinks(f.beyond)
 	if err != nil {
 		t.Fatal(err)
@@ -178,5 +184,30 @@ func TestSandboxRecoverRefusesBackend(t *testing.T) {
 	o.SandboxRecover.On = false
 	if err := checkOpen(info, o); err != nil {
 		t.Fatalf("checkOpen without recovery = %v", err)
+	}
+}
+
+// TestSandboxRecoverInterrupted: an interrupt_and_prompt while a sandbox
+// request waits withdraws it: the turn ends as it did, the interrupt's
+// text runs next, nothing is widened.
+func TestSandboxRecoverInterrupted(t *testing.T) {
+	f := newRecoverFixture(t, func() error { return errors.New("not called") })
+	f.opts.SandboxRecover.Wait = time.Minute
+	r := New(f.opts, nil)
+	done := f.deny(t, r)
+	for deadline := time.Now().Add(10 * time.Second); !r.Status().PendingPermission; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sandbox request never waited")
+		}
+	}
+	if err := r.InterruptAndPrompt("say next", true); err != nil {
+		t.Fatal(err)
+	}
+	res := waitResult(t, done)
+	if res.Restarted || res.StopReason != sdk.StopEndTurn || len(f.widens) != 0 {
+		t.Fatalf("result %+v, widened %v; want the interrupt's turn ended, nothing widened", res, f.widens)
+	}
+	if ends := sessionEnds(f.events(t)); len(ends) != 2 || ends[1] != "end_turn:next" {
+		t.Errorf("session.end %v; want the denied turn's, then the interrupt's", ends)
 	}
 }
