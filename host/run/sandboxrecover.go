@@ -143,7 +143,7 @@ func widenedNote(allowed []string) string {
 // when it is written.
 func WidenedEvent(w sandbox.Widening) event.Event {
 	ev := event.Event{"event": string(event.TypeSandboxWidened), "op": w.Op}
-	if w.Op == sandbox.OpConnect {
+	if w.Destination != "" {
 		ev["destination"] = w.Destination
 	} else {
 		ev["path"], ev["allow_write"] = w.Path, w.AllowWrite

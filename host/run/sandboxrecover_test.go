@@ -64,7 +64,7 @@ func TestWidenedEvent(t *testing.T) {
 	if ev["event"] != "avenor.sandbox.widened" || ev["path"] != "/srv/a/b.txt" || ev["allow_write"] != "/srv/a" || ev["destination"] != nil {
 		t.Errorf("write: %v", ev)
 	}
-	ev = WidenedEvent(sandbox.Widening{Op: sandbox.OpConnect, Destination: "example.com:443"})
+	ev = WidenedEvent(sandbox.Widening{Op: "connect", Destination: "example.com:443"})
 	if ev["destination"] != "example.com:443" || ev["path"] != nil {
 		t.Errorf("connect: %v", ev)
 	}

@@ -268,7 +268,7 @@ func (r *Runner) watchInterrupt(wctx context.Context, cancel context.CancelFunc)
 func SandboxRequest(id string, w sandbox.Widening) sdk.PermissionRequest {
 	fields := map[string]any{"kind": SandboxRequestKind, "op": w.Op}
 	question := ""
-	if w.Op == sandbox.OpConnect {
+	if w.Destination != "" {
 		fields["destination"] = w.Destination
 		question = fmt.Sprintf("The sandbox refused a connection to %s. Allow it and resume the session?", w.Destination)
 	} else {

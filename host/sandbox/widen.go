@@ -16,14 +16,14 @@ import (
 // path made writable, or (the network's) one destination reached — and
 // only after a person approved that one thing.
 
-// OpConnect: a connection to a destination the network profile does not
-// allow (avenor.sandbox.denied's op, with a destination instead of a
-// path).
-const OpConnect = "connect"
+// opConnect is avenor.sandbox.denied's op for a connection the network
+// profile refused (with a destination instead of a path); the network
+// profile's own constant names it too.
+const opConnect = "connect"
 
 // Widening is the one thing a recovery asks to make reachable, and that an
 // approval makes reachable: a write (Op OpWrite, Path the denied path,
-// AllowWrite what becomes writable) or a connection (Op OpConnect,
+// AllowWrite what becomes writable) or a connection (Op "connect",
 // Destination the denied host:port).
 type Widening struct {
 	Op string
@@ -39,8 +39,8 @@ type Widening struct {
 // Key names the widening for "at most once per distinct path or
 // destination".
 func (w Widening) Key() string {
-	if w.Op == OpConnect {
-		return OpConnect + " " + w.Destination
+	if w.Op == opConnect {
+		return opConnect + " " + w.Destination
 	}
 	return w.Op + " " + w.Path
 }
@@ -133,7 +133,7 @@ func Plan(sb sdk.Sandbox, op, path, destination string) (Widening, error) {
 	switch op {
 	case OpWrite:
 		return PlanWrite(sb, path)
-	case OpConnect:
+	case opConnect:
 		return Widening{Op: op, Destination: destination}, fmt.Errorf("%w: the network profile is not widened by an approval", ErrNotWidenable)
 	}
 	return Widening{Op: op, Path: path}, fmt.Errorf("%w: a %s denial is not undone by an approval", ErrNotWidenable, op)

@@ -96,12 +96,12 @@ func TestPlanWrite(t *testing.T) {
 // TestPlanOps: only a write is widened here; a connection waits for the
 // network profile, and a read of the deny list or a launch never is.
 func TestPlanOps(t *testing.T) {
-	for _, op := range []string{OpConnect, OpRead, OpLaunch, ""} {
+	for _, op := range []string{opConnect, OpRead, OpLaunch, ""} {
 		if w, err := Plan(denialBox, op, "/srv/x", "example.com:443"); !errors.Is(err, ErrNotWidenable) {
 			t.Errorf("Plan(%q) = %+v, %v; want ErrNotWidenable", op, w, err)
 		}
 	}
-	if _, err := Widen(denialBox, Widening{Op: OpConnect, Destination: "example.com:443"}); !errors.Is(err, ErrNotWidenable) {
+	if _, err := Widen(denialBox, Widening{Op: opConnect, Destination: "example.com:443"}); !errors.Is(err, ErrNotWidenable) {
 		t.Errorf("Widen of a connection: %v; want ErrNotWidenable", err)
 	}
 }
@@ -121,7 +121,7 @@ func TestWidenBounded(t *testing.T) {
 // TestWideningKey: a path and a destination are told apart.
 func TestWideningKey(t *testing.T) {
 	a := Widening{Op: OpWrite, Path: "/srv/x"}.Key()
-	b := Widening{Op: OpConnect, Destination: "/srv/x"}.Key()
+	b := Widening{Op: opConnect, Destination: "/srv/x"}.Key()
 	c := Widening{Op: OpWrite, Path: "/srv/x", AllowWrite: "/srv"}.Key()
 	if a == b || a != c {
 		t.Errorf("keys %q and %q", a, b)
