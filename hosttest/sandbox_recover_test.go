@@ -269,3 +269,48 @@ func TestSandboxRecoverStable(t *testing.T) {
 	}
 	waitRuntime(t, c, sp.RuntimeID, 20*time.Second, "idle", func(rt client.Runtime) bool { return rt.Status == "idle" })
 }
+
+// TestSandboxRecoverFileHandler: with no control client, the sandbox
+// request goes to the file handler (<base>.req, its payload naming the
+// path and what becomes writable); `avenor answer --option allow`
+// approves it and the resumed turn's write lands.
+func TestSandboxRecoverFileHandler(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	w := newWorld(t)
+	home, _, outside := plantSecret(t)
+	target := filepath.Join(outside, "out.txt")
+	evPath, sent := w.path("events.ndjson"), w.path("run.done")
+	base := w.path("run.perm")
+	env := []string{"HOME=" + home, "SCRIPTED_PROSE_SCRIPT=toolsh echo second > " + target + "\nsay resumed"}
+	p := w.start(env, "--backend", "scripted", "--dir", w.work, "--on-event", evPath, "--sentinel-file", sent,
+		"--sandbox", "workspace", "--sandbox-recover", "--prompt", "toolsh echo first > "+target+"\nsay denied")
+	var req string
+	if !waitFor(30*time.Second, func() bool {
+		b, err := os.ReadFile(base + ".req")
+		req = string(b)
+		return err == nil && strings.Contains(req, `"kind": "sandbox"`)
+	}) {
+		p.signal(9)
+		t.Fatalf("no sandbox request in %s.req: %q", base, req)
+	}
+	if !strings.Contains(req, `"allow_write": "`+outside+`"`) || !strings.Contains(req, `"path": "`+target+`"`) {
+		t.Errorf("%s.req %s; want the path and what becomes writable", base, req)
+	}
+	if res := w.run("answer", "--option", "allow", base); res.code != 0 {
+		t.Fatalf("avenor answer: %v", res)
+	}
+	if res := p.wait(); res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != "second\n" {
+		t.Errorf("%s after the approval: %q, %v; want the resumed turn's write", target, got, err)
+	}
+	evs := readEvents(t, evPath)
+	if resp := only(evs, "permission.response"); len(resp) != 1 || resp[0].str("source") != "file" {
+		t.Errorf("permission.response %v; want the file handler's", resp)
+	}
+	if n := len(only(evs, "avenor.sandbox.widened")); n != 1 {
+		t.Errorf("%d avenor.sandbox.widened, want 1", n)
+	}
+}
