@@ -46,7 +46,7 @@ func newRecoverFixture(t *testing.T, widen func() error) *recoverFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(beyond) })
-	f := &recoverFixture{runFixture: newFixture(t, "sleep 300ms\nsay done"), beyond: beyond}
+	f := &recoverFixture{runFixture: newFixture(t, "sleep 1s\nsay done"), beyond: beyond}
 	real, err := filepath.EvalSymlinks(f.beyond)
 	if err != nil {
 		t.Fatal(err)
