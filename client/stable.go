@@ -125,6 +125,10 @@ type SpawnParams struct {
 	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	// SandboxRecover asks a person to widen the sandbox after a denial
+	// (docs/sandbox.md#recovery); nil leaves the supervisor's config to
+	// decide.
+	SandboxRecover *bool `json:"sandbox_recover,omitempty"`
 	// Rate limits and quota windows (docs/unattended.md#rate-limits); nil
 	// leaves the supervisor's config to decide.
 	WaitOnRateLimit     *bool `json:"wait_on_rate_limit,omitempty"`

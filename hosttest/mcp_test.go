@@ -37,7 +37,7 @@ var mcpReference = []mcpTool{
 		// The turn watchdog's (docs/unattended.md), additive.
 		"progress_timeout", "tool_timeout", "watchdog", "watchdog_restarts",
 		// The sandbox's (docs/sandbox.md), additive.
-		"sandbox", "sandbox_network", "sandbox_allow_write", "sandbox_deny_read",
+		"sandbox", "sandbox_network", "sandbox_allow_write", "sandbox_deny_read", "sandbox_recover",
 		// Rate limits (docs/unattended.md#rate-limits), additive.
 		"wait_on_rate_limit", "max_rate_limit_resumes", "report_usage",
 

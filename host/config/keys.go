@@ -71,6 +71,7 @@ var keySpecs = []keySpec{
 	{"allowed_tools", kindString, "", "exact comma-separated tool list in the runtime's own names; set to \"\" allows no tool; unset keeps the runtime's defaults"},
 	{"mcp_config", kindString, "", "JSON file of MCP server definitions ({\"mcpServers\":{...}}, the shape Claude Code uses); values as ${NAME} come from the environment"},
 	// The sandbox (docs/sandbox.md).
+	{"sandbox_recover", kindBool, false, "with sandbox workspace: a denied write is put to a person (a permission request of kind sandbox) when the turn ends; approved, the session resumes with that one path writable (backends that resume across processes)"},
 	{"sandbox", kindString, "", "boundary the runtime is launched inside: off|workspace|read-only; \"\" is off"},
 	{"sandbox_network", kindString, "", "network inside a sandbox: host|none; \"\" is host"},
 	// Spend limits and context use (docs/unattended.md).

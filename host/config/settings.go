@@ -66,6 +66,9 @@ type Settings struct {
 	// host or none; "" is host. host/sandbox validates them.
 	Sandbox        string `koanf:"sandbox"`
 	SandboxNetwork string `koanf:"sandbox_network"`
+	// SandboxRecover asks a person to widen the sandbox after a denial
+	// (docs/sandbox.md#recovery); false (the default) never widens it.
+	SandboxRecover bool `koanf:"sandbox_recover"`
 	// Spend limits (docs/unattended.md#spend-limits): 0 (the default) is no
 	// limit; SpendScope runtime|tree and SpendPolicy finish|interrupt ("":
 	// runtime, finish) and SpendPrices (MODEL=IN:OUT,...) are validated by

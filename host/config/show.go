@@ -48,6 +48,7 @@ func Explain(s Settings, prov Provenance, src Sources) []Entry {
 	values["auto_compact_pct"] = s.AutoCompactPct
 	// The sandbox's keys.
 	values["sandbox"], values["sandbox_network"] = s.Sandbox, s.SandboxNetwork
+	values["sandbox_recover"] = s.SandboxRecover
 	// Rate limits and quota windows.
 	values["wait_on_rate_limit"], values["max_rate_limit_resumes"], values["report_usage"] = s.WaitOnRateLimit, s.MaxRateLimitResumes, s.ReportUsage
 	var out []Entry

@@ -42,6 +42,10 @@ const TypeWatchdog sdk.EventType = "avenor.watchdog"
 // not be set up (docs/sandbox.md#denials).
 const TypeSandboxDenied sdk.EventType = "avenor.sandbox.denied"
 
+// TypeSandboxWidened: a person approved widening the sandbox after a
+// denial, and the run goes on widened (docs/sandbox.md#recovery).
+const TypeSandboxWidened sdk.EventType = "avenor.sandbox.widened"
+
 // TypeRateLimitWait: a run with --wait-on-rate-limit waits for a rate
 // limit's reset (docs/unattended.md#rate-limits).
 const TypeRateLimitWait sdk.EventType = "avenor.rate_limit.wait"
@@ -142,6 +146,12 @@ var HostEventTypes = []EventType{
 		Doc:      "A sandboxed run only (--sandbox): the boundary refused an access, as a tool's output shows it (op write: a path outside the writable paths, with EROFS, EACCES or EPERM; op read: a path on the deny list; tool is the tool call's toolCallId), or bubblewrap could not set the boundary up (op launch: path is the path it named, or bwrap; message is its own line). Emitted right after the tool.call_update that showed it; each op and path once per tool call, bounded (docs/configuration.md#bounds).",
 		Fields:   []string{"op", "path"},
 		Optional: []string{"tool", "message"},
+	},
+	{
+		Name:     TypeSandboxWidened,
+		Doc:      "A run with --sandbox-recover only (docs/sandbox.md#recovery): a person approved the permission request of kind sandbox raised after a denial, and the sandbox is widened by exactly that one thing: op write with path (the denied path) and allow_write (what became writable: the path, or its directory when the step meant to create it), or op connect with destination. avenor.restarted (reason sandbox_widened) follows, then the fresh turn's session.start on the same session.",
+		Fields:   []string{"op", "session_id"},
+		Optional: []string{"path", "allow_write", "destination"},
 	},
 	{
 		Name:     TypeRateLimitWait,

@@ -12,7 +12,7 @@ func TestHostEventTypes(t *testing.T) {
 		"avenor.error", "avenor.warning", "permission.request", "permission.response",
 		"subscriber.lagged", "avenor.loop.start", "avenor.phase.start", "avenor.phase.end",
 		"avenor.loop.end", "avenor.team.start", "avenor.team.end", "child.question", "avenor.supervisor.reattached",
-		"avenor.restarted", "avenor.watchdog", "avenor.sandbox.denied", "avenor.rate_limit.wait", "question.request", "question.response",
+		"avenor.restarted", "avenor.watchdog", "avenor.sandbox.denied", "avenor.sandbox.widened", "avenor.rate_limit.wait", "question.request", "question.response",
 		"avenor.budget.reached", "avenor.context", "avenor.context.compacted",
 	}
 	seen := map[sdk.EventType]bool{}

@@ -36,6 +36,7 @@ type LaunchParams struct {
 	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	SandboxRecover    bool     `json:"sandbox_recover,omitempty"`
 }
 
 // sandboxProfiles is avenor_spawn's sandbox vocabulary.
@@ -55,7 +56,7 @@ var sandboxNetworks = []string{sdk.SandboxNetworkHost, sdk.SandboxNetworkNone}
 // so that a follow-up reads the same file.
 func (a spawnArgs) launch(rec *Record) error {
 	l := LaunchParams{PermissionMode: a.PermissionMode, AppendSystemPrompt: a.AppendSystemPrompt, MCPConfig: a.MCPConfig,
-		Sandbox: a.Sandbox, SandboxNetwork: a.SandboxNetwork,
+		Sandbox: a.Sandbox, SandboxNetwork: a.SandboxNetwork, SandboxRecover: a.SandboxRecover,
 		SandboxAllowWrite: sandbox.AbsUnder(rec.Dir, a.SandboxAllowWrite), SandboxDenyRead: sandbox.AbsUnder(rec.Dir, a.SandboxDenyRead)}
 	if a.AllowedTools != nil {
 		raw, err := json.Marshal(a.AllowedTools)
@@ -70,7 +71,7 @@ func (a spawnArgs) launch(rec *Record) error {
 	if l.MCPConfig != "" && !filepath.IsAbs(l.MCPConfig) {
 		l.MCPConfig = filepath.Join(rec.Dir, l.MCPConfig)
 	}
-	sandboxed := l.Sandbox != "" || l.SandboxNetwork != "" || len(l.SandboxAllowWrite) > 0 || len(l.SandboxDenyRead) > 0
+	sandboxed := l.Sandbox != "" || l.SandboxNetwork != "" || len(l.SandboxAllowWrite) > 0 || len(l.SandboxDenyRead) > 0 || l.SandboxRecover
 	if l.PermissionMode != "" || l.AppendSystemPrompt != "" || l.MCPConfig != "" || l.AllowedTools != nil || sandboxed {
 		rec.Launch = &l
 	}
@@ -86,6 +87,9 @@ func (rec *Record) spawnCall(p client.SpawnParams) client.SpawnParams {
 			p.AllowedTools = l.AllowedTools
 		}
 		p.Sandbox, p.SandboxNetwork, p.SandboxAllowWrite, p.SandboxDenyRead = l.Sandbox, l.SandboxNetwork, l.SandboxAllowWrite, l.SandboxDenyRead
+		if l.SandboxRecover {
+			p.SandboxRecover = client.Bool(true)
+		}
 	}
 	return p
 }

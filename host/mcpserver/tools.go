@@ -63,6 +63,7 @@ type spawnArgs struct {
 	SandboxNetwork    string   `json:"sandbox_network,omitempty" jsonschema:"network inside the sandbox: host or none; omitted: host"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty" jsonschema:"existing paths also writable under sandbox workspace (relative to repo_dir)"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty" jsonschema:"paths made unreadable in the sandbox besides the secrets under $HOME it always hides (relative to repo_dir)"`
+	SandboxRecover    bool     `json:"sandbox_recover,omitempty" jsonschema:"with sandbox workspace: a denied write is put to a person (a permission request of kind sandbox, answered with avenor_answer_permission) when the turn ends; approved, the session resumes with that one path writable; refused on backends that cannot resume across processes"`
 	// Rate limits (docs/unattended.md#rate-limits).
 	WaitOnRateLimit     bool `json:"wait_on_rate_limit,omitempty" jsonschema:"a turn refused for a rate limit waits for the reset and goes on in the same session (status shows waiting_reason rate_limit); refused on backends that cannot say when a limit lifts"`
 	MaxRateLimitResumes *int `json:"max_rate_limit_resumes,omitempty" jsonschema:"with wait_on_rate_limit: the most resumes, 0 to 100 (default 5); then the turn fails"`

@@ -166,6 +166,10 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	recoverSB, err := SandboxRecoverSettings(settings, sb, req.LoopFile != "" || req.TeamFile != "", FlagName)
+	if err != nil {
+		return nil, err
+	}
 	permBase := "" // cleaned with the sentinel (docs/run.md#lifecycle step 3)
 	if req.SentinelFile != "" {
 		permBase = perms.FileBase
@@ -181,7 +185,7 @@ func Prepare(env Env, req Request) (*Prepared, error) {
 		AutoApprove: settings.AutoApprove, Questions: settings.Questions, SentinelPath: req.SentinelFile, PermBase: permBase,
 		Logger: res.logger, Stderr: req.Stderr, PermissionMode: launch.Mode, LaunchContext: launch.Context,
 		Watchdog: dog, Sandbox: sb, RateLimit: rateLimit, ReportUsage: reportUsage, ContextWarnPct: contextWarn,
-		AutoCompactPct: autoCompact,
+		AutoCompactPct: autoCompact, SandboxRecover: recoverSB,
 	}
 	backend.Apply(&o)
 	if o.Spend, o.Env, err = openOneshotSpend(spend, o.Env); err != nil {

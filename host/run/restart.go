@@ -58,6 +58,10 @@ type RestartRequest struct {
 	// MaxRestartReason bytes of a-z, 0-9, '_', '.', '-' ("watchdog",
 	// "sandbox_widened"). Required.
 	Reason string
+	// Events are written, in order, once the stopped process is gone and
+	// just before avenor.restarted, each with the session's id (a widened
+	// sandbox's avenor.sandbox.widened). Nil: none.
+	Events []event.Event
 }
 
 // restartState is the runtime's restarts of the run in flight, under
@@ -287,6 +291,7 @@ func (rt *Runtime) restartable(run func(context.Context) hostrt.Result) func(con
 			note, reason := "Your previous process was stopped; continue where you left off.", "unknown"
 			if p != nil {
 				note, reason = p.req.Note, p.req.Reason
+				rt.writeBefore(res.SessionID, p.req.Events)
 			}
 			rt.writeRestarted(res.SessionID, reason, n)
 			turns := 0
@@ -340,6 +345,7 @@ func (rt *Runtime) freshRunner(o hostrt.Options, queued []string) *hostrt.Runner
 	o.Observer = observers{rt, o.Observer}
 	o.Launch = rt.tracked(o.Launch)
 	rt.armWatchdog(&o)
+	rt.armRecover(&o)
 	rt.armRateLimit(&o, nil)
 	runner := hostrt.New(o, hostrt.BrokerPermissions(rt.broker))
 	for _, q := range queued { // accepted before the restart: they still run
@@ -360,6 +366,19 @@ func (rt *Runtime) writeRestarted(sessionID, reason string, n int) {
 	if _, err := rt.w.Write(ev); err != nil {
 		// The fresh runner's log watcher ends the run over a failed log.
 		rt.log.Error("writing an event failed", "error", err)
+	}
+}
+
+// writeBefore writes a restart's own events (RestartRequest.Events) on the
+// session sessionID.
+func (rt *Runtime) writeBefore(sessionID string, evs []event.Event) {
+	for _, ev := range evs {
+		if sessionID != "" {
+			ev[event.KeySessionID] = sessionID
+		}
+		if _, err := rt.w.Write(ev); err != nil {
+			rt.log.Error("writing an event failed", "error", err)
+		}
 	}
 }
 

@@ -29,4 +29,5 @@ func (c *Command) SandboxFlags(fl FlagSet) {
 	fl.String("sandbox-network", "", "network inside the sandbox: host or none (default host)")
 	fl.StringArrayVar(&c.Sandbox.AllowWrite, "sandbox-allow-write", nil, "absolute, existing path also writable under --sandbox workspace (repeatable)")
 	fl.StringArrayVar(&c.Sandbox.DenyRead, "sandbox-deny-read", nil, "absolute path made unreadable in the sandbox, besides the secrets under $HOME it always hides (repeatable)")
+	fl.Bool("sandbox-recover", false, "with --sandbox workspace: a denied write is put to a person as a permission request of kind sandbox when the turn ends; approved, the same session resumes with that one path writable (backends that resume across processes; refused on others)")
 }

@@ -66,6 +66,9 @@ type Runtime struct {
 	debug *httpdebug.TableTarget
 	// restart is the restarts of the run in flight (restart.go).
 	restart restartState
+	// recovered is the sandbox requests of its runs, across restarts
+	// (sandboxrecover.go).
+	recovered recoverBook
 }
 
 // runRef is what the control plane reaches in a run: a *hostrt.Runner, or
@@ -183,6 +186,7 @@ func (rt *Runtime) assemble(deps Deps) {
 	}
 	opts.Launch = rt.tracked(opts.Launch)
 	rt.armWatchdog(&opts)
+	rt.armRecover(&opts)
 	runner := hostrt.New(opts, hostrt.BrokerPermissions(rt.broker))
 	rt.w, rt.cur = runner.Events(), runner
 	run := rt.restartable(runner.Run)
@@ -282,6 +286,7 @@ func (rt *Runtime) Begin(t Turn) func(context.Context) hostrt.Result {
 	}
 	o.Launch = rt.tracked(o.Launch)
 	rt.armWatchdog(&o)
+	rt.armRecover(&o)
 	var restored *RateLimitRecord
 	if rt.life != nil && t.Adopt != nil {
 		restored = rt.life.rateWait // life.mu is held (goTurnLocked)

@@ -205,6 +205,7 @@ func (r SpawnBackend) Apply(o *hostrt.Options) {
 	o.PluginOptions, o.StateDir, o.Launch, o.Env = r.PluginOptions, r.StateDir, r.Launch, r.Env
 	r.applyLaunch(o)
 	o.Sandbox = r.Sandbox
+	o.SandboxRecover, _ = SandboxRecoverSettings(set, r.Sandbox, false, spawnParam)
 	// Checked when the spawn resolved (ResolveSpawn); a record's spawn
 	// resolved again is the same.
 	o.Watchdog, _ = WatchdogSettings(set, false, spawnParam)

@@ -107,6 +107,9 @@ func (sp Spawned) CheckLaunch(ctx context.Context) error {
 	if err := sp.checkSpawnRateLimit(ctx); err != nil {
 		return err
 	}
+	if err := sp.checkSpawnRecover(ctx); err != nil {
+		return err
+	}
 	if err := sp.checkSpawnCompaction(ctx); err != nil {
 		return err
 	}

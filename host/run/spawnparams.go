@@ -72,6 +72,9 @@ type SpawnParams struct {
 	SandboxNetwork    string   `json:"sandbox_network,omitempty"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty"`
+	// SandboxRecover is --sandbox-recover (docs/sandbox.md#recovery): a
+	// config key like sandbox; nil leaves it to the config.
+	SandboxRecover *bool `json:"sandbox_recover,omitempty"`
 	// Rate limits and quota windows (docs/unattended.md#rate-limits), as
 	// avenor run's --wait-on-rate-limit, --max-rate-limit-resumes and
 	// --report-usage.

@@ -42,6 +42,9 @@ func (p SpawnParams) sandboxKeys(out map[string]any) {
 	if p.SandboxNetwork != "" {
 		out["sandbox_network"] = p.SandboxNetwork
 	}
+	if p.SandboxRecover != nil {
+		out["sandbox_recover"] = *p.SandboxRecover
+	}
 }
 
 // resolveSandbox sets b.Sandbox to the boundary the spawn req asks for in

@@ -22,6 +22,11 @@ func checkOpen(info sdk.BackendInfo, o Options) error {
 	if err := sdk.CheckSandbox(info, o.Sandbox); err != nil {
 		return err
 	}
+	if c := o.SandboxRecover.CheckBackend; o.SandboxRecover.On && c != nil {
+		if err := c(info); err != nil {
+			return err
+		}
+	}
 	if o.RateLimit.Wait && info.Capability(sdk.CapRateLimitReset) == sdk.Unsupported {
 		return fmt.Errorf("backend %s cannot wait on a rate limit: it does not report when a rate limit lifts (capability %s); drop --wait-on-rate-limit, or use a backend that declares it", info.Name, sdk.CapRateLimitReset)
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	// Sandbox is the boundary the plugin launches the runtime inside, after
 	// CheckSandbox; inactive (the zero value) launches it as before.
 	Sandbox sdk.Sandbox
+	// SandboxRecover is --sandbox-recover (recover.go): with a sandbox,
+	// a denial is put to a person when the turn ends, and an approval
+	// restarts the run widened. The zero value asks nothing.
+	SandboxRecover SandboxRecovery
 	// Resume is the session id to resume on the first attempt; retries
 	// resume the previous attempt's session.
 	Resume    string

@@ -78,6 +78,8 @@ type Runner struct {
 
 	dog *turnDog // nil: no --watchdog
 
+	recov *recoverBook // nil: no --sandbox-recover (sandboxrecover.go)
+
 	// contextWarned: the context warning was given and the window has not
 	// fallen below the threshold since (context.go).
 	contextWarned bool
@@ -101,7 +103,8 @@ func New(opts Options, permissions PermissionsFunc) *Runner {
 	}
 	r := &Runner{opts: opts, w: w, permissions: permissions, shared: opts.Writer != nil,
 		status:     newStatusTracker(opts.RunID, opts.Label, opts.MaxRetries, opts.Now),
-		turnPrefix: newTurnPrefix(), dog: newTurnDog(opts.Watchdog, opts.ProgressTimeout)}
+		turnPrefix: newTurnPrefix(), dog: newTurnDog(opts.Watchdog, opts.ProgressTimeout),
+		recov: newRecoverBook(opts.SandboxRecover, opts.Sandbox)}
 	r.turns.init()
 	r.turns.n = opts.TurnsBefore
 	return r
@@ -312,6 +315,7 @@ func (r *Runner) writeOne(ev event.Event, owned bool) event.Event {
 	// report; the event still reaches history and subscribers.
 	r.status.after(stamped)
 	r.observeEvent(stamped)
+	r.noteDenied(stamped)
 	if r.wantsOnEvent(stamped.Type()) {
 		r.opts.OnEvent(stamped)
 	}
@@ -619,6 +623,10 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		images = nil // the prompt's; later turns of the attempt are follow-ups
 		if out.sessionID != "" {
 			sessID = out.sessionID
+		}
+		if recovered, stop := r.recoverSandbox(ctx, h, out); stop {
+			out = recovered
+			break
 		}
 		if out.pluginGone || ctx.Err() != nil || out.stopReason == sdk.StopBudgetReached {
 			break

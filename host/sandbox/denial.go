@@ -121,7 +121,7 @@ func Denials(sb sdk.Sandbox, text string) []Denial {
 		if kind == errNone {
 			continue
 		}
-		for _, p := range absPaths(line) {
+		for _, p := range errorPaths(line) {
 			op := classify(sb, p, kind)
 			if op != "" && !add(Denial{Op: op, Path: p}) {
 				return out
@@ -239,6 +239,20 @@ func under(p string, roots []string) bool {
 		}
 	}
 	return false
+}
+
+// errorPaths are the paths an error line names as refused: absPaths but
+// the program that reports it, when the line begins with its absolute path
+// and names another ("/bin/sh: 1: cannot create /x: Read-only file
+// system"): the shell is the one speaking, not the path refused.
+func errorPaths(line string) []string {
+	paths := absPaths(line)
+	if len(paths) > 1 {
+		if prog, _, ok := strings.Cut(line, ": "); ok && !strings.ContainsAny(prog, " \t") && filepath.Clean(prog) == paths[0] {
+			return paths[1:]
+		}
+	}
+	return paths
 }
 
 // absPaths are the absolute paths a line of output names: each run of

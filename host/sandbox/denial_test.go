@@ -29,6 +29,9 @@ func TestDenials(t *testing.T) {
 	}{
 		{name: "coreutils write beside the workspace", text: "touch: cannot touch '/var/tmp/out/x.txt': Read-only file system\n", want: []Denial{w("/var/tmp/out/x.txt")}},
 		{name: "sh redirection", text: "sh: 1: cannot create /var/tmp/out.txt: Read-only file system", want: []Denial{w("/var/tmp/out.txt")}},
+		{name: "the shell named by its path is not the path refused", text: "/bin/sh: 1: cannot create /var/tmp/out.txt: Read-only file system", want: []Denial{w("/var/tmp/out.txt")}},
+		{name: "bash names its line", text: "/usr/bin/bash: line 1: /srv/out.txt: Read-only file system", want: []Denial{w("/srv/out.txt")}},
+		{name: "a path alone before its error is the path refused", text: "/srv/out.txt: Read-only file system", want: []Denial{w("/srv/out.txt")}},
 		{name: "node EROFS", text: "Error: EROFS: read-only file system, open '/srv/outside.txt'", want: []Denial{w("/srv/outside.txt")}},
 		{name: "node EACCES", text: `{"error":"EACCES: permission denied, mkdir '/opt/x'"}`, want: []Denial{w("/opt/x")}},
 		{name: "python errno", text: "OSError: [Errno 30] Read-only file system: '/etc/hosts'", want: []Denial{w("/etc/hosts")}},
@@ -101,6 +104,7 @@ func FuzzDenials(f *testing.F) {
 		"bwrap: Can't bind mount /oldroot/a on /newroot/a: Permission denied",
 		"EACCES: permission denied, open '/'", "/:/:/ eperm", "bwrap: /oldroot", "",
 		"PermissionDenied: FileSystem.open (/home/u/.ssh/id_test)", "File not found: /home/u/.ssh/x",
+		"/bin/sh: 1: cannot create /var/tmp/x: Read-only file system", "/a: /b: /c: eperm",
 	} {
 		f.Add(s)
 	}

@@ -120,6 +120,8 @@ var Bounds = []Bound{
 	{"host/sandbox", "MaxDenialsPerOutput", "`avenor.sandbox.denied`", "denials one tool output (or one launch error) reports"},
 	{"host/sandbox", "MaxDenialMessageBytes", "`avenor.sandbox.denied`", "a launch denial's `message`"},
 	{"host/runner", "MaxDenialEvents", "`avenor.sandbox.denied`", "denial events one attempt of a run writes; later ones are not reported"},
+	{"host/runner", "MaxSandboxRecoveries", "`--sandbox-recover`", "permission requests of kind `sandbox` one run raises, one per distinct path (across its restarts); later denials are not asked about"},
+	{"host/runner", "SandboxRecoverWait", "`--sandbox-recover`", "wait, at the turn's end, for the answer to one request of kind `sandbox`; unanswered by then, it is taken as rejected"},
 	{"host/run", "ListTimeout", "`avenor backends`", "time for one plugin to start and describe its backends"},
 	{"host/run", "CatalogTimeout", "`avenor backends --models`", "time for one plugin to answer the catalogs of all its backends, after their checks; past it a backend's row keeps its readiness and says why in `models_error`"},
 	{"sdk/runtime", "MaxModels", "`avenor backends --models`", "models listed per backend; more are left out (`models_truncated`)"},
