@@ -79,8 +79,12 @@ func startBoardWorld(b *testing.B, maxRuntimes int) *boardWorld {
 	if err != nil || !strings.HasPrefix(line, "avenor board: serving ") {
 		b.Fatalf("avenor board said %q: %v", line, err)
 	}
-	w.url = strings.TrimSpace(strings.TrimPrefix(line, "avenor board: serving ")) + "?token=bench"
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+	// The printed address carries the token (?token=bench) already.
+	w.url = strings.TrimSpace(strings.TrimPrefix(line, "avenor board: serving "))
+	// The browser lives within the same deadline as the supervisor and the
+	// board: a page that never shows what a step waits for fails the
+	// benchmark when they are gone, instead of waiting on it forever.
+	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.WindowSize(1366, 820), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-dev-shm-usage", true))...)
 	bctx, bcancel := chromedp.NewContext(actx)
