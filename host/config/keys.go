@@ -72,7 +72,7 @@ var keySpecs = []keySpec{
 	{"mcp_config", kindString, "", "JSON file of MCP server definitions ({\"mcpServers\":{...}}, the shape Claude Code uses); values as ${NAME} come from the environment"},
 	// The sandbox (docs/sandbox.md).
 	{"sandbox", kindString, "", "boundary the runtime is launched inside: off|workspace|read-only; \"\" is off"},
-	{"sandbox_network", kindString, "", "network inside a sandbox: host|none; \"\" is host"},
+	{"sandbox_network", kindString, "", "network inside a sandbox: host|none|model|allow=host[:port],…; \"\" is host"},
 	// Spend limits and context use (docs/unattended.md).
 	{"spend_tokens", kindInt, 0, "spend limit: input plus output tokens, counted from what the runtime reports; the turn ends budget_reached (exit 5); 0 means none"},
 	{"spend_usd", kindNumber, 0.0, "spend limit in US dollars: the runtime's reported cost, else spend_prices; 0 means none"},

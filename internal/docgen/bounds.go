@@ -113,6 +113,7 @@ var Bounds = []Bound{
 	{"host/run", "MaxMCPServers", "`--mcp-config`", "servers one file defines"},
 	{"host/run", "MaxAllowedToolsParam", "spawn `allowed_tools`", "bytes of the param's JSON; its entries have `--allowed-tools`' bounds"},
 	// The sandbox (docs/sandbox.md).
+	{"sdk/runtime", "MaxNetworkAllow", "`--sandbox-network allow=…`", "entries of one allow-list (host, host:port or :port)"},
 	{"host/sandbox", "MaxAllowWrite", "`--sandbox-allow-write`", "paths one run allows written besides `--dir`"},
 	{"host/sandbox", "MaxDenyRead", "`--sandbox-deny-read`", "paths one run hides besides the default deny list"},
 	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --unshare-pid --ro-bind / / true` that checks bubblewrap can enforce a sandbox here"},
