@@ -2487,8 +2487,13 @@ type Sandbox struct {
 	Writable []string `protobuf:"bytes,3,rep,name=writable,proto3" json:"writable,omitempty"`
 	// Made unreadable inside the boundary.
 	DenyRead []string `protobuf:"bytes,4,rep,name=deny_read,json=denyRead,proto3" json:"deny_read,omitempty"`
-	// "host" or "none".
-	Network       string `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
+	// "host", "none", "model" or "allow=host[:port],…" (canonical form,
+	// docs/sandbox.md#network).
+	Network string `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
+	// The host's filtering proxy's Unix socket, absolute, when network is
+	// "model" or "allow=…" under bubblewrap: the plugin binds it into the
+	// sandbox and relays the runtime's connections to it. Empty otherwise.
+	ProxySocket   string `protobuf:"bytes,6,opt,name=proxy_socket,json=proxySocket,proto3" json:"proxy_socket,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2554,6 +2559,13 @@ func (x *Sandbox) GetDenyRead() []string {
 func (x *Sandbox) GetNetwork() string {
 	if x != nil {
 		return x.Network
+	}
+	return ""
+}
+
+func (x *Sandbox) GetProxySocket() string {
+	if x != nil {
+		return x.ProxySocket
 	}
 	return ""
 }
@@ -2962,13 +2974,14 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\tR\x04code\x12'\n" +
 	"\x10reset_at_unix_ms\x18\x04 \x01(\x03R\rresetAtUnixMs\"8\n" +
 	"\x06Closed\x12.\n" +
-	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\"\x94\x01\n" +
+	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\"\xb7\x01\n" +
 	"\aSandbox\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
 	"\bwritable\x18\x03 \x03(\tR\bwritable\x12\x1b\n" +
 	"\tdeny_read\x18\x04 \x03(\tR\bdenyRead\x12\x18\n" +
-	"\anetwork\x18\x05 \x01(\tR\anetwork\"\xc3\x01\n" +
+	"\anetwork\x18\x05 \x01(\tR\anetwork\x12!\n" +
+	"\fproxy_socket\x18\x06 \x01(\tR\vproxySocket\"\xc3\x01\n" +
 	"\x0eCatalogRequest\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
 	"\x03env\x18\x02 \x03(\v2*.avenor.runtime.v1.CatalogRequest.EnvEntryR\x03env\x12!\n" +
