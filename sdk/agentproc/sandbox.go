@@ -223,6 +223,13 @@ func landlockLaunch(sb runtime.Sandbox, spec Spec, path string) (launch, error) 
 	if LandlockABI() < 1 {
 		return launch{}, fmt.Errorf("agentproc: the runtime must run inside a %s sandbox (landlock) but this kernel does not enforce Landlock; %s", sb.Profile, LandlockInstallHint)
 	}
+	ports, err := landlockConnectPorts(sb.Network)
+	if err != nil {
+		return launch{}, fmt.Errorf("agentproc: %w", err)
+	}
+	if len(ports) > 0 && LandlockABI() < LandlockNetABI {
+		return launch{}, fmt.Errorf("agentproc: --sandbox-network %s under landlock needs Landlock ABI %d (Linux 6.7 or later), this kernel has %d; use bubblewrap", sb.Network, LandlockNetABI, LandlockABI())
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return launch{}, fmt.Errorf("agentproc: %w", err)
@@ -231,7 +238,7 @@ func landlockLaunch(sb runtime.Sandbox, spec Spec, path string) (launch, error) 
 	if err != nil {
 		return launch{}, err
 	}
-	ls := landlockSpec{Path: abs, DenyRead: sb.DenyRead}
+	ls := landlockSpec{Path: abs, DenyRead: sb.DenyRead, ConnectPorts: ports}
 	if sb.Profile == runtime.SandboxWorkspace {
 		ls.Writable = append(append(ls.Writable, sb.Writable...), sb.RuntimeDirs...)
 	}
