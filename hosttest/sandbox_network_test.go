@@ -1,0 +1,136 @@
+package hosttest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/avenor-go/avenor/sdk/agentproc"
+)
+
+// requireCurl skips a test whose tools connect with curl where it is
+// missing (it fails under AVENOR_REQUIRE_SANDBOX).
+func requireCurl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("AVENOR_REQUIRE_SANDBOX") != "" {
+			t.Fatal("AVENOR_REQUIRE_SANDBOX is set but curl is missing")
+		}
+		t.Skip("needs curl")
+	}
+}
+
+// twoServers are an allowed and another loopback HTTP server, and their
+// ports.
+func twoServers(t *testing.T) (allowedPort, otherPort string) {
+	t.Helper()
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "allowed-ok") }))
+	t.Cleanup(allowed.Close)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "other-reached") }))
+	t.Cleanup(other.Close)
+	_, allowedPort, _ = net.SplitHostPort(allowed.Listener.Addr().String())
+	_, otherPort, _ = net.SplitHostPort(other.Listener.Addr().String())
+	return allowedPort, otherPort
+}
+
+// toolOutputs are the rawOutput.output of every tool.call_update.
+func toolOutputs(evs []event) []string {
+	var out []string
+	for _, ev := range only(evs, "tool.call_update") {
+		raw, _ := ev["rawOutput"].(map[string]any)
+		s, _ := raw["output"].(string)
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
+}
+
+// TestSandboxNetworkAllow: under bubblewrap with --sandbox-network
+// allow=127.0.0.1:P a tool reaches P at its own URL (through the
+// forwarder) and through HTTP_PROXY; another loopback port is refused by
+// the proxy — 403 and one avenor.sandbox.denied{op:connect,destination}
+// however often it is tried — and unreachable directly; the turn
+// completes, session.start names the network, and the proxy's directory
+// is gone with the run. (Only this test starts proxies in this package.)
+func TestSandboxNetworkAllow(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	requireCurl(t)
+	w := newWorld(t)
+	port, other := twoServers(t)
+	curl := "toolsh curl -s --max-time 30 "
+	script := curl + "--noproxy '*' http://127.0.0.1:" + port + "/\n" +
+		curl + "http://127.0.0.1:" + port + "/\n" +
+		curl + "-o /dev/null -w 'other=%{http_code}' http://127.0.0.1:" + other + "/\n" +
+		curl + "-o /dev/null -w 'again=%{http_code}' http://127.0.0.1:" + other + "/\n" +
+		curl + "--noproxy '*' http://127.0.0.1:" + other + "/ || echo direct-refused\n"
+	before := map[string]bool{}
+	for _, d := range proxyDirs() {
+		before[d] = true
+	}
+	evPath := w.path("events.ndjson")
+	res := w.run("--backend", "scripted", "--dir", w.work, "--prompt", script,
+		"--sandbox", "read-only", "--sandbox-network", "allow=127.0.0.1:"+port, "--on-event", evPath)
+	if res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	want := []string{"allowed-ok", "allowed-ok", "other=403", "again=403", "direct-refused"}
+	if got := toolOutputs(evs); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("tool outputs %q; want %q", got, want)
+	}
+	denied := only(evs, "avenor.sandbox.denied")
+	if len(denied) != 1 || denied[0].str("op") != "connect" || denied[0].str("destination") != "127.0.0.1:"+other {
+		t.Fatalf("denied events %v; want one connect to 127.0.0.1:%s", denied, other)
+	}
+	start := only(evs, "session.start")
+	sb, _ := start[0]["sandbox"].(map[string]any)
+	if sb["network"] != "allow=127.0.0.1:"+port {
+		t.Errorf("session.start sandbox %v; want network allow=127.0.0.1:%s", sb, port)
+	}
+	if end := only(evs, "session.end"); len(end) != 1 || end[0].str("stop_reason") != "end_turn" {
+		t.Errorf("session.end %v; want the turn completed", end)
+	}
+	for _, d := range proxyDirs() {
+		if !before[d] {
+			t.Errorf("the proxy's directory %s outlived the run", d)
+		}
+	}
+}
+
+// proxyDirs are the filtering proxies' private directories now.
+func proxyDirs() []string {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "avenor-net-*"))
+	return dirs
+}
+
+// TestSandboxLandlockPortAllowList: with Landlock forced, allow=:P lets a
+// tool connect to P and refuses another port.
+func TestSandboxLandlockPortAllowList(t *testing.T) {
+	t.Parallel()
+	requireLandlock(t)
+	requireCurl(t)
+	if agentproc.LandlockABI() < agentproc.LandlockNetABI {
+		t.Skipf("this kernel's Landlock ABI %d does not restrict TCP connect", agentproc.LandlockABI())
+	}
+	w := newWorld(t)
+	port, other := twoServers(t)
+	curl := "toolsh curl -s --max-time 30 --noproxy '*' "
+	script := curl + "http://127.0.0.1:" + port + "/\n" + curl + "http://127.0.0.1:" + other + "/ || echo other-refused\n"
+	evPath := w.path("events.ndjson")
+	res := w.runEnv([]string{forceLandlock}, "--backend", "scripted", "--dir", w.work, "--prompt", script,
+		"--sandbox", "read-only", "--sandbox-network", "allow=:"+port, "--on-event", evPath)
+	if res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	want := []string{"allowed-ok", "other-refused"}
+	if got := toolOutputs(evs); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("tool outputs %q; want %q", got, want)
+	}
+}
