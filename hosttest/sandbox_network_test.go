@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,5 +133,59 @@ func TestSandboxLandlockPortAllowList(t *testing.T) {
 	want := []string{"allowed-ok", "other-refused"}
 	if got := toolOutputs(evs); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("tool outputs %q; want %q", got, want)
+	}
+}
+
+// latencyRequests is how many requests TestSandboxNetworkLatency times
+// each way.
+const latencyRequests = 50
+
+// TestSandboxNetworkLatency logs what the forwarder and the filtering
+// proxy add to one request to a loopback model endpoint: p50 and p99 of
+// curl's time_total over latencyRequests requests, each on a new
+// connection (the relay's set-up each time) and all on one kept
+// connection (as a model client keeps it), without a sandbox and under
+// --sandbox-network allow=127.0.0.1:P. It asserts nothing about time.
+func TestSandboxNetworkLatency(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	requireCurl(t)
+	port, _ := twoServers(t)
+	fresh := fmt.Sprintf("toolsh for i in $(seq %d); do curl -s --max-time 30 --noproxy '*' -o /dev/null -w '%%{time_total}\\n' http://127.0.0.1:%s/; done\n", latencyRequests, port)
+	kept := fmt.Sprintf("toolsh curl -s --max-time 60 --noproxy '*' -o /dev/null -w '%%{time_total}\\n' 'http://127.0.0.1:%s/[1-%d]'\n", port, latencyRequests)
+	measure := func(loop string, args ...string) []float64 {
+		w := newWorld(t)
+		evPath := w.path("events.ndjson")
+		res := w.run(append([]string{"--backend", "scripted", "--dir", w.work, "--prompt", loop, "--on-event", evPath}, args...)...)
+		if res.code != 0 {
+			t.Fatalf("run %v: %v", args, res)
+		}
+		outs := toolOutputs(readEvents(t, evPath))
+		if len(outs) != 1 {
+			t.Fatalf("tool outputs %q", outs)
+		}
+		var ms []float64
+		for _, f := range strings.Fields(outs[0]) {
+			var s float64
+			if _, err := fmt.Sscan(f, &s); err != nil {
+				t.Fatalf("time %q: %v", f, err)
+			}
+			ms = append(ms, s*1000)
+		}
+		if len(ms) != latencyRequests {
+			t.Fatalf("%d times; want %d", len(ms), latencyRequests)
+		}
+		return ms
+	}
+	p := func(ms []float64, q float64) float64 {
+		s := append([]float64(nil), ms...)
+		slices.Sort(s)
+		return s[int(q*float64(len(s)-1))]
+	}
+	for _, c := range []struct{ name, loop string }{{"new connection each", fresh}, {"one kept connection", kept}} {
+		direct := measure(c.loop)
+		proxied := measure(c.loop, "--sandbox", "read-only", "--sandbox-network", "allow=127.0.0.1:"+port)
+		t.Logf("model request latency over %d requests, %s: direct p50 %.2fms p99 %.2fms; forwarder+proxy p50 %.2fms p99 %.2fms; added p50 %.2fms p99 %.2fms",
+			latencyRequests, c.name, p(direct, .5), p(direct, .99), p(proxied, .5), p(proxied, .99), p(proxied, .5)-p(direct, .5), p(proxied, .99)-p(direct, .99))
 	}
 }
