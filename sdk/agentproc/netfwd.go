@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -175,9 +177,9 @@ func netForwardMain(v string) error {
 	return nil
 }
 
-// forwardAccept relays each connection ln accepts to the proxy at sock:
-// to dest through a CONNECT, or ("" dest) as it comes, the client
-// speaking to the proxy itself.
+// forwardAccept relays each connection ln accepts: to dest through the
+// proxy at sock (a CONNECT), or ("" dest, the proxy port) as proxyPort
+// does.
 func forwardAccept(ln net.Listener, sock, dest string) {
 	for {
 		c, err := ln.Accept()
@@ -186,26 +188,135 @@ func forwardAccept(ln net.Listener, sock, dest string) {
 		}
 		go func() {
 			defer c.Close()
+			if dest == "" {
+				proxyPort(c, sock)
+				return
+			}
 			up, err := net.Dial("unix", sock)
 			if err != nil {
 				return
 			}
 			defer up.Close()
 			br := bufio.NewReader(up)
-			if dest != "" {
-				fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", dest, dest)
-				resp, err := http.ReadResponse(br, nil)
-				if err != nil || resp.StatusCode != http.StatusOK {
-					return
-				}
+			fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", dest, dest)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				return
 			}
-			done := make(chan struct{}, 2)
-			go func() { _, _ = io.Copy(up, c); closeWriteConn(up); done <- struct{}{} }()
-			go func() { _, _ = io.Copy(c, br); closeWriteConn(c); done <- struct{}{} }()
-			<-done
-			<-done
+			relay(c, br, up)
 		}()
 	}
+}
+
+// forwardHeaderBytes bounds the request head the proxy port reads.
+const forwardHeaderBytes = 64 << 10
+
+// proxyPort serves one connection to the proxy port: one request, then
+// the connection is closed (an absolute-form request is sent on with
+// Connection: close, so that a client keeping its connection cannot send
+// the next request, maybe to another destination, down this one). A
+// request for a loopback destination that something inside the sandbox
+// listens on — the runtime's own server (OpenCode talks to itself over
+// HTTP), or one of the forwarder's endpoints — goes there: the sandbox's
+// own loopback is the runtime's already. Everything else, a loopback port
+// nothing listens on included, goes to the host's proxy, which judges it
+// (and reports a refusal).
+func proxyPort(c net.Conn, sock string) {
+	lr := &io.LimitedReader{R: c, N: forwardHeaderBytes}
+	br := bufio.NewReader(lr)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		return
+	}
+	lr.N = math.MaxInt64
+	up := dialLocal(req)
+	local := up != nil
+	if !local {
+		if up, err = net.Dial("unix", sock); err != nil {
+			fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			return
+		}
+	}
+	defer up.Close()
+	if req.Method == http.MethodConnect {
+		upBr := bufio.NewReader(up)
+		if local {
+			if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+				return
+			}
+		} else if _, err := fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", req.Host, req.Host); err != nil {
+			return
+		}
+		rest, _ := br.Peek(br.Buffered())
+		if _, err := up.Write(rest); err != nil {
+			return
+		}
+		relay(c, upBr, up)
+		return
+	}
+	req.Header.Del("Proxy-Connection")
+	req.Header.Del("Proxy-Authorization")
+	req.Close = true
+	if local {
+		err = req.Write(up)
+	} else {
+		err = req.WriteProxy(up)
+	}
+	if err != nil {
+		return
+	}
+	oneResponse(c, up, req)
+}
+
+// oneResponse reads req's response from up and writes it to c marked
+// Connection: close (a server may not have said so), its body streamed
+// as it comes (an event stream included).
+func oneResponse(c net.Conn, up net.Conn, req *http.Request) {
+	resp, err := http.ReadResponse(bufio.NewReader(up), req)
+	if err != nil {
+		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		return
+	}
+	defer resp.Body.Close()
+	resp.Close = true
+	resp.Header.Del("Connection")
+	resp.Header.Del("Keep-Alive")
+	_ = resp.Write(c)
+}
+
+// dialLocal is a connection to req's destination inside the sandbox when
+// it is a loopback one something listens on; nil otherwise.
+func dialLocal(req *http.Request) net.Conn {
+	hostport := req.Host
+	if req.Method != http.MethodConnect {
+		if req.URL.Scheme != "http" {
+			return nil
+		}
+		hostport = req.URL.Host
+		if req.URL.Port() == "" {
+			hostport = net.JoinHostPort(req.URL.Hostname(), "80")
+		}
+	}
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil || !(runtime.NetDest{Host: strings.ToLower(strings.Trim(host, "[]"))}).Loopback() {
+		return nil
+	}
+	local, err := net.DialTimeout("tcp", hostport, 5*time.Second)
+	if err != nil {
+		return nil
+	}
+	return local
+}
+
+// relay copies c to up, and up (read through br) to c, until both sides
+// have ended.
+func relay(c net.Conn, br *bufio.Reader, up net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); closeWriteConn(up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, br); closeWriteConn(c); done <- struct{}{} }()
+	<-done
+	<-done
 }
 
 // closeWriteConn half-closes c where it can.

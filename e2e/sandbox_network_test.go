@@ -1,0 +1,107 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avenor-go/avenor/e2e/fakellm"
+)
+
+// llmAllow is the allow-list entry of w's fake LLM: its loopback host:port.
+func llmAllow(t *testing.T, w *world) string {
+	t.Helper()
+	u, err := url.Parse(w.llm.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// otherServer is a loopback HTTP server the runtime is not allowed; its
+// host:port.
+func otherServer(t *testing.T) string {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "other-reached") }))
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
+}
+
+// testSandboxNetworkAllow: under bubblewrap with --sandbox-network
+// allow=<the fake LLM's host:port>, the runtime reaches its model at the
+// URL it is configured with and the turn completes; its shell's connection
+// to another loopback port (through the proxy variables) is refused and
+// is an avenor.sandbox.denied{op:connect,destination}; the other server
+// never answers it.
+func testSandboxNetworkAllow(t *testing.T, rt *runtimeSpec, args ...string) {
+	w := newWorld(t, rt, fakellm.Config{})
+	w.env = append(w.env, "AVENOR_SANDBOX_MECHANISM=bubblewrap")
+	other := otherServer(t)
+	w.llm.SetScript(shellScript("curl -s --max-time 20 http://" + other + "/; echo; echo exit=$?"))
+	run := w.startAvenor("run", append([]string{"--prompt", "Fetch the other server.", "--auto-approve", "--sandbox", "workspace",
+		"--sandbox-network", "allow=" + llmAllow(t, w)}, args...)...)
+	res, evs, s := run.finish()
+	checkDone(t, "run", res, evs, s)
+	denied := only(evs, "avenor.sandbox.denied")
+	if len(denied) != 1 || denied[0].str("op") != "connect" || denied[0].str("destination") != other {
+		t.Errorf("denied events %v; want one connect to %s", denied, other)
+	}
+	for _, ev := range only(evs, "tool.call_update") {
+		raw, _ := ev["rawOutput"].(map[string]any)
+		for _, v := range raw {
+			if s, _ := v.(string); strings.Contains(s, "other-reached") {
+				t.Errorf("the other server answered the sandboxed shell: %v", ev)
+			}
+		}
+	}
+}
+
+// testSandboxNetworkNone: with --sandbox-network none the runtime cannot
+// reach its model either: the run fails, with the runtime's error
+// reported, well within the deadline (no hang).
+func testSandboxNetworkNone(t *testing.T, rt *runtimeSpec) {
+	w := newWorld(t, rt, fakellm.Config{})
+	w.env = append(w.env, "AVENOR_SANDBOX_MECHANISM=bubblewrap")
+	w.llm.SetScript(func(*fakellm.Request) fakellm.Reply { return fakellm.Text("DONE") })
+	start := time.Now()
+	run := w.startAvenor("run", "--prompt", "Say DONE.", "--auto-approve", "--sandbox", "workspace", "--sandbox-network", "none",
+		"--timeout", "150")
+	res, evs, s := run.finish()
+	took := time.Since(start)
+	if res.code == 0 || s.status == "DONE" {
+		t.Fatalf("the turn completed without a network: %v, sentinel %q", res, s.raw)
+	}
+	if n := len(w.llm.Requests()); n != 0 {
+		t.Errorf("the fake LLM got %d requests from a runtime without a network", n)
+	}
+	var errs []string
+	for _, ev := range only(evs, "avenor.error") {
+		errs = append(errs, ev.str("message"))
+	}
+	t.Logf("network none: exit %d after %s, sentinel %q, errors %q", res.code, took.Round(time.Second), s.raw, errs)
+	if s.fields["STOP_REASON"] == "timeout" || strings.Contains(s.raw, "TIMEOUT") {
+		t.Errorf("the run hung until its deadline instead of failing: %q", s.raw)
+	}
+}
+
+// TestSandboxNetworkOpencode: real opencode-acp, offline (see
+// testSandboxNetworkAllow and testSandboxNetworkNone).
+func TestSandboxNetworkOpencode(t *testing.T) {
+	t.Run("allow", func(t *testing.T) { testSandboxNetworkAllow(t, opencode) })
+	t.Run("none", func(t *testing.T) { testSandboxNetworkNone(t, opencode) })
+}
+
+// TestSandboxNetworkCodex: real codex-app-server, offline (see
+// testSandboxNetworkAllow and testSandboxNetworkNone).
+func TestSandboxNetworkCodex(t *testing.T) {
+	codex.bin = func() string { return codexBin(t) }
+	t.Run("allow", func(t *testing.T) { testSandboxNetworkAllow(t, codex) })
+	t.Run("none", func(t *testing.T) { testSandboxNetworkNone(t, codex) })
+}
+
