@@ -22,11 +22,10 @@ func (h *sessionHost) startNetProxy(sb sdk.Sandbox) (sdk.Sandbox, error) {
 	if err != nil || !profile.Filtered() {
 		return sb, err
 	}
-	allow := profile.Allow
-	if profile.Kind == sdk.SandboxNetworkModel {
-		allow = sb.ModelEndpoints
-	}
-	p, err := sandbox.StartProxy(sandbox.ProxyConfig{Allow: allow, OnDeny: h.connectDenied})
+	// Under model the endpoints come from the plugin once it opened the
+	// session (setModelEndpoints); the proxy holds connections till then.
+	p, err := sandbox.StartProxy(sandbox.ProxyConfig{Allow: profile.Allow, OnDeny: h.connectDenied,
+		Pending: profile.Kind == sdk.SandboxNetworkModel})
 	if err != nil {
 		return sb, fmt.Errorf("--sandbox-network %s: %w", sb.Network, err)
 	}
@@ -39,6 +38,28 @@ func (h *sessionHost) startNetProxy(sb sdk.Sandbox) (sdk.Sandbox, error) {
 	}
 	sb.ProxySocket = p.Socket()
 	return sb, nil
+}
+
+// setModelEndpoints gives a --sandbox-network model proxy the endpoints
+// the plugin reported for sess (sdk.ModelEndpointReporter). None is an
+// error naming the way out: the runtime could reach nothing, its model
+// included. Without a model proxy it does nothing.
+func (h *sessionHost) setModelEndpoints(backend string, sb sdk.Sandbox, sess sdk.Session) error {
+	h.mu.Lock()
+	p := h.proxy
+	h.mu.Unlock()
+	if p == nil || sb.Network != sdk.SandboxNetworkModel {
+		return nil
+	}
+	var eps []sdk.NetDest
+	if r, ok := sess.(sdk.ModelEndpointReporter); ok {
+		eps = r.ModelEndpoints()
+	}
+	p.SetAllow(eps)
+	if len(eps) == 0 {
+		return fmt.Errorf("backend %s reported no model endpoint for --sandbox-network model (its runtime's configuration names no base URL it can read), so its runtime could reach nothing; name the endpoint with --sandbox-network allow=host:port", backend)
+	}
+	return nil
 }
 
 // stopNetProxy stops the session's proxy, if it has one; idempotent.

@@ -67,5 +67,8 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 	if p := sess.Process(); p.PGID > 1 {
 		h.RecordProcess(p)
 	}
+	if err := h.setModelEndpoints(o.Backend, sb, sess); err != nil {
+		return fail(h, err)
+	}
 	return &HeldSession{l: l, sess: sess, h: h, id: sess.ID()}, nil
 }

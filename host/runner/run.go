@@ -558,6 +558,10 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		if p := sess.Process(); p.PGID > 1 {
 			h.RecordProcess(p)
 		}
+		if err := h.setModelEndpoints(o.Backend, sb, sess); err != nil {
+			r.fail(h, "sandbox", err.Error())
+			return r.endEarly(h, sdk.StopError, resume, true)
+		}
 	}
 
 	start := event.Event{}

@@ -49,6 +49,11 @@ type ProxyConfig struct {
 	OnDeny func(destination string)
 	// Dial connects to an allowed destination; nil is a net.Dialer's.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Pending: the allow-list is not known yet (--sandbox-network model:
+	// the plugin reports its runtime's endpoints once it opened the
+	// session) and comes with SetAllow; until then a connection waits for
+	// it, at most ProxyHeaderTimeout, and is refused if it does not come.
+	Pending bool
 }
 
 // Proxy is the host's filtering proxy of one sandboxed runtime
@@ -67,6 +72,11 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
+	// allow is cfg.Allow, or what SetAllow set; ready is closed once it
+	// is known.
+	allow     []sdk.NetDest
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 // StartProxy starts a proxy for cfg on a socket in a new private
@@ -90,7 +100,11 @@ func StartProxy(cfg ProxyConfig) (*Proxy, error) {
 		cfg.Dial = d.DialContext
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Proxy{cfg: cfg, dir: dir, ln: ln, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{cfg: cfg, dir: dir, ln: ln, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
+		allow: cfg.Allow, ready: make(chan struct{})}
+	if !cfg.Pending {
+		close(p.ready)
+	}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -160,9 +174,34 @@ func (p *Proxy) untrack(c net.Conn) {
 	_ = c.Close()
 }
 
-// allowed reports whether the profile lets host:port through.
+// SetAllow sets a Pending proxy's allow-list; the connections waiting
+// for it are judged by it. Only the first call counts.
+func (p *Proxy) SetAllow(allow []sdk.NetDest) {
+	p.readyOnce.Do(func() {
+		p.mu.Lock()
+		p.allow = append([]sdk.NetDest(nil), allow...)
+		p.mu.Unlock()
+		if p.cfg.Pending {
+			close(p.ready)
+		}
+	})
+}
+
+// allowed reports whether the profile lets host:port through; a Pending
+// proxy waits for its allow-list first.
 func (p *Proxy) allowed(host string, port int) bool {
-	for _, d := range p.cfg.Allow {
+	t := time.NewTimer(ProxyHeaderTimeout)
+	defer t.Stop()
+	select {
+	case <-p.ready:
+	case <-t.C:
+		return false
+	case <-p.ctx.Done():
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range p.allow {
 		if d.Allows(host, port) {
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -139,4 +140,39 @@ func dialProxy(t *testing.T, p *Proxy) net.Conn {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestProxyPending: a proxy waiting for its allow-list holds a connection
+// until SetAllow, then judges it by that list.
+func TestProxyPending(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "model") }))
+	defer backend.Close()
+	port := portOf(t, backend.Listener.Addr().String())
+	p, err := StartProxy(ProxyConfig{Pending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := dialProxy(t, p)
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n", port)
+	got := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			got <- 0
+			return
+		}
+		got <- resp.StatusCode
+	}()
+	select {
+	case code := <-got:
+		t.Fatalf("answered %d before the allow-list was set", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.SetAllow([]sdk.NetDest{{Host: "127.0.0.1", Port: port}})
+	if code := <-got; code != 200 {
+		t.Fatalf("CONNECT after SetAllow: %d; want 200", code)
+	}
 }

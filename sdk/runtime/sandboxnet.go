@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -144,6 +145,44 @@ func containsDest(ds []NetDest, d NetDest) bool {
 		}
 	}
 	return false
+}
+
+// ModelEndpointReporter is an optional Session extension of a backend
+// that declares CapSandboxNetworkModel: the host:port destinations its
+// runtime's model requests go to (from the runtime's configuration), each
+// naming a host and a port. --sandbox-network model allows those and
+// nothing else; none reported, it allows nothing.
+type ModelEndpointReporter interface {
+	ModelEndpoints() []NetDest
+}
+
+// ParseNetDest reads one allow= entry: host, host:port, [v6]:port or
+// :port.
+func ParseNetDest(e string) (NetDest, error) { return parseNetDest(strings.TrimSpace(e)) }
+
+// EndpointOfURL is the host:port a model base URL (http or https) is
+// reached at, its default port filled in.
+func EndpointOfURL(raw string) (NetDest, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return NetDest{}, err
+	}
+	port := u.Port()
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return NetDest{}, fmt.Errorf("model URL %q: not http or https", raw)
+	case u.Hostname() == "":
+		return NetDest{}, fmt.Errorf("model URL %q: no host", raw)
+	case port == "" && u.Scheme == "https":
+		port = "443"
+	case port == "":
+		port = "80"
+	}
+	d, err := destOf(u.Hostname(), port, strings.Contains(u.Hostname(), ":"))
+	if err != nil {
+		return NetDest{}, fmt.Errorf("model URL %q: %w", raw, err)
+	}
+	return d, nil
 }
 
 // parseNetDest reads one allow= entry.
