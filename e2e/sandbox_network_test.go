@@ -34,18 +34,23 @@ func otherServer(t *testing.T) string {
 }
 
 // testSandboxNetworkAllow: under bubblewrap with --sandbox-network
-// allow=<the fake LLM's host:port>, the runtime reaches its model at the
-// URL it is configured with and the turn completes; its shell's connection
+// allow=<the fake LLM's host:port>, or model (the plugin reports the fake
+// LLM's endpoint from the runtime's config), the runtime reaches its model
+// at the URL it is configured with and the turn completes; its shell's connection
 // to another loopback port (through the proxy variables) is refused and
 // is one avenor.sandbox.denied{op:connect,destination}; the other server
 // never answers it.
-func testSandboxNetworkAllow(t *testing.T, rt *runtimeSpec, args ...string) {
+func testSandboxNetworkAllow(t *testing.T, rt *runtimeSpec, model bool) {
 	w := newWorld(t, rt, fakellm.Config{})
+	network := "allow=" + llmAllow(t, w)
+	if model {
+		network = "model"
+	}
 	w.env = append(w.env, "AVENOR_SANDBOX_MECHANISM=bubblewrap")
 	other := otherServer(t)
 	w.llm.SetScript(shellScript("curl -s --max-time 20 http://" + other + "/; echo; echo exit=$?"))
-	run := w.startAvenor("run", append([]string{"--prompt", "Fetch the other server.", "--auto-approve", "--sandbox", "workspace",
-		"--sandbox-network", "allow=" + llmAllow(t, w)}, args...)...)
+	run := w.startAvenor("run", "--prompt", "Fetch the other server.", "--auto-approve", "--sandbox", "workspace",
+		"--sandbox-network", network)
 	res, evs, s := run.finish()
 	checkDone(t, "run", res, evs, s)
 	// The runtime's own calls home (Codex asks github.com and
@@ -125,7 +130,8 @@ func testSandboxNetworkNone(t *testing.T, rt *runtimeSpec, waits time.Duration) 
 // TestSandboxNetworkOpencode: real opencode-acp, offline (see
 // testSandboxNetworkAllow and testSandboxNetworkNone).
 func TestSandboxNetworkOpencode(t *testing.T) {
-	t.Run("allow", func(t *testing.T) { testSandboxNetworkAllow(t, opencode) })
+	t.Run("allow", func(t *testing.T) { testSandboxNetworkAllow(t, opencode, false) })
+	t.Run("model", func(t *testing.T) { testSandboxNetworkAllow(t, opencode, true) })
 	t.Run("none", func(t *testing.T) { testSandboxNetworkNone(t, opencode, 0) })
 }
 
@@ -133,7 +139,8 @@ func TestSandboxNetworkOpencode(t *testing.T) {
 // testSandboxNetworkAllow and testSandboxNetworkNone).
 func TestSandboxNetworkCodex(t *testing.T) {
 	codex.bin = func() string { return codexBin(t) }
-	t.Run("allow", func(t *testing.T) { testSandboxNetworkAllow(t, codex) })
+	t.Run("allow", func(t *testing.T) { testSandboxNetworkAllow(t, codex, false) })
+	t.Run("model", func(t *testing.T) { testSandboxNetworkAllow(t, codex, true) })
 	t.Run("none", func(t *testing.T) { testSandboxNetworkNone(t, codex, 40*time.Second) })
 }
 
