@@ -155,7 +155,7 @@ func netForwardMain(v string) error {
 	cmd := exec.Command(os.Args[1], os.Args[2:]...)
 	cmd.Args[0] = os.Args[1]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdin, os.Stdout, os.Stderr, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = forwardChildAttr()
 	// Pdeathsig follows the thread that started the child: keep it.
 	goruntime.LockOSThread()
 	sigs := make(chan os.Signal, 8)
