@@ -143,4 +143,3 @@ func TestSandboxNetworkCodex(t *testing.T) {
 	t.Run("model", func(t *testing.T) { testSandboxNetworkAllow(t, codex, true) })
 	t.Run("none", func(t *testing.T) { testSandboxNetworkNone(t, codex, 40*time.Second) })
 }
-

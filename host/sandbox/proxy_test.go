@@ -30,7 +30,6 @@ func portOf(t *testing.T, addr string) int {
 	return n
 }
 
-
 func TestProxy(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
