@@ -143,3 +143,43 @@ func TestSandboxNetworkCodex(t *testing.T) {
 	t.Run("model", func(t *testing.T) { testSandboxNetworkAllow(t, codex, true) })
 	t.Run("none", func(t *testing.T) { testSandboxNetworkNone(t, codex, 40*time.Second) })
 }
+
+// opencodeServerPort is where `opencode acp` serves its own HTTP API on
+// the loopback and talks to itself: under Landlock, which shares the
+// host's network and tells no loopback apart, a port allow-list must
+// name it too (docs/sandbox.md#under-landlock-tcp-ports-only).
+const opencodeServerPort = "4096"
+
+// TestSandboxNetworkLandlockOpencode: real opencode-acp under Landlock
+// with --sandbox-network allow=:<the fake LLM's port>,:4096: the turn
+// completes against the fake LLM, and the shell's connection to another
+// loopback port fails (Landlock refuses the TCP connect; nothing reports
+// it).
+func TestSandboxNetworkLandlockOpencode(t *testing.T) {
+	w := newWorld(t, opencode, fakellm.Config{})
+	w.env = append(w.env, "AVENOR_SANDBOX_MECHANISM=landlock")
+	u, err := url.Parse(w.llm.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := otherServer(t)
+	w.llm.SetScript(shellScript("curl -s --max-time 20 --noproxy '*' http://" + other + "/ || echo other-refused"))
+	run := w.startAvenor("run", "--prompt", "Fetch the other server.", "--auto-approve", "--sandbox", "workspace",
+		"--sandbox-network", "allow=:"+u.Port()+",:"+opencodeServerPort)
+	res, evs, s := run.finish()
+	checkDone(t, "run", res, evs, s)
+	saw := false
+	for _, ev := range only(evs, "tool.call_update") {
+		raw, _ := ev["rawOutput"].(map[string]any)
+		for _, v := range raw {
+			str, _ := v.(string)
+			if strings.Contains(str, "other-reached") {
+				t.Errorf("the other server answered under Landlock: %v", ev)
+			}
+			saw = saw || strings.Contains(str, "other-refused")
+		}
+	}
+	if !saw {
+		t.Errorf("no tool output says the connection was refused")
+	}
+}
