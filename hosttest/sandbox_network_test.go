@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/avenor-go/avenor/client"
 	"github.com/avenor-go/avenor/sdk/agentproc"
 )
 
@@ -187,5 +189,33 @@ func TestSandboxNetworkLatency(t *testing.T) {
 		proxied := measure(c.loop, "--sandbox", "read-only", "--sandbox-network", "allow=127.0.0.1:"+port)
 		t.Logf("model request latency over %d requests, %s: direct p50 %.2fms p99 %.2fms; forwarder+proxy p50 %.2fms p99 %.2fms; added p50 %.2fms p99 %.2fms",
 			latencyRequests, c.name, p(direct, .5), p(direct, .99), p(proxied, .5), p(proxied, .99), p(proxied, .5)-p(direct, .5), p(proxied, .99)-p(direct, .99))
+	}
+}
+
+// TestStableSpawnSandboxNetwork: a spawn with sandbox_network allow=…
+// gets the same boundary as avenor run: its tool reaches the allowed
+// server, another port is one connect denial, session.start names it.
+func TestStableSpawnSandboxNetwork(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	requireCurl(t)
+	w := newWorld(t)
+	port, other := twoServers(t)
+	c := w.startStable("sandbox-network", nil).client()
+	curl := "toolsh curl -s --max-time 30 "
+	sp := spawn(t, c, client.SpawnParams{Backend: "scripted", Dir: w.work, Sandbox: "read-only", SandboxNetwork: "allow=127.0.0.1:" + port,
+		Prompt: curl + "--noproxy '*' http://127.0.0.1:" + port + "/\n" + curl + "-o /dev/null -w 'other=%{http_code}' http://127.0.0.1:" + other + "/\n"})
+	rt := waitEnded(t, c, sp.RuntimeID, 60*time.Second)
+	evs := readEvents(t, rt.EventPath)
+	if got := toolOutputs(evs); strings.Join(got, "|") != "allowed-ok|other=403" {
+		t.Fatalf("tool outputs %q; want allowed-ok, other=403", got)
+	}
+	denied := only(evs, "avenor.sandbox.denied")
+	if len(denied) != 1 || denied[0].str("destination") != "127.0.0.1:"+other {
+		t.Fatalf("denied %v; want one connect to 127.0.0.1:%s", denied, other)
+	}
+	start := only(evs, "session.start")
+	if sb, _ := start[0]["sandbox"].(map[string]any); sb["network"] != "allow=127.0.0.1:"+port {
+		t.Errorf("session.start sandbox %v", start[0]["sandbox"])
 	}
 }
