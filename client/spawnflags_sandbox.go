@@ -10,7 +10,7 @@ import (
 // values are P's.
 func (f *SpawnFlags) RegisterSandbox(fl *pflag.FlagSet) {
 	fl.StringVar(&f.P.Sandbox, "sandbox", "", "launch the runtime inside a sandbox: off, workspace or read-only")
-	fl.StringVar(&f.P.SandboxNetwork, "sandbox-network", "", "network inside the sandbox: host or none")
+	fl.StringVar(&f.P.SandboxNetwork, "sandbox-network", "", "network inside the sandbox: host, none, model or allow=host[:port],…")
 	fl.StringArrayVar(&f.P.SandboxAllowWrite, "sandbox-allow-write", nil, "path also writable under --sandbox workspace (repeatable)")
 	fl.StringArrayVar(&f.P.SandboxDenyRead, "sandbox-deny-read", nil, "path made unreadable in the sandbox (repeatable)")
 	fl.Var(optBool{&f.P.SandboxRecover}, "sandbox-recover", "with --sandbox workspace: put a denied write to a person when the turn ends; approved, the session resumes with that one path writable")

@@ -118,7 +118,7 @@ type SpawnParams struct {
 	WatchdogRestarts *int   `json:"watchdog_restarts,omitempty"`
 
 	// The sandbox (docs/sandbox.md): Sandbox (off, workspace, read-only)
-	// and SandboxNetwork (host, none) are the supervisor's config keys'
+	// and SandboxNetwork (host, none, model, allow=…) are the supervisor's config keys'
 	// when empty; SandboxAllowWrite and SandboxDenyRead are paths
 	// (WithAbsPaths makes them absolute).
 	Sandbox           string   `json:"sandbox,omitempty"`

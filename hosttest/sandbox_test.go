@@ -156,7 +156,23 @@ func TestSandboxRefused(t *testing.T) {
 		{"unknown profile", "scripted", false, nil, func(w *world) []string { return []string{"--sandbox", "strict"} },
 			`--sandbox: invalid sandbox profile "strict"; valid profiles: off, workspace, read-only`},
 		{"unknown network", "scripted", false, nil, func(w *world) []string { return []string{"--sandbox", "workspace", "--sandbox-network", "lan"} },
-			`--sandbox-network: invalid sandbox network "lan"; valid: host, none`},
+			`--sandbox-network: invalid sandbox network "lan"; valid: host, none, model, allow=host[:port],… (e.g. allow=api.example.com:443,:8080)`},
+		{"a malformed allow-list entry", "scripted", false, nil, func(w *world) []string { return []string{"--sandbox", "workspace", "--sandbox-network", "allow=a b"} },
+			`--sandbox-network: sandbox network allow-list entry "a b": "a b" is not a host name or IP address; valid: host, none, model, allow=host[:port],… (e.g. allow=api.example.com:443,:8080)`},
+		{"an allow-list port out of range", "scripted", false, nil, func(w *world) []string {
+			return []string{"--sandbox", "workspace", "--sandbox-network", "allow=a.io:70000"}
+		}, `--sandbox-network: sandbox network allow-list entry "a.io:70000": port "70000" is not a number from 1 to 65535; valid: host, none, model, allow=host[:port],… (e.g. allow=api.example.com:443,:8080)`},
+		{"an empty allow-list", "scripted", false, nil, func(w *world) []string { return []string{"--sandbox", "workspace", "--sandbox-network", "allow="} },
+			`--sandbox-network: sandbox network "allow=" allows nothing; name at least one host[:port], or use none`},
+		{"model for a backend that cannot name its endpoints", "scripted", true, nil, func(w *world) []string {
+			return []string{"--sandbox", "workspace", "--sandbox-network", "model"}
+		}, `backend "scripted" cannot say which model endpoints its runtime uses (capability "sandbox_network_model"), so --sandbox-network model cannot allow them; name them with --sandbox-network allow=host:port`},
+		{"a host allow-list under landlock", "scripted", false, func(w *world) []string { return []string{forceLandlock} }, func(w *world) []string {
+			return []string{"--sandbox", "workspace", "--sandbox-network", "allow=a.io:443"}
+		}, `the sandbox cannot be enforced on this machine: landlock (landlock can allow TCP ports only, on every host: --sandbox-network allow=a.io:443 needs bubblewrap, or write it :PORT); run on a kernel with Landlock; nothing was started`},
+		{"model under landlock", "scripted", false, func(w *world) []string { return []string{forceLandlock} }, func(w *world) []string {
+			return []string{"--sandbox", "workspace", "--sandbox-network", "model"}
+		}, `the sandbox cannot be enforced on this machine: landlock (landlock cannot tell hosts apart (--sandbox-network model needs bubblewrap)); run on a kernel with Landlock; nothing was started`},
 		{"relative allow-write", "scripted", false, nil, func(w *world) []string {
 			return []string{"--sandbox", "workspace", "--sandbox-allow-write", "build"}
 		}, `--sandbox-allow-write "build": give an absolute path`},

@@ -74,6 +74,8 @@ func TestStableSpawnSandboxRefused(t *testing.T) {
 	}{
 		{"unknown profile", map[string]any{"sandbox": "strict"}, -32602, `sandbox: invalid sandbox profile "strict"; valid profiles: off, workspace, read-only`},
 		{"unknown network", map[string]any{"sandbox": "workspace", "sandbox_network": "lan"}, -32602, `sandbox_network: invalid sandbox network "lan"; valid: host, none`},
+		{"port out of range", map[string]any{"sandbox": "workspace", "sandbox_network": "allow=a.io:0"}, -32602,
+			`sandbox_network: sandbox network allow-list entry "a.io:0": port "0" is not a number from 1 to 65535`},
 		{"relative allow-write", map[string]any{"sandbox": "workspace", "sandbox_allow_write": []string{"build"}}, -32602, `sandbox_allow_write "build": give an absolute path`},
 		{"missing allow-write", map[string]any{"sandbox": "workspace", "sandbox_allow_write": []string{w.path("nope")}}, -32602,
 			"sandbox_allow_write " + w.path("nope") + ": no such file or directory; create it first or drop it"},

@@ -73,7 +73,7 @@ var keySpecs = []keySpec{
 	// The sandbox (docs/sandbox.md).
 	{"sandbox_recover", kindBool, false, "with sandbox workspace: a denied write is put to a person (a permission request of kind sandbox) when the turn ends; approved, the session resumes with that one path writable (backends that resume across processes)"},
 	{"sandbox", kindString, "", "boundary the runtime is launched inside: off|workspace|read-only; \"\" is off"},
-	{"sandbox_network", kindString, "", "network inside a sandbox: host|none; \"\" is host"},
+	{"sandbox_network", kindString, "", "network inside a sandbox: host|none|model|allow=host[:port],…; \"\" is host"},
 	// Spend limits and context use (docs/unattended.md).
 	{"spend_tokens", kindInt, 0, "spend limit: input plus output tokens, counted from what the runtime reports; the turn ends budget_reached (exit 5); 0 means none"},
 	{"spend_usd", kindNumber, 0.0, "spend limit in US dollars: the runtime's reported cost, else spend_prices; 0 means none"},

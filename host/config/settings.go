@@ -63,7 +63,8 @@ type Settings struct {
 	MCPConfig string `koanf:"mcp_config"`
 	// Sandbox is the profile the runtime is launched inside: off,
 	// workspace or read-only; "" (the default) is off. SandboxNetwork is
-	// host or none; "" is host. host/sandbox validates them.
+	// host, none, model or allow=host[:port],…; "" is host. host/sandbox
+	// validates them.
 	Sandbox        string `koanf:"sandbox"`
 	SandboxNetwork string `koanf:"sandbox_network"`
 	// SandboxRecover asks a person to widen the sandbox after a denial

@@ -143,9 +143,9 @@ var HostEventTypes = []EventType{
 	},
 	{
 		Name:     TypeSandboxDenied,
-		Doc:      "A sandboxed run only (--sandbox): the boundary refused an access, as a tool's output shows it (op write: a path outside the writable paths, with EROFS, EACCES or EPERM; op read: a path on the deny list; tool is the tool call's toolCallId), or bubblewrap could not set the boundary up (op launch: path is the path it named, or bwrap; message is its own line). Emitted right after the tool.call_update that showed it; each op and path once per tool call, bounded (docs/configuration.md#bounds).",
-		Fields:   []string{"op", "path"},
-		Optional: []string{"tool", "message"},
+		Doc:      "A sandboxed run only (--sandbox): the boundary refused an access, as a tool's output shows it (op write: a path outside the writable paths, with EROFS, EACCES or EPERM; op read: a path on the deny list; tool is the tool call's toolCallId), or bubblewrap could not set the boundary up (op launch: path is the path it named, or bwrap; message is its own line). Emitted right after the tool.call_update that showed it; each op and path once per tool call, bounded (docs/configuration.md#bounds). With --sandbox-network model or allow=…: op connect, destination host:port, a connection the filtering proxy refused (docs/sandbox.md#network), each destination once per attempt; such an event has no path.",
+		Fields:   []string{"op"},
+		Optional: []string{"path", "destination", "tool", "message"},
 	},
 	{
 		Name:     TypeSandboxWidened,

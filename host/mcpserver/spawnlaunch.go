@@ -48,9 +48,6 @@ var sandboxProfiles = func() []string {
 	return out
 }()
 
-// sandboxNetworks is avenor_spawn's sandbox_network vocabulary.
-var sandboxNetworks = []string{sdk.SandboxNetworkHost, sdk.SandboxNetworkNone}
-
 // launch records a's launch params in rec; nil when it gave none. A
 // relative @FILE or mcp_config is repo_dir's (rec.Dir), made absolute here
 // so that a follow-up reads the same file.

@@ -60,7 +60,7 @@ type spawnArgs struct {
 
 	// The sandbox (docs/sandbox.md); a follow-up runs inside the same.
 	Sandbox           string   `json:"sandbox,omitempty" jsonschema:"launch the runtime inside a sandbox: off, workspace (only repo_dir, the runtime's own dirs and sandbox_allow_write writable) or read-only; refused where the machine or backend cannot enforce it; omitted: the supervisor's config (default off)"`
-	SandboxNetwork    string   `json:"sandbox_network,omitempty" jsonschema:"network inside the sandbox: host or none; omitted: host"`
+	SandboxNetwork    string   `json:"sandbox_network,omitempty" jsonschema:"network inside the sandbox: host, none, model or allow=host[:port],…; omitted: host"`
 	SandboxAllowWrite []string `json:"sandbox_allow_write,omitempty" jsonschema:"existing paths also writable under sandbox workspace (relative to repo_dir)"`
 	SandboxDenyRead   []string `json:"sandbox_deny_read,omitempty" jsonschema:"paths made unreadable in the sandbox besides the secrets under $HOME it always hides (relative to repo_dir)"`
 	SandboxRecover    bool     `json:"sandbox_recover,omitempty" jsonschema:"with sandbox workspace: a denied write is put to a person (a permission request of kind sandbox, answered with avenor_answer_permission) when the turn ends; approved, the session resumes with that one path writable; refused on backends that cannot resume across processes"`
@@ -232,7 +232,7 @@ func (s *Server) addTools() {
 			"watchdog":         enum("what to do with a hung tool call or turn: warn, cancel or restart; omitted: progress_timeout alone ends the run", watchdogActions),
 			// The sandbox's.
 			"sandbox":         enum("launch the runtime inside a sandbox: off, workspace or read-only; omitted: the supervisor's config (default off)", sandboxProfiles),
-			"sandbox_network": enum("network inside the sandbox: host or none; omitted: host", sandboxNetworks),
+			"sandbox_network": str("network inside the sandbox: host, none, model or allow=host[:port],… (e.g. allow=api.example.com:443,:8080); omitted: host"),
 		}),
 		schemaOf[spawnResult](nil)),
 		s.spawn)

@@ -26,7 +26,7 @@ func RateLimitFlags(fl FlagSet) {
 // profile and network by their config keys, the path lists into c.
 func (c *Command) SandboxFlags(fl FlagSet) {
 	fl.String("sandbox", "", "launch the runtime inside a sandbox: off, workspace (only --dir, the runtime's own dirs and --sandbox-allow-write writable) or read-only; refused where this machine or the backend cannot enforce it (default off)")
-	fl.String("sandbox-network", "", "network inside the sandbox: host or none (default host)")
+	fl.String("sandbox-network", "", "network inside the sandbox: host, none, model or allow=host[:port],… (default host)")
 	fl.StringArrayVar(&c.Sandbox.AllowWrite, "sandbox-allow-write", nil, "absolute, existing path also writable under --sandbox workspace (repeatable)")
 	fl.StringArrayVar(&c.Sandbox.DenyRead, "sandbox-deny-read", nil, "absolute path made unreadable in the sandbox, besides the secrets under $HOME it always hides (repeatable)")
 	fl.Bool("sandbox-recover", false, "with --sandbox workspace: a denied write is put to a person as a permission request of kind sandbox when the turn ends; approved, the same session resumes with that one path writable (backends that resume across processes; refused on others)")

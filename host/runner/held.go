@@ -54,6 +54,7 @@ func (s *HeldSession) Close() {
 		if p := s.h.process().PGID; p > 1 {
 			_ = agentproc.KillGroup(p)
 		}
+		s.h.stopNetProxy()
 	})
 }
 

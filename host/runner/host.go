@@ -11,6 +11,7 @@ import (
 
 	"github.com/avenor-go/avenor/host/event"
 	"github.com/avenor-go/avenor/host/permission"
+	"github.com/avenor-go/avenor/host/sandbox"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -41,6 +42,9 @@ type sessionHost struct {
 	// denied reads the tools' output for what the sandbox refused; nil
 	// without a sandbox (setSandbox).
 	denied *denials
+	// proxy is the runtime's filtering proxy (--sandbox-network model or
+	// allow=… under bubblewrap); nil without one (netproxy.go).
+	proxy *sandbox.Proxy
 }
 
 // setQuestions records whether the session hears questions.

@@ -39,6 +39,7 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 			if p := h.process().PGID; p > 1 {
 				_ = agentproc.KillGroup(p)
 			}
+			h.stopNetProxy()
 		}
 		return nil, err
 	}
@@ -50,17 +51,24 @@ func Prewarm(ctx context.Context, o Options) (*HeldSession, error) {
 	}
 	h := newSessionHost(nil, o.Logger, nil)
 	h.setQuestions(o.Questions)
+	sb, err := h.startNetProxy(o.Sandbox)
+	if err != nil {
+		return fail(h, err)
+	}
 	sess, err := l.Backend.Open(ctx, sdk.OpenRequest{
 		Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 		ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 		StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-		PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox, Questions: o.Questions,
+		PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: sb, Questions: o.Questions,
 	}, h)
 	if err != nil {
 		return fail(h, fmt.Errorf("backend %s: open session: %w", o.Backend, err))
 	}
 	if p := sess.Process(); p.PGID > 1 {
 		h.RecordProcess(p)
+	}
+	if err := h.setModelEndpoints(o.Backend, sb, sess); err != nil {
+		return fail(h, err)
 	}
 	return &HeldSession{l: l, sess: sess, h: h, id: sess.ID()}, nil
 }

@@ -481,6 +481,7 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		if pgid > 1 {
 			_ = agentproc.KillGroup(pgid)
 		}
+		h.stopNetProxy()
 	}()
 
 	sessID := resume
@@ -537,12 +538,16 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 
 		h.permissions = r.permissions(sessID)
 		h.setQuestions(o.Questions)
-		var err error
+		sb, err := h.startNetProxy(o.Sandbox)
+		if err != nil {
+			r.fail(nil, "sandbox", err.Error())
+			return r.endEarly(nil, sdk.StopError, resume, true)
+		}
 		sess, err = l.Backend.Open(ctx, sdk.OpenRequest{
 			Backend: o.Backend, Dir: o.Dir, Model: o.Model, Agent: o.Agent, Thinking: o.Thinking,
 			ResumeSessionID: resume, ServerURL: o.ServerURL, Env: o.Env, Options: o.PluginOptions,
 			StateDir: o.StateDir, RunID: o.RunID, DirExplicit: o.DirExplicit,
-			PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: o.Sandbox, Questions: o.Questions,
+			PermissionMode: o.PermissionMode, Launch: o.LaunchContext, Sandbox: sb, Questions: o.Questions,
 		}, h)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -556,6 +561,10 @@ func (r *Runner) attempt(ctx context.Context, resume string, held *HeldSession) 
 		r.setSessionID(sessID)
 		if p := sess.Process(); p.PGID > 1 {
 			h.RecordProcess(p)
+		}
+		if err := h.setModelEndpoints(o.Backend, sb, sess); err != nil {
+			r.fail(h, "sandbox", err.Error())
+			return r.endEarly(h, sdk.StopError, resume, true)
 		}
 	}
 

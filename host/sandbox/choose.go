@@ -107,6 +107,9 @@ func landlockUnusable(sb sdk.Sandbox, m Machine) string {
 	if err := agentproc.LandlockExpressible(sb); err != nil {
 		return err.Error()
 	}
+	if p, _ := sdk.ParseNetProfile(sb.Network); p.Filtered() && m.LandlockABI() < agentproc.LandlockNetABI {
+		return fmt.Sprintf("--sandbox-network %s needs Landlock ABI %d (Linux 6.7 or later) to restrict TCP connect; this kernel has %d", sb.Network, agentproc.LandlockNetABI, m.LandlockABI())
+	}
 	return ""
 }
 

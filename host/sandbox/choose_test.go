@@ -22,6 +22,8 @@ func TestChoose(t *testing.T) {
 	none.Network = sdk.SandboxNetworkNone
 	overlap := ws
 	overlap.DenyRead = []string{"/w/.env"}
+	ports, hosts, model := ws, ws, ws
+	ports.Network, hosts.Network, model.Network = "allow=:8080", "allow=api.example.com:443", sdk.SandboxNetworkModel
 	for _, tc := range []struct {
 		name     string
 		sb       sdk.Sandbox
@@ -45,6 +47,11 @@ func TestChoose(t *testing.T) {
 		{name: "network none under bwrap", sb: none, lookPath: okBwrap, abi: 7, want: sdk.MechanismBubblewrap},
 		{name: "a deny path inside --dir is not landlock's", sb: overlap, lookPath: noBwrap, abi: 7, err: "landlock cannot hide /w/.env inside the writable /w"},
 		{name: "an unknown forced mechanism", sb: ws, lookPath: okBwrap, abi: 7, env: map[string]string{MechanismEnv: "seccomp"}, err: `AVENOR_SANDBOX_MECHANISM="seccomp": valid: bubblewrap, landlock`},
+		{name: "a port allow-list under landlock", sb: ports, lookPath: noBwrap, abi: 4, want: sdk.MechanismLandlock},
+		{name: "a port allow-list needs landlock ABI 4", sb: ports, lookPath: noBwrap, abi: 3, err: "needs Landlock ABI 4"},
+		{name: "a host allow-list is not landlock's", sb: hosts, lookPath: noBwrap, abi: 7, err: "landlock can allow TCP ports only"},
+		{name: "model is not landlock's", sb: model, lookPath: noBwrap, abi: 7, err: "landlock cannot tell hosts apart"},
+		{name: "a host allow-list under bwrap", sb: hosts, lookPath: okBwrap, abi: 7, want: sdk.MechanismBubblewrap},
 		{name: "off needs nothing", sb: sdk.Sandbox{}, lookPath: noBwrap, abi: 0, want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

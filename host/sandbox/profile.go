@@ -32,7 +32,8 @@ var DefaultDenyRead = []string{
 type Request struct {
 	// Profile is --sandbox: off, workspace or read-only; "" is off.
 	Profile string
-	// Network is --sandbox-network: host or none; "" is host.
+	// Network is --sandbox-network: host, none, model or
+	// allow=host[:port],…; "" is host.
 	Network string
 	// AllowWrite are --sandbox-allow-write's paths: absolute, existing.
 	AllowWrite []string

@@ -113,6 +113,11 @@ var Bounds = []Bound{
 	{"host/run", "MaxMCPServers", "`--mcp-config`", "servers one file defines"},
 	{"host/run", "MaxAllowedToolsParam", "spawn `allowed_tools`", "bytes of the param's JSON; its entries have `--allowed-tools`' bounds"},
 	// The sandbox (docs/sandbox.md).
+	{"sdk/runtime", "MaxNetworkAllow", "`--sandbox-network allow=…`", "entries of one allow-list (host, host:port or :port)"},
+	{"host/sandbox", "MaxProxyConnections", "`--sandbox-network model`, `allow=…`", "connections one runtime's filtering proxy serves at once; one more is closed unanswered"},
+	{"host/sandbox", "MaxProxyHeaderBytes", "`--sandbox-network model`, `allow=…`", "bytes of a request line and headers the filtering proxy reads; a longer request is answered 400"},
+	{"host/sandbox", "ProxyHeaderTimeout", "`--sandbox-network model`, `allow=…`", "time a connection to the filtering proxy has to send its request"},
+	{"host/sandbox", "ProxyDialTimeout", "`--sandbox-network model`, `allow=…`", "dialling an allowed destination from the filtering proxy"},
 	{"host/sandbox", "MaxAllowWrite", "`--sandbox-allow-write`", "paths one run allows written besides `--dir`"},
 	{"host/sandbox", "MaxDenyRead", "`--sandbox-deny-read`", "paths one run hides besides the default deny list"},
 	{"host/sandbox", "CheckTimeout", "`--sandbox`", "time for the trial `bwrap --unshare-pid --ro-bind / / true` that checks bubblewrap can enforce a sandbox here"},

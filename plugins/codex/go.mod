@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/avenor-go/avenor/sdk v0.0.0
 	github.com/hashicorp/go-hclog v1.6.3
+	github.com/pelletier/go-toml/v2 v2.2.2
 )
 
 require (

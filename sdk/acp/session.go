@@ -570,6 +570,11 @@ func (s *Session) Process() runtime.ProcessInfo {
 	return p
 }
 
+// ModelEndpoints implements runtime.ModelEndpointReporter: the model
+// endpoints the backend's Configure put in the sandbox (none unless it
+// was asked for --sandbox-network model).
+func (s *Session) ModelEndpoints() []runtime.NetDest { return s.cfg.Sandbox.ModelEndpoints }
+
 // StartFields adds the agent's name and version to session.start.
 func (s *Session) StartFields() map[string]any {
 	f := map[string]any{}

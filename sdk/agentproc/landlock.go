@@ -50,6 +50,9 @@ type landlockSpec struct {
 	Writable []string `json:"writable"`
 	// DenyRead are the paths nothing may read.
 	DenyRead []string `json:"deny_read,omitempty"`
+	// ConnectPorts, when not empty, are the only TCP ports the runtime
+	// may connect to (--sandbox-network allow=:PORT,…; ABI 4 or later).
+	ConnectPorts []int `json:"connect_ports,omitempty"`
 }
 
 // landlockPlan is the ruleset the launcher grants: everything not in it
@@ -66,7 +69,13 @@ type landlockPlan struct {
 	// Devices get read, write and ioctl: the character devices every
 	// program expects to write (/dev/null, a terminal).
 	Devices []string
+	// ConnectPorts, when not empty, are the only TCP ports connect may
+	// reach: TCP connect is handled and these are allowed.
+	ConnectPorts []int
 }
+
+// LandlockNetABI is the first Landlock ABI that restricts TCP connect.
+const LandlockNetABI = 4
 
 // landlockDevices are the devices writable under Landlock, where they
 // exist.
@@ -78,8 +87,8 @@ var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"
 // sockets), and its rules only add up, so a deny path inside a writable
 // one, or a writable path inside a deny path, cannot be expressed.
 func LandlockExpressible(sb runtime.Sandbox) error {
-	if sb.Network == runtime.SandboxNetworkNone {
-		return errors.New("landlock cannot take the network away (--sandbox-network none needs bubblewrap)")
+	if _, err := landlockConnectPorts(sb.Network); err != nil {
+		return err
 	}
 	writable := append(slices.Clone(sb.Writable), sb.RuntimeDirs...)
 	for _, d := range sb.DenyRead {
@@ -93,6 +102,35 @@ func LandlockExpressible(sb runtime.Sandbox) error {
 		}
 	}
 	return nil
+}
+
+// landlockConnectPorts are the TCP ports network allows connecting to
+// under Landlock, nil for host (no restriction). Landlock tells ports
+// apart, never hosts or protocols: only an allow-list of :PORT entries
+// (any host at that port) is expressible; none, model and an entry that
+// names a host — loopback included, which Landlock would widen to every
+// host at the port — are refused (docs/sandbox.md#network).
+func landlockConnectPorts(network string) ([]int, error) {
+	p, err := runtime.ParseNetProfile(network)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Kind {
+	case runtime.SandboxNetworkHost:
+		return nil, nil
+	case runtime.SandboxNetworkNone:
+		return nil, errors.New("landlock cannot take the network away (--sandbox-network none needs bubblewrap)")
+	case runtime.SandboxNetworkModel:
+		return nil, errors.New("landlock cannot tell hosts apart (--sandbox-network model needs bubblewrap)")
+	}
+	ports := make([]int, 0, len(p.Allow))
+	for _, d := range p.Allow {
+		if d.Host != "" || d.Port == 0 {
+			return nil, fmt.Errorf("landlock can allow TCP ports only, on every host: --sandbox-network allow=%s needs bubblewrap, or write it :PORT", d)
+		}
+		ports = append(ports, d.Port)
+	}
+	return ports, nil
 }
 
 // within reports whether p is base or lies under it; both are clean and
@@ -122,6 +160,12 @@ func planLandlock(spec landlockSpec, readDir func(string) ([]fs.DirEntry, error)
 	if err := LandlockExpressible(runtime.Sandbox{Writable: spec.Writable, DenyRead: spec.DenyRead}); err != nil {
 		return landlockPlan{}, err
 	}
+	for _, port := range spec.ConnectPorts {
+		if port < 1 || port > 65535 {
+			return landlockPlan{}, fmt.Errorf("agentproc: sandbox port %d is not from 1 to 65535", port)
+		}
+	}
+	plan.ConnectPorts = spec.ConnectPorts
 	denied := func(p string) bool {
 		return slices.ContainsFunc(spec.DenyRead, func(deny string) bool { return within(p, deny) })
 	}

@@ -131,6 +131,12 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 	if abi >= 6 {
 		attr.Scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
 	}
+	if len(plan.ConnectPorts) > 0 {
+		if abi < LandlockNetABI {
+			return -1, fmt.Errorf("a TCP port allow-list needs Landlock ABI %d, this kernel has %d", LandlockNetABI, abi)
+		}
+		attr.Handled_access_net = unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+	}
 	fd, err := landlockCreateRuleset(&attr)
 	if err != nil {
 		return -1, fmt.Errorf("landlock_create_ruleset (ABI %d): %w", abi, err)
@@ -163,6 +169,13 @@ func landlockRuleset(plan landlockPlan, abi int) (int, error) {
 		if err := add(step.paths, step.rights, step.missingOK); err != nil {
 			_ = unix.Close(fd)
 			return -1, err
+		}
+	}
+	for _, port := range plan.ConnectPorts {
+		attr := landlockNetPortAttr{AllowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, Port: uint64(port)}
+		if err := landlockAddNetPort(fd, &attr); err != nil {
+			_ = unix.Close(fd)
+			return -1, fmt.Errorf("landlock_add_rule port %d: %w", port, err)
 		}
 	}
 	return fd, nil

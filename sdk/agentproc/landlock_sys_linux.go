@@ -53,3 +53,21 @@ func landlockRestrictSelf(fd int) error {
 	}
 	return nil
 }
+
+// landlockRuleNetPort is LANDLOCK_RULE_NET_PORT (ABI 4).
+const landlockRuleNetPort = 2
+
+// landlockNetPortAttr is the kernel's struct landlock_net_port_attr.
+type landlockNetPortAttr struct {
+	AllowedAccess uint64
+	Port          uint64
+}
+
+// landlockAddNetPort adds a net-port rule to the ruleset fd.
+func landlockAddNetPort(fd int, attr *landlockNetPortAttr) error {
+	_, _, errno := syscall.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), landlockRuleNetPort, uintptr(unsafe.Pointer(attr)), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -102,9 +103,20 @@ func BwrapArgs(sb runtime.Sandbox, dir string, argv []string, stat func(string) 
 			args = append(args, "--ro-bind", os.DevNull, p)
 		}
 	}
-	switch sb.Network {
-	case "", runtime.SandboxNetworkHost:
-	case runtime.SandboxNetworkNone:
+	net, err := runtime.ParseNetProfile(sb.Network)
+	if err != nil {
+		return nil, fmt.Errorf("agentproc: %w", err)
+	}
+	switch {
+	case net.Kind == runtime.SandboxNetworkHost:
+	case net.Kind == runtime.SandboxNetworkNone:
+		args = append(args, "--unshare-net")
+	case net.Filtered():
+		// Only the loopback, and the proxy's socket among the runtime's
+		// files: the forwarder (netfwd.go) is the one way out.
+		if !filepath.IsAbs(sb.ProxySocket) || !slices.Contains(sb.RuntimeFiles, sb.ProxySocket) {
+			return nil, fmt.Errorf("agentproc: sandbox network %s needs the proxy socket bound into the sandbox", sb.Network)
+		}
 		args = append(args, "--unshare-net")
 	default:
 		return nil, fmt.Errorf("agentproc: sandbox network %q is not supported", sb.Network)
@@ -156,12 +168,21 @@ func sandboxed(spec Spec, path string) (launch, error) {
 		// The runtime's binary stays visible where the private /tmp
 		// would hide it.
 		sb.RuntimeFiles = append(append([]string(nil), sb.RuntimeFiles...), path)
-		args, err := BwrapArgs(sb, spec.Dir, append([]string{path}, spec.Args...), StatPath)
+		argv := append([]string{path}, spec.Args...)
+		var env []string
+		if net, err := runtime.ParseNetProfile(sb.Network); err == nil && net.Filtered() {
+			var files []string
+			if argv, env, files, err = netForwardLaunch(sb, argv); err != nil {
+				return launch{}, err
+			}
+			sb.RuntimeFiles = append(sb.RuntimeFiles, files...)
+		}
+		args, err := BwrapArgs(sb, spec.Dir, argv, StatPath)
 		if err != nil {
 			return launch{}, err
 		}
 		bwrap, _ := exec.LookPath(BwrapBinary)
-		return launch{path: bwrap, argv: append([]string{BwrapBinary}, args...)}, nil
+		return launch{path: bwrap, argv: append([]string{BwrapBinary}, args...), env: env}, nil
 	case runtime.MechanismLandlock:
 		return landlockLaunch(sb, spec, path)
 	}
@@ -202,6 +223,13 @@ func landlockLaunch(sb runtime.Sandbox, spec Spec, path string) (launch, error) 
 	if LandlockABI() < 1 {
 		return launch{}, fmt.Errorf("agentproc: the runtime must run inside a %s sandbox (landlock) but this kernel does not enforce Landlock; %s", sb.Profile, LandlockInstallHint)
 	}
+	ports, err := landlockConnectPorts(sb.Network)
+	if err != nil {
+		return launch{}, fmt.Errorf("agentproc: %w", err)
+	}
+	if len(ports) > 0 && LandlockABI() < LandlockNetABI {
+		return launch{}, fmt.Errorf("agentproc: --sandbox-network %s under landlock needs Landlock ABI %d (Linux 6.7 or later), this kernel has %d; use bubblewrap", sb.Network, LandlockNetABI, LandlockABI())
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return launch{}, fmt.Errorf("agentproc: %w", err)
@@ -210,7 +238,7 @@ func landlockLaunch(sb runtime.Sandbox, spec Spec, path string) (launch, error) 
 	if err != nil {
 		return launch{}, err
 	}
-	ls := landlockSpec{Path: abs, DenyRead: sb.DenyRead}
+	ls := landlockSpec{Path: abs, DenyRead: sb.DenyRead, ConnectPorts: ports}
 	if sb.Profile == runtime.SandboxWorkspace {
 		ls.Writable = append(append(ls.Writable, sb.Writable...), sb.RuntimeDirs...)
 	}

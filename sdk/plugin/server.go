@@ -241,7 +241,11 @@ func (s *server) session(stream grpc.ServerStream) error {
 			ss.Logger().Error("session.start fields do not encode; leaving them out", "error", err)
 		}
 	}
-	ss.push(toproto.Opened(sess.ID(), sess.Process(), startFields))
+	var endpoints []runtime.NetDest
+	if r, ok := sess.(runtime.ModelEndpointReporter); ok {
+		endpoints = r.ModelEndpoints()
+	}
+	ss.push(toproto.Opened(sess.ID(), sess.Process(), startFields, endpoints))
 	return ss.serve(stream)
 }
 

@@ -68,6 +68,15 @@ func (b *remoteBackend) Open(ctx context.Context, req runtime.OpenRequest, host 
 		if s.startFields, err = fromproto.Object(o.StartFields); err != nil {
 			s.logger().Error("ignoring malformed session.start fields from the plugin", "error", err)
 		}
+		for _, e := range o.ModelEndpoints {
+			d, err := runtime.ParseNetDest(e)
+			if err != nil || d.Host == "" || d.Port == 0 {
+				// Fail closed: the host allows none of what it cannot read.
+				s.logger().Error("ignoring a malformed model endpoint from the plugin", "endpoint", e, "error", err)
+				continue
+			}
+			s.modelEndpoints = append(s.modelEndpoints, d)
+		}
 		return s, nil
 	case err := <-s.closed:
 		cancel()
@@ -111,6 +120,9 @@ type remoteSession struct {
 	id     string
 
 	startFields map[string]any
+	// modelEndpoints are what the plugin reported its runtime's model
+	// endpoints to be (--sandbox-network model).
+	modelEndpoints []runtime.NetDest
 
 	sendMu sync.Mutex
 
@@ -145,6 +157,9 @@ func (s *remoteSession) ID() string {
 
 // StartFields implements runtime.StartFielder.
 func (s *remoteSession) StartFields() map[string]any { return s.startFields }
+
+// ModelEndpoints implements runtime.ModelEndpointReporter.
+func (s *remoteSession) ModelEndpoints() []runtime.NetDest { return s.modelEndpoints }
 
 func (s *remoteSession) Process() runtime.ProcessInfo {
 	s.mu.Lock()

@@ -69,8 +69,17 @@ type Sandbox struct {
 	// DenyRead are the paths made unreadable: a directory is hidden under
 	// an empty one, a file under an empty file.
 	DenyRead []string
-	// Network is SandboxNetworkHost or SandboxNetworkNone; "" is host.
+	// Network is a --sandbox-network value in its canonical form
+	// (ParseNetProfile): host, none, model or allow=…; "" is host.
 	Network string
+	// ProxySocket is the host's filtering proxy's Unix socket, absolute,
+	// when Network is model or allow=… (docs/sandbox.md#network); the
+	// plugin binds it into the sandbox and relays the runtime's
+	// connections to it.
+	ProxySocket string
+	// ModelEndpoints are the host:port destinations --sandbox-network
+	// model allows; the plugin fills them from its runtime's config.
+	ModelEndpoints []NetDest
 	// RuntimeDirs are the runtime's own state and config directories, which
 	// must stay writable under SandboxWorkspace; the plugin sets them
 	// (WithRuntimeDirs) and they are created when missing.
@@ -108,15 +117,14 @@ func ParseSandboxProfile(v string) (SandboxProfile, error) {
 	return "", fmt.Errorf("invalid sandbox profile %q; valid profiles: off, workspace, read-only", v)
 }
 
-// ParseSandboxNetwork checks a --sandbox-network value; "" is host.
+// ParseSandboxNetwork checks a --sandbox-network value ("" is host) and
+// returns its canonical form (ParseNetProfile).
 func ParseSandboxNetwork(v string) (string, error) {
-	switch v {
-	case "", SandboxNetworkHost:
-		return SandboxNetworkHost, nil
-	case SandboxNetworkNone:
-		return SandboxNetworkNone, nil
+	p, err := ParseNetProfile(v)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("invalid sandbox network %q; valid: host, none", v)
+	return p.String(), nil
 }
 
 // CheckSandbox refuses a sandbox b does not declare it can launch its
@@ -134,6 +142,13 @@ func CheckSandbox(b BackendInfo, s Sandbox) error {
 	}
 	if b.Capability(CapSandbox) == Unsupported {
 		return fmt.Errorf("backend %q cannot launch its runtime inside a sandbox (--sandbox %s); run it with --sandbox off or choose a backend that declares capability %q", b.Name, s.Profile, CapSandbox)
+	}
+	net, err := ParseNetProfile(s.Network)
+	if err != nil {
+		return err
+	}
+	if net.Kind == SandboxNetworkModel && b.Capability(CapSandboxNetworkModel) == Unsupported {
+		return fmt.Errorf("backend %q cannot say which model endpoints its runtime uses (capability %q), so --sandbox-network model cannot allow them; name them with --sandbox-network allow=host:port", b.Name, CapSandboxNetworkModel)
 	}
 	return nil
 }

@@ -1520,9 +1520,13 @@ type Opened struct {
 	// The events last sent to the old host, which it may not have written
 	// before it died: sent again first, in one Events message, for the new
 	// host to skip those its log has.
-	ReplayEvents  uint32 `protobuf:"varint,9,opt,name=replay_events,json=replayEvents,proto3" json:"replay_events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReplayEvents uint32 `protobuf:"varint,9,opt,name=replay_events,json=replayEvents,proto3" json:"replay_events,omitempty"`
+	// The host:port destinations the runtime's model requests go to, as a
+	// backend declaring capability "sandbox_network_model" reports them:
+	// what --sandbox-network model allows (docs/sandbox.md#model).
+	ModelEndpoints []string `protobuf:"bytes,10,rep,name=model_endpoints,json=modelEndpoints,proto3" json:"model_endpoints,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Opened) Reset() {
@@ -1616,6 +1620,13 @@ func (x *Opened) GetReplayEvents() uint32 {
 		return x.ReplayEvents
 	}
 	return 0
+}
+
+func (x *Opened) GetModelEndpoints() []string {
+	if x != nil {
+		return x.ModelEndpoints
+	}
+	return nil
 }
 
 // ProcessInfo names the runtime process so the host can show it and, when the
@@ -2487,8 +2498,13 @@ type Sandbox struct {
 	Writable []string `protobuf:"bytes,3,rep,name=writable,proto3" json:"writable,omitempty"`
 	// Made unreadable inside the boundary.
 	DenyRead []string `protobuf:"bytes,4,rep,name=deny_read,json=denyRead,proto3" json:"deny_read,omitempty"`
-	// "host" or "none".
-	Network       string `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
+	// "host", "none", "model" or "allow=host[:port],…" (canonical form,
+	// docs/sandbox.md#network).
+	Network string `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
+	// The host's filtering proxy's Unix socket, absolute, when network is
+	// "model" or "allow=…" under bubblewrap: the plugin binds it into the
+	// sandbox and relays the runtime's connections to it. Empty otherwise.
+	ProxySocket   string `protobuf:"bytes,6,opt,name=proxy_socket,json=proxySocket,proto3" json:"proxy_socket,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2554,6 +2570,13 @@ func (x *Sandbox) GetDenyRead() []string {
 func (x *Sandbox) GetNetwork() string {
 	if x != nil {
 		return x.Network
+	}
+	return ""
+}
+
+func (x *Sandbox) GetProxySocket() string {
+	if x != nil {
+		return x.ProxySocket
 	}
 	return ""
 }
@@ -2885,7 +2908,7 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x06closed\x18\x05 \x01(\v2\x19.avenor.runtime.v1.ClosedH\x00R\x06closed\x12:\n" +
 	"\aprocess\x18\x06 \x01(\v2\x1e.avenor.runtime.v1.ProcessInfoH\x00R\aprocess\x12O\n" +
 	"\x10question_request\x18\a \x01(\v2\".avenor.runtime.v1.QuestionRequestH\x00R\x0fquestionRequestB\x05\n" +
-	"\x03msg\"\xce\x02\n" +
+	"\x03msg\"\xf7\x02\n" +
 	"\x06Opened\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -2898,7 +2921,9 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\fturn_running\x18\x06 \x01(\bR\vturnRunning\x12'\n" +
 	"\x0fbuffered_events\x18\a \x01(\rR\x0ebufferedEvents\x12\x15\n" +
 	"\x06gap_ms\x18\b \x01(\x03R\x05gapMs\x12#\n" +
-	"\rreplay_events\x18\t \x01(\rR\freplayEvents\"e\n" +
+	"\rreplay_events\x18\t \x01(\rR\freplayEvents\x12'\n" +
+	"\x0fmodel_endpoints\x18\n" +
+	" \x03(\tR\x0emodelEndpoints\"e\n" +
 	"\vProcessInfo\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04pgid\x18\x02 \x01(\x05R\x04pgid\x12\x16\n" +
@@ -2962,13 +2987,14 @@ const file_avenor_runtime_v1_runtime_proto_rawDesc = "" +
 	"\x04code\x18\x03 \x01(\tR\x04code\x12'\n" +
 	"\x10reset_at_unix_ms\x18\x04 \x01(\x03R\rresetAtUnixMs\"8\n" +
 	"\x06Closed\x12.\n" +
-	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\"\x94\x01\n" +
+	"\x05error\x18\x01 \x01(\v2\x18.avenor.runtime.v1.ErrorR\x05error\"\xb7\x01\n" +
 	"\aSandbox\x12\x18\n" +
 	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
 	"\bwritable\x18\x03 \x03(\tR\bwritable\x12\x1b\n" +
 	"\tdeny_read\x18\x04 \x03(\tR\bdenyRead\x12\x18\n" +
-	"\anetwork\x18\x05 \x01(\tR\anetwork\"\xc3\x01\n" +
+	"\anetwork\x18\x05 \x01(\tR\anetwork\x12!\n" +
+	"\fproxy_socket\x18\x06 \x01(\tR\vproxySocket\"\xc3\x01\n" +
 	"\x0eCatalogRequest\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12<\n" +
 	"\x03env\x18\x02 \x03(\v2*.avenor.runtime.v1.CatalogRequest.EnvEntryR\x03env\x12!\n" +

@@ -85,7 +85,7 @@ func (backend) Info() runtime.BackendInfo {
 		// real CLI, so they are refused rather than run broader than asked.
 		Capabilities: procsession.Capabilities(
 			runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm, runtime.CapQuestions, runtime.CapImages,
-			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeAcceptEdits), runtime.CapSandbox, runtime.CapModelListing,
+			runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeAcceptEdits), runtime.CapSandbox, runtime.CapSandboxNetworkModel, runtime.CapModelListing,
 			runtime.CapUsageReporting, runtime.CapCompaction,
 		).With(runtime.CapRateLimitReset, rateLimitSupport),
 		ResumeScope:    runtime.ResumeCrossProcess,
@@ -166,6 +166,16 @@ func configFor(req runtime.OpenRequest) (Config, error) {
 		return Config{}, runtime.Errorf(runtime.FaultUser, "%v", err).WithCode(runtime.CodeUnsupported)
 	}
 	cfg.Boundary = req.Sandbox.WithRuntimeDirs(runtimeDirs(cfg.Env)...)
+	if cfg.Boundary.Network == runtime.SandboxNetworkModel {
+		eps, err := modelEndpoints(cfg.Env)
+		if err != nil {
+			return Config{}, runtime.Errorf(runtime.FaultUser, "%s: --sandbox-network model: %v", Name, err)
+		}
+		if len(eps) == 0 {
+			return Config{}, runtime.Errorf(runtime.FaultUser, "%s: --sandbox-network model: Codex's config.toml names no base_url for the model provider in use (nor OPENAI_BASE_URL for openai), so its endpoint is not known; set it, or name the endpoint with --sandbox-network allow=host:port", Name)
+		}
+		cfg.Boundary.ModelEndpoints = eps
+	}
 	if req.Sandbox.Active() && cfg.Sandbox == "" {
 		// Nested sandboxes (docs/sandbox.md#nested-sandboxes): avenor's
 		// boundary is the outer one, and Codex's own Linux sandbox (its

@@ -39,7 +39,7 @@ func New() runtime.Backend {
 				runtime.CapResume, runtime.CapPermissionRelay, runtime.CapModelSelection, runtime.CapPrewarm,
 				runtime.ModeCapability(runtime.ModeDefault), runtime.ModeCapability(runtime.ModeAcceptEdits),
 				runtime.ModeCapability(runtime.ModePlan), runtime.ModeCapability(runtime.ModeFullAccess),
-				runtime.CapMCPServers, runtime.CapSandbox,
+				runtime.CapMCPServers, runtime.CapSandbox, runtime.CapSandboxNetworkModel,
 			),
 			ResumeScope: runtime.ResumeCrossProcess,
 			EventTypes:  acp.EventTypes,
@@ -96,6 +96,9 @@ func configure(req runtime.OpenRequest, cfg *acp.Config) (func(), error) {
 		}
 		cfg.Env = setEnv(cfg.Env, "OPENCODE_CONFIG_CONTENT", content)
 	}
+	if err := modelEndpoints(dir, getenv, cfg); err != nil {
+		return nil, err
+	}
 	if req.Agent == "" {
 		return nil, nil
 	}
@@ -134,4 +137,28 @@ func setEnv(env []string, key, value string) []string {
 		}
 	}
 	return append(out, key+"="+value)
+}
+
+// modelEndpoints fills, under --sandbox-network model, the sandbox's
+// model endpoints from OpenCode's configuration (occonfig.ModelEndpoints):
+// the forwarder listens at the loopback ones and the host allows them
+// all. A model whose provider names no baseURL is refused here, before
+// anything starts.
+func modelEndpoints(dir string, getenv occonfig.Env, cfg *acp.Config) error {
+	if cfg.Sandbox.Network != runtime.SandboxNetworkModel {
+		return nil
+	}
+	layers, err := occonfig.Layers(dir, getenv)
+	if err != nil {
+		return runtime.Errorf(runtime.FaultUser, "%s: %v", Name, err)
+	}
+	eps, err := occonfig.ModelEndpoints(layers, cfg.Model)
+	if err != nil {
+		return runtime.Errorf(runtime.FaultUser, "%s: --sandbox-network model: %v", Name, err)
+	}
+	if len(eps) == 0 {
+		return runtime.Errorf(runtime.FaultUser, "%s: --sandbox-network model: the model's provider names no options.baseURL in OpenCode's config, so its endpoint is not known; set it, or name the endpoint with --sandbox-network allow=host:port", Name)
+	}
+	cfg.Sandbox.ModelEndpoints = eps
+	return nil
 }

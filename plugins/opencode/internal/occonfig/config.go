@@ -13,7 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/avenor-go/avenor/sdk/runtime"
 )
 
 // Env looks up the runtime's environment.
@@ -225,4 +228,51 @@ func ResolveAgent(layers []Layer, name string, getenv Env) Agent {
 		}
 	}
 	return a
+}
+
+// ModelEndpoints are the host:port destinations OpenCode's model requests
+// go to under layers, for --sandbox-network model: the baseURL
+// (provider.<id>.options.baseURL, the last layer naming it wins) of the
+// provider of model ("provider/model"; "" is the configured model) and of
+// the configured small_model. A model whose provider names no baseURL (a
+// built-in provider's default endpoint) gives none: the caller refuses
+// rather than guess.
+func ModelEndpoints(layers []Layer, model string) ([]runtime.NetDest, error) {
+	small := ""
+	baseURLs := map[string]string{}
+	for _, l := range layers {
+		if m, ok := l.Config["model"].(string); ok && model == "" {
+			model = m
+		}
+		if m, ok := l.Config["small_model"].(string); ok {
+			small = m
+		}
+		providers, _ := l.Config["provider"].(map[string]any)
+		for id, p := range providers {
+			pm, _ := p.(map[string]any)
+			opts, _ := pm["options"].(map[string]any)
+			if u, ok := opts["baseURL"].(string); ok && u != "" {
+				baseURLs[id] = u
+			}
+		}
+	}
+	var out []runtime.NetDest
+	for i, m := range []string{model, small} {
+		id, _, ok := strings.Cut(m, "/")
+		u := baseURLs[id]
+		if !ok || u == "" {
+			if i == 0 {
+				return nil, nil
+			}
+			continue
+		}
+		d, err := runtime.EndpointOfURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", id, err)
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }

@@ -31,7 +31,7 @@ func sandbox(s *pb.Sandbox) runtime.Sandbox {
 	}
 	return runtime.Sandbox{
 		Profile: runtime.SandboxProfile(s.GetProfile()), Mechanism: s.GetMechanism(),
-		Writable: s.GetWritable(), DenyRead: s.GetDenyRead(), Network: s.GetNetwork(),
+		Writable: s.GetWritable(), DenyRead: s.GetDenyRead(), Network: s.GetNetwork(), ProxySocket: s.GetProxySocket(),
 	}
 }
 

@@ -26,6 +26,9 @@ type Opening struct {
 	BufferedEvents uint32
 	GapMs          int64
 	ReplayEvents   uint32
+	// ModelEndpoints are the runtime's model endpoints as the plugin
+	// reported them (host:port entries, unchecked: ParseNetDest reads them).
+	ModelEndpoints []string
 }
 
 // Opened reads the answer to Open or Reattach.
@@ -34,6 +37,7 @@ func Opened(o *pb.Opened) Opening {
 		SessionID: o.GetSessionId(), Process: ProcessInfo(o.GetProcess()), StartFields: o.GetStartFieldsJson(),
 		Reattached: o.GetReattached(), TurnID: o.GetTurnId(), TurnRunning: o.GetTurnRunning(),
 		BufferedEvents: o.GetBufferedEvents(), GapMs: o.GetGapMs(), ReplayEvents: o.GetReplayEvents(),
+		ModelEndpoints: o.GetModelEndpoints(),
 	}
 }
 

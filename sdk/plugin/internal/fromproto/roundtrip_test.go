@@ -31,8 +31,14 @@ func TestPluginMessagesRoundTrip(t *testing.T) {
 		kind  Kind
 		check func(t *testing.T, m Message)
 	}{
-		{"opened", toproto.Opened("s1", proc, []byte(`{"a":1}`)), KindOpened, func(t *testing.T, m Message) {
+		{"opened", toproto.Opened("s1", proc, []byte(`{"a":1}`), nil), KindOpened, func(t *testing.T, m Message) {
 			want := Opening{SessionID: "s1", Process: proc, StartFields: []byte(`{"a":1}`)}
+			if got := m.Opened(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+		}},
+		{"opened with model endpoints", toproto.Opened("s1", proc, nil, []runtime.NetDest{{Host: "127.0.0.1", Port: 4000}, {Host: "::1", Port: 443}}), KindOpened, func(t *testing.T, m Message) {
+			want := Opening{SessionID: "s1", Process: proc, ModelEndpoints: []string{"127.0.0.1:4000", "[::1]:443"}}
 			if got := m.Opened(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %+v, want %+v", got, want)
 			}

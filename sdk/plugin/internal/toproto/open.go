@@ -29,7 +29,7 @@ func sandbox(s runtime.Sandbox) *pb.Sandbox {
 	}
 	return &pb.Sandbox{
 		Profile: string(s.Profile), Mechanism: s.Mechanism, Writable: s.Writable,
-		DenyRead: s.DenyRead, Network: s.Network,
+		DenyRead: s.DenyRead, Network: s.Network, ProxySocket: s.ProxySocket,
 	}
 }
 

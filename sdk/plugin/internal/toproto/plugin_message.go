@@ -89,9 +89,13 @@ func (b *Batch) Take() Message {
 
 // Opened answers Open: the session's id, its process and the fields its
 // session.start carries (JSON, may be nil).
-func Opened(sessionID string, p runtime.ProcessInfo, startFields []byte) Message {
+func Opened(sessionID string, p runtime.ProcessInfo, startFields []byte, modelEndpoints []runtime.NetDest) Message {
+	var eps []string
+	for _, d := range modelEndpoints {
+		eps = append(eps, d.String())
+	}
 	return Message{&pb.PluginMessage{Msg: &pb.PluginMessage_Opened{Opened: &pb.Opened{
-		SessionId: sessionID, Process: ProcessInfo(p), StartFieldsJson: startFields,
+		SessionId: sessionID, Process: ProcessInfo(p), StartFieldsJson: startFields, ModelEndpoints: eps,
 	}}}}
 }
 
