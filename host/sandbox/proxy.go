@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avenor-go/avenor/sdk/agentproc"
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
 
@@ -249,7 +250,7 @@ func (p *Proxy) handle(c net.Conn) {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			return
 		}
-		splice(c, br, dst)
+		agentproc.Splice(c, br, dst, dst)
 		return
 	}
 	req.Header.Del("Proxy-Connection")
@@ -303,29 +304,3 @@ func reply(c net.Conn, code int, msg string) {
 		code, http.StatusText(code), len(msg)+1, msg+"\n")
 }
 
-// splice copies both ways until either side ends; what the client sent
-// past its request (buffered in br) goes first.
-func splice(c net.Conn, br *bufio.Reader, dst net.Conn) {
-	done := make(chan struct{}, 2)
-	go func() {
-		_, _ = io.Copy(dst, br)
-		closeWrite(dst)
-		done <- struct{}{}
-	}()
-	go func() {
-		_, _ = io.Copy(c, dst)
-		closeWrite(c)
-		done <- struct{}{}
-	}()
-	<-done
-	<-done
-}
-
-// closeWrite half-closes c where it can, so the other side sees EOF.
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-		return
-	}
-	_ = c.Close()
-}

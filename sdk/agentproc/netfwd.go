@@ -203,7 +203,7 @@ func forwardAccept(ln net.Listener, sock, dest string) {
 			if err != nil || resp.StatusCode != http.StatusOK {
 				return
 			}
-			relay(c, br, up)
+			Splice(c, c, up, br)
 		}()
 	}
 }
@@ -252,7 +252,7 @@ func proxyPort(c net.Conn, sock string) {
 		if _, err := up.Write(rest); err != nil {
 			return
 		}
-		relay(c, upBr, up)
+		Splice(c, c, up, upBr)
 		return
 	}
 	req.Header.Del("Proxy-Connection")
@@ -309,17 +309,20 @@ func dialLocal(req *http.Request) net.Conn {
 	return local
 }
 
-// relay copies c to up, and up (read through br) to c, until both sides
-// have ended.
-func relay(c net.Conn, br *bufio.Reader, up net.Conn) {
+// Splice copies a's input (aIn: a itself, or a reader buffering it) to
+// b and b's input (bIn) to a, half-closing each side's writes when its
+// source ends, until both directions have ended: the forwarder's relay
+// and the host's filtering proxy (host/sandbox) move a connection's bytes
+// with it.
+func Splice(a net.Conn, aIn io.Reader, b net.Conn, bIn io.Reader) {
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); closeWriteConn(up); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, br); closeWriteConn(c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(b, aIn); closeWriteConn(b); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(a, bIn); closeWriteConn(a); done <- struct{}{} }()
 	<-done
 	<-done
 }
 
-// closeWriteConn half-closes c where it can.
+// closeWriteConn half-closes c where it can, so the other side sees EOF.
 func closeWriteConn(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
