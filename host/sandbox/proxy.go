@@ -303,4 +303,3 @@ func reply(c net.Conn, code int, msg string) {
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		code, http.StatusText(code), len(msg)+1, msg+"\n")
 }
-
