@@ -64,14 +64,7 @@ func TestGatewayResendsLostReads(t *testing.T) {
 // lost (published while the requester's connection was away) is answered
 // from the replies bucket within the first check, not the spawn timeout.
 func TestGatewayFindsALostSpawnAnswer(t *testing.T) {
-	s, auth := devServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	nc, js, err := Connect(ctx, s.ClientURL(), "test", auth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	ctx, nc, js := devConnect(t)
 	st, err := Setup(ctx, js, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -26,18 +27,26 @@ func devServer(t *testing.T) (*server.Server, Auth) {
 	return s.Server, Auth{NkeyFile: paths["fleet"]}
 }
 
-// TestSetupIdempotentAndSchemaChecked: Setup creates the versioned streams
-// and buckets, opens them again unchanged, and refuses a stream of the
-// fleet's name whose schema is another version's, changing nothing.
-func TestSetupIdempotentAndSchemaChecked(t *testing.T) {
+// devConnect starts fleet dev's server and connects to it; the context
+// ends with the test, 20 s at most.
+func devConnect(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
 	s, auth := devServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	nc, js, err := Connect(ctx, s.ClientURL(), "test", auth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
+	return ctx, nc, js
+}
+
+// TestSetupIdempotentAndSchemaChecked: Setup creates the versioned streams
+// and buckets, opens them again unchanged, and refuses a stream of the
+// fleet's name whose schema is another version's, changing nothing.
+func TestSetupIdempotentAndSchemaChecked(t *testing.T) {
+	ctx, _, js := devConnect(t)
 	for range 2 {
 		st, err := Setup(ctx, js, Options{})
 		if err != nil {
