@@ -314,3 +314,67 @@ func TestSandboxRecoverFileHandler(t *testing.T) {
 		t.Errorf("%d avenor.sandbox.widened, want 1", n)
 	}
 }
+
+// TestSandboxRecoverConnectApproved: under --sandbox-network
+// allow=127.0.0.1:P a connection to another loopback port is refused by
+// the filtering proxy; with --sandbox-recover it is put to a person as a
+// request of kind sandbox naming the destination, and approved, the run
+// restarts on the same session with exactly that host:port added to the
+// list: the resumed turn reaches it.
+func TestSandboxRecoverConnectApproved(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	requireCurl(t)
+	w := newWorld(t)
+	port, other := twoServers(t)
+	dest := "127.0.0.1:" + other
+	curl := "toolsh curl -s --max-time 30 -o /dev/null -w 'code=%{http_code}' http://" + dest + "/"
+	sock, evPath := w.path("c.sock"), w.path("events.ndjson")
+	env := []string{"SCRIPTED_PROSE_SCRIPT=announce\n" + curl + "\nsay resumed"}
+	p := w.start(env, "--backend", "scripted", "--run-id", "recnet", "--dir", w.work, "--control-socket", sock,
+		"--on-event", evPath, "--sandbox", "workspace", "--sandbox-network", "allow=127.0.0.1:"+port, "--sandbox-recover",
+		"--prompt", "announce\n"+curl+"\nsay denied")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := dialControl(t, ctx, sock)
+	var req event
+	if !waitFor(30*time.Second, func() bool {
+		for _, ev := range only(readEventsIfAny(t, evPath), "permission.request") {
+			if ev.str("kind") == "sandbox" {
+				req = ev
+				return true
+			}
+		}
+		return false
+	}) {
+		p.signal(9)
+		t.Fatalf("no permission request of kind sandbox; events %v", names(readEventsIfAny(t, evPath), "agent.status"))
+	}
+	if req.str("op") != "connect" || req.str("destination") != dest {
+		t.Errorf("sandbox request %v; want op connect, destination %s", req, dest)
+	}
+	if err := c.AnswerPermission(ctx, req.str("request_id"), "allow", ""); err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	res := p.wait()
+	if res.code != 0 {
+		t.Fatalf("run: %v", res)
+	}
+	evs := readEvents(t, evPath)
+	if got := toolOutputs(evs); strings.Join(got, "|") != "code=403|code=200" {
+		t.Errorf("tool outputs %q; want the refusal, then the resumed turn reaching %s", got, dest)
+	}
+	starts := only(evs, "session.start")
+	if len(starts) != 2 || starts[1].str("session_id") != starts[0].str("session_id") {
+		t.Fatalf("session.start %v; want two on the same session", starts)
+	}
+	sb, _ := starts[1]["sandbox"].(map[string]any)
+	if want := "allow=127.0.0.1:" + port + "," + dest; sb["network"] != want {
+		t.Errorf("the resumed turn's network %v; want %s (the one destination approved, nothing more)", sb["network"], want)
+	}
+	widened := only(evs, "avenor.sandbox.widened")
+	if len(widened) != 1 || widened[0].str("op") != "connect" || widened[0].str("destination") != dest || widened[0]["path"] != nil {
+		t.Errorf("avenor.sandbox.widened %v; want one naming %s", widened, dest)
+	}
+	logRecovery(t, evs)
+}

@@ -112,14 +112,14 @@ func (rt *Runtime) widen(ws []sandbox.Widening) error {
 	spec := rt.Spec()
 	sb := spec.Options.Sandbox
 	var evs []event.Event
-	var allowed []string
+	var allowed []sandbox.Widening
 	for _, w := range ws {
 		var err error
 		if sb, err = sandbox.Widen(sb, w); err != nil {
 			return err
 		}
 		evs = append(evs, WidenedEvent(w))
-		allowed = append(allowed, w.AllowWrite)
+		allowed = append(allowed, w)
 	}
 	if len(evs) == 0 {
 		return errors.New("nothing was approved")
@@ -129,13 +129,28 @@ func (rt *Runtime) widen(ws []sandbox.Widening) error {
 }
 
 // widenedNote is the fresh turn's prompt after a widening: what is now
-// writable, and to retry.
-func widenedNote(allowed []string) string {
-	verb := "is"
-	if len(allowed) > 1 {
-		verb = "are"
+// writable or reachable, and to retry.
+func widenedNote(ws []sandbox.Widening) string {
+	var paths, dests []string
+	for _, w := range ws {
+		if w.Destination != "" {
+			dests = append(dests, w.Destination)
+		} else {
+			paths = append(paths, w.AllowWrite)
+		}
 	}
-	return fmt.Sprintf("A person approved widening your sandbox: %s %s now writable. Retry what was denied, then go on with your task.", strings.Join(allowed, ", "), verb)
+	var parts []string
+	if len(paths) > 0 {
+		verb := "is"
+		if len(paths) > 1 {
+			verb = "are"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s now writable", strings.Join(paths, ", "), verb))
+	}
+	if len(dests) > 0 {
+		parts = append(parts, "connections to "+strings.Join(dests, ", ")+" are now allowed")
+	}
+	return fmt.Sprintf("A person approved widening your sandbox: %s. Retry what was denied, then go on with your task.", strings.Join(parts, "; "))
 }
 
 // WidenedEvent is the avenor.sandbox.widened of w (docs/events.md): op and

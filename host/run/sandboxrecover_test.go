@@ -68,10 +68,15 @@ func TestWidenedEvent(t *testing.T) {
 	if ev["destination"] != "example.com:443" || ev["path"] != nil {
 		t.Errorf("connect: %v", ev)
 	}
-	if n := widenedNote([]string{"/srv/a"}); !strings.Contains(n, "/srv/a is now writable") || !strings.Contains(n, "Retry") {
+	a, b := sandbox.Widening{Op: sandbox.OpWrite, AllowWrite: "/srv/a"}, sandbox.Widening{Op: sandbox.OpWrite, AllowWrite: "/srv/b"}
+	c := sandbox.Widening{Op: sandbox.OpConnect, Destination: "example.com:443"}
+	if n := widenedNote([]sandbox.Widening{a}); !strings.Contains(n, "/srv/a is now writable") || !strings.Contains(n, "Retry") {
 		t.Errorf("note %q", n)
 	}
-	if n := widenedNote([]string{"/srv/a", "/srv/b"}); !strings.Contains(n, "/srv/a, /srv/b are now writable") {
+	if n := widenedNote([]sandbox.Widening{a, b}); !strings.Contains(n, "/srv/a, /srv/b are now writable") {
+		t.Errorf("note %q", n)
+	}
+	if n := widenedNote([]sandbox.Widening{c}); !strings.Contains(n, "connections to example.com:443 are now allowed") || strings.Contains(n, "writable") {
 		t.Errorf("note %q", n)
 	}
 }

@@ -16,11 +16,6 @@ import (
 // path made writable, or (the network's) one destination reached — and
 // only after a person approved that one thing.
 
-// opConnect is avenor.sandbox.denied's op for a connection the network
-// profile refused (with a destination instead of a path); the network
-// profile's own constant names it too.
-const opConnect = "connect"
-
 // Widening is the one thing a recovery asks to make reachable, and that an
 // approval makes reachable: a write (Op OpWrite, Path the denied path,
 // AllowWrite what becomes writable) or a connection (Op "connect",
@@ -39,15 +34,15 @@ type Widening struct {
 // Key names the widening for "at most once per distinct path or
 // destination".
 func (w Widening) Key() string {
-	if w.Op == opConnect {
-		return opConnect + " " + w.Destination
+	if w.Op == OpConnect {
+		return OpConnect + " " + w.Destination
 	}
 	return w.Op + " " + w.Path
 }
 
 // ErrNotWidenable: the denial cannot be undone by widening the boundary
 // by one thing; no approval is asked for it.
-var ErrNotWidenable = errors.New("the denial cannot be undone by widening the sandbox by one path")
+var ErrNotWidenable = errors.New("the denial cannot be undone by widening the sandbox by one path or destination")
 
 // PlanWrite is the widening that makes a denied write of path possible
 // under sb, and nothing more: path itself when it exists (a file or a
@@ -99,12 +94,16 @@ func sandboxOwn(sb sdk.Sandbox, p string) bool {
 }
 
 // Widen is sb widened by w: w.AllowWrite added to its writable paths
-// (once; at most MaxAllowWrite of them besides the run's dir). A deny-list
-// entry inside it stays hidden under bubblewrap, which applies the deny
-// list last; Landlock cannot express that, and such a widening is
-// ErrNotWidenable there. A connection's widening belongs to the network
-// profile, which this boundary cannot widen: it is ErrNotWidenable.
+// (once; at most MaxAllowWrite of them besides the run's dir), or
+// w.Destination added to its allow= list (once; at most
+// sdk.MaxNetworkAllow entries). A deny-list entry inside a new writable
+// path stays hidden under bubblewrap, which applies the deny list last;
+// Landlock cannot express that, and such a widening is ErrNotWidenable
+// there.
 func Widen(sb sdk.Sandbox, w Widening) (sdk.Sandbox, error) {
+	if w.Op == OpConnect {
+		return widenNetwork(sb, w.Destination)
+	}
 	if w.Op != OpWrite || w.AllowWrite == "" {
 		return sb, fmt.Errorf("%w: op %q", ErrNotWidenable, w.Op)
 	}
@@ -126,15 +125,60 @@ func Widen(sb sdk.Sandbox, w Widening) (sdk.Sandbox, error) {
 
 // Plan is the widening that would undo a denial of op (avenor.sandbox.
 // denied's), with the path or destination it refused: PlanWrite for a
-// write. A connection is ErrNotWidenable until the network profile can be
-// widened by one destination; a read of the deny list or a launch never
-// is.
+// write, PlanConnect for a connection; a read of the deny list or a
+// launch never is.
 func Plan(sb sdk.Sandbox, op, path, destination string) (Widening, error) {
 	switch op {
 	case OpWrite:
 		return PlanWrite(sb, path)
-	case opConnect:
-		return Widening{Op: op, Destination: destination}, fmt.Errorf("%w: the network profile is not widened by an approval", ErrNotWidenable)
+	case OpConnect:
+		return PlanConnect(sb, destination)
 	}
 	return Widening{Op: op, Path: path}, fmt.Errorf("%w: a %s denial is not undone by an approval", ErrNotWidenable, op)
+}
+
+// PlanConnect is the widening that lets a refused connection to
+// destination (host:port, as the filtering proxy names it) through, and
+// nothing more: that one host and port added to an allow= list. It is
+// ErrNotWidenable under any other network profile — none stays none, and
+// model allows what the runtime's configuration names, which an approval
+// does not rewrite — and for a destination that is not one host:port.
+func PlanConnect(sb sdk.Sandbox, destination string) (Widening, error) {
+	w := Widening{Op: OpConnect, Destination: destination}
+	if sb.Mechanism == sdk.MechanismLandlock {
+		return w, fmt.Errorf("%w: Landlock refuses connections by port alone, with nothing to ask about", ErrNotWidenable)
+	}
+	p, err := sdk.ParseNetProfile(sb.Network)
+	if err != nil || p.Kind != "allow" {
+		return w, fmt.Errorf("%w: --sandbox-network %s is widened only as an allow= list", ErrNotWidenable, sb.Network)
+	}
+	d, err := sdk.ParseNetProfile("allow=" + destination)
+	if err != nil || len(d.Allow) != 1 || d.Allow[0].Port == 0 {
+		return w, fmt.Errorf("%w: %q is not one host:port", ErrNotWidenable, destination)
+	}
+	w.Destination = d.Allow[0].String()
+	return w, nil
+}
+
+// widenNetwork is sb with destination added to its allow= list.
+func widenNetwork(sb sdk.Sandbox, destination string) (sdk.Sandbox, error) {
+	w, err := PlanConnect(sb, destination)
+	if err != nil {
+		return sb, err
+	}
+	p, _ := sdk.ParseNetProfile(sb.Network)
+	for _, d := range p.Allow {
+		if d.String() == w.Destination {
+			return sb, nil
+		}
+	}
+	if len(p.Allow) >= sdk.MaxNetworkAllow {
+		return sb, fmt.Errorf("%w: the allow= list already has %d entries", ErrNotWidenable, len(p.Allow))
+	}
+	next, err := sdk.ParseNetProfile(sb.Network + "," + w.Destination)
+	if err != nil {
+		return sb, fmt.Errorf("%w: %w", ErrNotWidenable, err)
+	}
+	sb.Network = next.String()
+	return sb, nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,13 +97,72 @@ func TestPlanWrite(t *testing.T) {
 // TestPlanOps: only a write is widened here; a connection waits for the
 // network profile, and a read of the deny list or a launch never is.
 func TestPlanOps(t *testing.T) {
-	for _, op := range []string{opConnect, OpRead, OpLaunch, ""} {
+	for _, op := range []string{OpRead, OpLaunch, ""} {
 		if w, err := Plan(denialBox, op, "/srv/x", "example.com:443"); !errors.Is(err, ErrNotWidenable) {
 			t.Errorf("Plan(%q) = %+v, %v; want ErrNotWidenable", op, w, err)
 		}
 	}
-	if _, err := Widen(denialBox, Widening{Op: opConnect, Destination: "example.com:443"}); !errors.Is(err, ErrNotWidenable) {
-		t.Errorf("Widen of a connection: %v; want ErrNotWidenable", err)
+}
+
+// TestPlanConnect: a refused connection widens an allow= list by exactly
+// that host:port, once and within the list's bound; any other network
+// profile, Landlock, and a destination that is not one host:port are not
+// widened.
+func TestPlanConnect(t *testing.T) {
+	box := func(network, mechanism string) sdk.Sandbox {
+		return sdk.Sandbox{Profile: sdk.SandboxWorkspace, Mechanism: mechanism, Network: network}
+	}
+	bw := sdk.MechanismBubblewrap
+	for _, tc := range []struct {
+		network, mechanism, dest string
+		want                     string // the widened --sandbox-network; "" refused
+	}{
+		{"allow=127.0.0.1:8080", bw, "127.0.0.1:9090", "allow=127.0.0.1:8080,127.0.0.1:9090"},
+		{"allow=127.0.0.1:8080", bw, "API.example.com:443", "allow=127.0.0.1:8080,api.example.com:443"},
+		{"allow=127.0.0.1:8080", bw, "127.0.0.1:8080", "allow=127.0.0.1:8080"},
+		{"allow=api.example.com", bw, "[::1]:443", "allow=api.example.com,[::1]:443"},
+		{"model", bw, "127.0.0.1:9090", ""},
+		{"none", bw, "127.0.0.1:9090", ""},
+		{"host", bw, "127.0.0.1:9090", ""},
+		{"allow=:8080", sdk.MechanismLandlock, "127.0.0.1:9090", ""},
+		{"allow=127.0.0.1:8080", bw, "example.com", ""},
+		{"allow=127.0.0.1:8080", bw, "a:1,b:2", ""},
+		{"allow=127.0.0.1:8080", bw, "", ""},
+		{"allow=127.0.0.1:8080", bw, "example.com:99999", ""},
+	} {
+		sb := box(tc.network, tc.mechanism)
+		w, err := Plan(sb, OpConnect, "", tc.dest)
+		if tc.want == "" {
+			if !errors.Is(err, ErrNotWidenable) {
+				t.Errorf("%s under %s/%s: Plan = %+v, %v; want ErrNotWidenable", tc.dest, tc.network, tc.mechanism, w, err)
+			}
+			if _, err := Widen(sb, Widening{Op: OpConnect, Destination: tc.dest}); !errors.Is(err, ErrNotWidenable) {
+				t.Errorf("%s under %s: Widen = %v; want ErrNotWidenable", tc.dest, tc.network, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s under %s: Plan: %v", tc.dest, tc.network, err)
+			continue
+		}
+		got, err := Widen(sb, w)
+		if err != nil || got.Network != tc.want {
+			t.Errorf("%s under %s: Widen = %q, %v; want %q", tc.dest, tc.network, got.Network, err, tc.want)
+		}
+		if got.Profile != sb.Profile || len(got.Writable) != len(sb.Writable) {
+			t.Errorf("%s: Widen changed more than the network: %+v", tc.dest, got)
+		}
+	}
+	// The bound: a full list is not widened.
+	full := "allow="
+	for i := range sdk.MaxNetworkAllow {
+		if i > 0 {
+			full += ","
+		}
+		full += fmt.Sprintf("127.0.0.1:%d", 1000+i)
+	}
+	if _, err := Widen(box(full, bw), Widening{Op: OpConnect, Destination: "127.0.0.1:9"}); !errors.Is(err, ErrNotWidenable) {
+		t.Errorf("Widen of a full allow= list: %v; want ErrNotWidenable", err)
 	}
 }
 
@@ -121,7 +181,7 @@ func TestWidenBounded(t *testing.T) {
 // TestWideningKey: a path and a destination are told apart.
 func TestWideningKey(t *testing.T) {
 	a := Widening{Op: OpWrite, Path: "/srv/x"}.Key()
-	b := Widening{Op: opConnect, Destination: "/srv/x"}.Key()
+	b := Widening{Op: OpConnect, Destination: "/srv/x"}.Key()
 	c := Widening{Op: OpWrite, Path: "/srv/x", AllowWrite: "/srv"}.Key()
 	if a == b || a != c {
 		t.Errorf("keys %q and %q", a, b)
