@@ -31,6 +31,22 @@ func recoverRun(t *testing.T, option string) (result, []event, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := dialControl(t, ctx, sock)
+	req := awaitSandboxRequest(t, evPath, p)
+	if req.str("op") != "write" || req.str("path") != target || req.str("allow_write") != outside || req["requires_user_input"] != true {
+		t.Errorf("sandbox request %v; want op write, path %s, allow_write %s, requires_user_input", req, target, outside)
+	}
+	if err := c.AnswerPermission(ctx, req.str("request_id"), option, ""); err != nil {
+		t.Fatalf("answer %s: %v", option, err)
+	}
+	res := p.wait()
+	return res, readEvents(t, evPath), target
+}
+
+// awaitSandboxRequest is the run's first permission request of kind
+// sandbox, within 30 s; without one the run is killed and the test fails
+// with its events.
+func awaitSandboxRequest(t *testing.T, evPath string, p *proc) event {
+	t.Helper()
 	var req event
 	if !waitFor(30*time.Second, func() bool {
 		for _, ev := range only(readEventsIfAny(t, evPath), "permission.request") {
@@ -47,14 +63,7 @@ func recoverRun(t *testing.T, option string) (result, []event, string) {
 		}
 		t.Fatalf("no permission request of kind sandbox")
 	}
-	if req.str("op") != "write" || req.str("path") != target || req.str("allow_write") != outside || req["requires_user_input"] != true {
-		t.Errorf("sandbox request %v; want op write, path %s, allow_write %s, requires_user_input", req, target, outside)
-	}
-	if err := c.AnswerPermission(ctx, req.str("request_id"), option, ""); err != nil {
-		t.Fatalf("answer %s: %v", option, err)
-	}
-	res := p.wait()
-	return res, readEvents(t, evPath), target
+	return req
 }
 
 // TestSandboxRecoverApproved: a write the sandbox denied is put to a
@@ -337,19 +346,7 @@ func TestSandboxRecoverConnectApproved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := dialControl(t, ctx, sock)
-	var req event
-	if !waitFor(30*time.Second, func() bool {
-		for _, ev := range only(readEventsIfAny(t, evPath), "permission.request") {
-			if ev.str("kind") == "sandbox" {
-				req = ev
-				return true
-			}
-		}
-		return false
-	}) {
-		p.signal(9)
-		t.Fatalf("no permission request of kind sandbox; events %v", names(readEventsIfAny(t, evPath), "agent.status"))
-	}
+	req := awaitSandboxRequest(t, evPath, p)
 	if req.str("op") != "connect" || req.str("destination") != dest {
 		t.Errorf("sandbox request %v; want op connect, destination %s", req, dest)
 	}

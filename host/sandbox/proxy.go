@@ -259,18 +259,10 @@ func (p *Proxy) handle(c net.Conn) {
 	if err := req.Write(dst); err != nil {
 		return
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(dst), req)
-	if err != nil {
+	// One request per connection (RelayResponse marks the answer so).
+	if err := agentproc.RelayResponse(c, dst, req); err != nil {
 		reply(c, http.StatusBadGateway, "avenor sandbox proxy: "+err.Error())
-		return
 	}
-	defer resp.Body.Close()
-	// One request per connection: the client must not send the next,
-	// maybe to another destination, down this one.
-	resp.Close = true
-	resp.Header.Del("Connection")
-	resp.Header.Del("Keep-Alive")
-	_ = resp.Write(c)
 }
 
 // destination is the host and port a request asks for: CONNECT's

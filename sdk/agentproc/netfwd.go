@@ -269,20 +269,32 @@ func proxyPort(c net.Conn, sock string) {
 	oneResponse(c, up, req)
 }
 
-// oneResponse reads req's response from up and writes it to c marked
-// Connection: close (a server may not have said so), its body streamed
-// as it comes (an event stream included).
+// oneResponse reads req's response from up and writes it to c
+// (RelayResponse), or a 502 when up sent none.
 func oneResponse(c net.Conn, up net.Conn, req *http.Request) {
+	if RelayResponse(c, up, req) != nil {
+		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	}
+}
+
+// RelayResponse reads req's response from up and writes it to c marked
+// Connection: close (a server may not have said so: the client must not
+// send its next request, maybe to another destination, down this
+// connection), its body streamed as it comes (an event stream
+// included); the forwarder and the host's filtering proxy relay a
+// proxied request's answer with it. An error is why up sent no response;
+// nothing was written to c then.
+func RelayResponse(c, up net.Conn, req *http.Request) error {
 	resp, err := http.ReadResponse(bufio.NewReader(up), req)
 	if err != nil {
-		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-		return
+		return err
 	}
 	defer resp.Body.Close()
 	resp.Close = true
 	resp.Header.Del("Connection")
 	resp.Header.Del("Keep-Alive")
 	_ = resp.Write(c)
+	return nil
 }
 
 // dialLocal is a connection to req's destination inside the sandbox when
