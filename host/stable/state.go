@@ -109,14 +109,66 @@ func (st *stateStore) save(snap func() supervisorState) error {
 	s.Schema, s.Version = StateSchema, StateVersion
 	s.Runtimes = append([]hostrun.Record(nil), s.Runtimes...)
 	sort.Slice(s.Runtimes, func(i, j int) bool { return s.Runtimes[i].N < s.Runtimes[j].N })
-	// Compact: the file is rewritten whole on every change, and indenting
-	// costs a second pass over it and a third of its size.
-	data, err := json.Marshal(s)
+	data, err := encodeState(s)
 	if err != nil {
 		return err
 	}
-	return st.write(st.path(), append(data, '\n'), 0o600)
+	return st.write(st.path(), data, 0o600)
 }
+
+// encodeState is s as state.json's bytes, compact and ending in a newline:
+// the file is rewritten whole on every change, and indenting costs a
+// second pass over it and a third of its size. Each record's spawn is
+// spliced in as it is, not re-validated as json.Marshal does a
+// json.RawMessage: it is json.Marshal's own output (runtime.setParams) or
+// a file's that decoded, and with 200 runtimes spawned at once, each with
+// a 5 KB prompt, validating them again was most of each write, and every
+// spawn waits for one (saveSync). The bytes are those json.Marshal(s)
+// gives (TestEncodeStateIsMarshal).
+func encodeState(s supervisorState) ([]byte, error) {
+	records := s.Runtimes
+	s.Runtimes = nil
+	head, err := json.Marshal(s)
+	if err != nil || records == nil {
+		return append(head, '\n'), err
+	}
+	buf, ok := bytes.CutSuffix(head, []byte("null}"))
+	if !ok {
+		return nil, fmt.Errorf("encode state: %q does not end in its runtimes", head)
+	}
+	size := len(buf) + 3
+	for _, r := range records {
+		size += len(r.Spawn) + 512
+	}
+	buf = append(make([]byte, 0, size), buf...)
+	buf = append(buf, '[')
+	for i, r := range records {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		spawn := r.Spawn
+		r.Spawn = nil
+		rec, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		// The first "spawn":null is the record's own member: members
+		// before it hold strings and numbers only, and a string's quotes
+		// are escaped.
+		at := bytes.Index(rec, spawnNull)
+		if at < 0 {
+			return nil, fmt.Errorf("encode state: record %s has no spawn member", r.ID)
+		}
+		if len(spawn) == 0 {
+			spawn = []byte("null")
+		}
+		at += len(spawnNull) - len("null")
+		buf = append(append(append(buf, rec[:at]...), spawn...), rec[at+len("null"):]...)
+	}
+	return append(buf, "]}\n"...), nil
+}
+
+var spawnNull = []byte(`"spawn":null`)
 
 // remove deletes state.json: the supervisor stopped everything itself.
 func (st *stateStore) remove() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -154,5 +155,72 @@ func TestStateDirFor(t *testing.T) {
 	}
 	if !strings.HasPrefix(a, "/st/stable/") {
 		t.Fatalf("state dir %s is not under <state>/stable", a)
+	}
+}
+
+func TestEncodeStateIsMarshal(t *testing.T) {
+	tricky := sampleState()
+	tricky.Runtimes[0].Label = `"spawn":null, "spawn":{}`
+	tricky.Runtimes[0].Dir = `/w/"spawn":null`
+	many := sampleState()
+	for i := range 50 {
+		r := many.Runtimes[i%2]
+		r.N = i + 3
+		r.Spawn = spawnJSON(SpawnParams{Prompt: strings.Repeat("word ", i), Label: `l"` + string(rune('a'+i%26))})
+		many.Runtimes = append(many.Runtimes, r)
+	}
+	for name, s := range map[string]supervisorState{
+		"sample":                   sampleState(),
+		"no runtimes":              {Socket: "/s", PID: 1, RunID: "r"},
+		"spawn null in strings":    tricky,
+		"many, long prompts":       many,
+		"a spawn read from a file": {Runtimes: []hostrun.Record{{ID: "rt_1", Spawn: json.RawMessage("{\n  \"prompt\": \"hi\"\n}")}}},
+	} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeState(s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// json.Marshal compacts a RawMessage; encodeState keeps a file's as
+		// it was read: compare what both decode to there.
+		if name == "a spawn read from a file" {
+			var a, b any
+			if json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &b) != nil || !reflect.DeepEqual(a, b) {
+				t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+			}
+			continue
+		}
+		if string(got) != string(want)+"\n" {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
+
+// BenchmarkEncodeState: state.json of 200 runtimes, each spawned with a
+// 5 KB prompt, by encodeState and by json.Marshal.
+func BenchmarkEncodeState(b *testing.B) {
+	s := sampleState()
+	s.Runtimes = nil
+	for i := range 200 {
+		r := sampleState().Runtimes[1]
+		r.N = i + 1
+		r.Spawn = spawnJSON(SpawnParams{Prompt: strings.Repeat("word ", 1000), Label: "b" + string(rune('a'+i%26))})
+		s.Runtimes = append(s.Runtimes, r)
+	}
+	for name, encode := range map[string]func(supervisorState) ([]byte, error){
+		"encodeState":  encodeState,
+		"json.Marshal": func(s supervisorState) ([]byte, error) { return json.Marshal(s) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := encode(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -40,8 +40,9 @@ const ReceiveWindow = 1 << 20
 // parsed as one of the plugin's log lines (with its level); a longer one is
 // still kept whole in the stderr tail and logged, in pieces, at debug
 // level. go-plugin's default (64 KiB) was the largest buffer a supervisor
-// held per runtime: 12.5 MB of heap at 200 runtimes.
-const StderrLineBuffer = 16 << 10
+// held per runtime: 12.5 MB of heap at 200 runtimes; a plugin's log lines
+// (hclog's JSON) are a few hundred bytes.
+const StderrLineBuffer = 4 << 10
 
 // dialOptions are the host's options for its connection to a plugin.
 // gRPC's shared write buffer (taken from a pool for each flush) saved no
