@@ -15,9 +15,9 @@ import (
 // encodes to the very bytes of its line.
 //
 // The lines are kept compact: the members that repeat from line to line
-// (cutKeys: the event type and the stamped run_id, run_label, runtime_id
-// and session_id, ~140 of an ordinary chunk's ~285 bytes) are cut out and
-// kept once, in pieces; an entry records where each went, and restore
+// (cutKeys: the event type, the stamped run_id, run_label, runtime_id and
+// session_id, and the ACP session_update, ~180 of an ordinary chunk's ~285
+// bytes) are cut out and kept once, in pieces; an entry records where each went, and restore
 // puts them back byte for byte. A cut is exact bytes at an exact offset,
 // so a line restores to itself whatever it holds.
 //
@@ -57,7 +57,12 @@ type ringEntry struct {
 // follows it.
 var cutKeys = [...][]byte{
 	[]byte(`"event":"`), []byte(`"run_id":"`), []byte(`"run_label":"`), []byte(`"runtime_id":"`), []byte(`"session_id":"`),
+	[]byte(`"session_update":"`),
 }
+
+// cutSessionUpdate is session_update's index in cutKeys: a plugin's own
+// member, which splice notes too.
+const cutSessionUpdate = 5
 
 // Bounds of the ring's storage.
 const (

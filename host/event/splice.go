@@ -105,6 +105,10 @@ type spliceStamp struct {
 	sessionID string // the session_id to stamp when ownSID is nil
 }
 
+// sessionUpdateKey is the plugin member splice notes for the history
+// besides the stamped ones (cutSessionUpdate).
+const sessionUpdateKey = "session_update"
+
 // stampKeys are the keys Write stamps, in key order.
 var stampKeys = [...]string{KeyEvent, KeyRunID, KeyRunLabel, KeyRuntimeID, KeySeq, KeySessionID, KeyTS}
 
@@ -197,8 +201,13 @@ func (w *Writer) splice(dst []byte, f *Fields, st spliceStamp, spans *cutSpans) 
 			si++
 			continue
 		}
-		key(f.key(*m))
-		dst = append(dst, f.val(*m)...)
+		k, v := f.key(*m), f.val(*m)
+		key(k)
+		if len(v) > 0 && v[0] == '"' && string(k) == sessionUpdateKey {
+			spans[cutSessionUpdate].start = len(dst) - len(k) - 3
+			open = cutSessionUpdate
+		}
+		dst = append(dst, v...)
 	}
 	for ; si < len(stampKeys); si++ {
 		stamp(si, nil)

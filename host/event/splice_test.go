@@ -284,6 +284,9 @@ func TestWriteFieldsHistoryRestoresLines(t *testing.T) {
 		`{"a":{"event":"nested","run_id":"a1b2c3d4e5f60718"},"z":1}`,
 		``,
 		`{"session_id":"ses_2"}`,
+		`{"content":{"text":"c","type":"text"},"session_update":"agent_message_chunk"}`,
+		`{"session_update":7,"source":"x"}`,
+		`{"session_update":"tool_call"}`,
 	} {
 		f, ok := ScanFields(TypeMessageChunk, []byte(fields))
 		if !ok {
@@ -307,6 +310,13 @@ func TestWriteFieldsHistoryRestoresLines(t *testing.T) {
 	// event, run_id, run_label and runtime_id are cut from most lines.
 	if w.history.live > whole-len(lines)*40 {
 		t.Errorf("the history keeps %d bytes of %d: the stamped members were not cut", w.history.live, whole)
+	}
+	// A string session_update is cut too, one that is not is kept.
+	for i, want := range map[int]bool{8: false, 9: true, 10: false} {
+		kept := bytes.Contains(w.history.compactLine(w.history.at(i)), []byte(`"session_update"`))
+		if kept != want {
+			t.Errorf("history line %d keeps session_update: %v, want %v (%s)", i, kept, want, w.history.compactLine(w.history.at(i)))
+		}
 	}
 	w.Close()
 }

@@ -86,3 +86,22 @@ func TestWaitForCapacityTimesOutAndStops(t *testing.T) {
 		t.Fatal("a stop did not end the wait")
 	}
 }
+
+func TestBurstEnded(t *testing.T) {
+	for _, tc := range []struct {
+		peak, active int
+		want         bool
+	}{
+		{200, 100, true},
+		{200, 101, false},
+		{200, 0, true},
+		{BurstRuntimes, BurstRuntimes / 2, true},
+		{BurstRuntimes, BurstRuntimes/2 + 1, false},
+		{BurstRuntimes - 1, 0, false},
+		{0, 0, false},
+	} {
+		if got := burstEnded(tc.peak, tc.active); got != tc.want {
+			t.Errorf("burstEnded(%d, %d) = %v, want %v", tc.peak, tc.active, got, tc.want)
+		}
+	}
+}

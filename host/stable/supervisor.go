@@ -63,17 +63,20 @@ type Supervisor struct {
 
 	group hostrun.Group // the runtimes' goroutines
 
-	mu        sync.Mutex
-	runtimes  map[string]*runtime
-	nextN     int
-	active    int // executing runtimes (starting or running)
-	rateWaits int // runtimes waiting for a rate limit's reset, holding no slot
-	conns     int
-	kept      []keptRuntime // parked runtimes keeping their plugin, oldest first
-	allSubs   []*allSub
-	closing   bool
-	idleTimer *time.Timer
-	nextCQ    int
+	mu       sync.Mutex
+	runtimes map[string]*runtime
+	nextN    int
+	active   int // executing runtimes (starting or running)
+	// activePeak is the most runtimes executing at once since the
+	// memory was last released (burstEndedLocked).
+	activePeak int
+	rateWaits  int // runtimes waiting for a rate limit's reset, holding no slot
+	conns      int
+	kept       []keptRuntime // parked runtimes keeping their plugin, oldest first
+	allSubs    []*allSub
+	closing    bool
+	idleTimer  *time.Timer
+	nextCQ     int
 	// releaseTimer hands reaped runtimes' memory back (runtime.go).
 	releaseTimer *time.Timer
 	// slotFreed is closed (and replaced) when an executing slot is given
@@ -289,6 +292,7 @@ func (s *Supervisor) admitLocked(id string) error {
 		s.yieldWarmLocked()
 	}
 	s.active++
+	s.activePeak = max(s.activePeak, s.active)
 	s.idleCheckLocked()
 	return nil
 }
@@ -299,7 +303,28 @@ func (s *Supervisor) releaseLocked(id string) {
 	s.tree.Release(id)
 	s.idleCheckLocked()
 	s.slotFreedLocked()
+	s.burstEndedLocked()
 }
+
+// BurstRuntimes is the fewest runtimes executing at once whose end (half
+// of them or more parked, ended or reaped) hands the memory they streamed
+// through back to the system (releaseMemoryLocked): Go keeps a freed heap
+// for minutes, so 200 runtimes that had all parked left the supervisor
+// at the size it had while they streamed.
+const BurstRuntimes = 8
+
+// burstEndedLocked releases memory once the runtimes executing fell to
+// half of their peak since the last release; s.mu is held.
+func (s *Supervisor) burstEndedLocked() {
+	if burstEnded(s.activePeak, s.active) {
+		s.activePeak = s.active
+		s.releaseMemoryLocked()
+	}
+}
+
+// burstEnded: peak runtimes executing at once (BurstRuntimes at least)
+// fell to active, half of them or fewer.
+func burstEnded(peak, active int) bool { return peak >= BurstRuntimes && active <= peak/2 }
 
 // slotFreedLocked wakes the phases waiting for an executing slot.
 func (s *Supervisor) slotFreedLocked() {
