@@ -27,11 +27,13 @@ const (
 	// slopeReserveMB is kept free beside them (the supervisor, the test
 	// process, the other users of the machine).
 	slopeReserveMB = 1024
-	// slopeWordsPerRuntime lengthens the echo reply with the size, so
-	// every runtime still streams while the last ones spawn (spawning is
-	// a CPU queue: 200 took up to 20 s on 2 busy cores; 5 words is 100 ms
-	// of streaming per runtime). Longer streams at 200 made the
-	// supervisor's event log writes outlast MaxWriteStall.
+	// slopeWordsPerRuntime sizes the echo reply to the largest size, so
+	// that there every runtime still streams while the last ones spawn
+	// (spawning is a CPU queue: 200 took up to 20 s on 2 busy cores; 5
+	// words is 100 ms of streaming per runtime). Every size streams that
+	// same reply: a reply that grew with the size (until 2026-12-04) made
+	// each runtime hold more (its prompt and reply, 5 KB at 200) the more
+	// runtimes ran, which the slope then counted as the supervisor's.
 	slopeWordsPerRuntime = 5
 )
 
@@ -39,7 +41,7 @@ const (
 // n echo runtimes are spawned at once in one `avenor stable` (as
 // BenchmarkStableEcho does), for n = 50, 100, 200, … doubling up to
 // AVENOR_BENCH_MAX_RUNTIMES (default 400; that size itself is measured
-// too). A size the machine's memory cannot hold (MemAvailable against
+// too), every runtime streaming the same reply at every size. A size the machine's memory cannot hold (MemAvailable against
 // slopePluginMB per runtime) is skipped and said. It reports, per size,
 // the supervisor's RSS while all stream, its peak (VmHWM) and its RSS
 // once all are parked, the spawn → first event p99 split at the plugin
@@ -52,6 +54,8 @@ func BenchmarkStableMemorySlope(b *testing.B) {
 		b.Fatal(err)
 	}
 	bin := avenorBinary(b)
+	// One reply for every size: the same work per runtime.
+	reply := strings.Repeat("word ", max(stableReplyWords, maxN*slopeWordsPerRuntime))
 	for i := 0; i < b.N; i++ {
 		var ns, rss, peak, parked []float64
 		p99 := map[int]float64{}
@@ -63,7 +67,6 @@ func BenchmarkStableMemorySlope(b *testing.B) {
 					continue
 				}
 			}
-			reply := strings.Repeat("word ", max(stableReplyWords, n*slopeWordsPerRuntime))
 			res := stableIteration(b, bin, n, reply, true)
 			if b.Failed() {
 				return

@@ -240,7 +240,7 @@ func bootTime() (time.Time, bool) {
 // benchStable drives one supervisor: spawn n, measure, check every
 // runtime's end, shut it down gracefully and check no plugin outlives it.
 func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concurrent bool, sup *supervisorProc) stableResult {
-	deadline := stableDeadlineFor(n)
+	deadline := stableDeadlineFor(n, strings.Count(reply, " "))
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	var watcher *client.Client
@@ -461,11 +461,16 @@ func benchStable(b *testing.B, sock string, hostPID, n int, reply string, concur
 	}
 }
 
-// stableDeadlineFor bounds one iteration with n runtimes: stableDeadline,
-// or stablePerRuntime each when that is longer (400 runtimes: 4 min).
-func stableDeadlineFor(n int) time.Duration {
-	return max(stableDeadline, time.Duration(n)*stablePerRuntime)
+// stableDeadlineFor bounds one iteration with n runtimes streaming a
+// reply of words: stableDeadline, or stablePerRuntime each when that is
+// longer (400 runtimes: 4 min), and the reply's streaming (echoWordPace a
+// word) on top of stableDeadline when that is longer still.
+func stableDeadlineFor(n, words int) time.Duration {
+	return max(stableDeadline, time.Duration(n)*stablePerRuntime, stableDeadline+time.Duration(words)*echoWordPace)
 }
+
+// echoWordPace is the echo backend's pause between two chunks.
+const echoWordPace = 20 * time.Millisecond
 
 // checkStableEnds checks that every spawned runtime ended its turn and
 // that its own event stream (the NDJSON file, which drops nothing, unlike
