@@ -23,18 +23,19 @@ type Conn struct {
 	cancel context.CancelFunc
 
 	wmu sync.Mutex // one line at a time
-	// notifyBuf is where a forwarder encodes its batch, under wmu: one
-	// buffer per connection, not one per runtime it follows (with a
-	// subscriber to every runtime falling behind, each of 200 forwarders
-	// held an encoded batch while it waited for the socket).
-	notifyBuf []byte
 
 	observer bool // called observe; guarded by s.mu
 
-	mu     sync.Mutex
-	subs   []*event.Subscription
-	closed bool
-	wg     sync.WaitGroup // forwarders and concurrent calls
+	mu sync.Mutex
+	// subs are the subscriptions the connection owns (Forward), each with
+	// the last seq sent; finished ones are dropped.
+	subs map[*event.Subscription]*forwarded
+	// ready is where the subscriptions signal the forwarder; forwarding
+	// says its goroutine runs (it ends when no subscription is left).
+	ready      *event.Ready
+	forwarding bool
+	closed     bool
+	wg         sync.WaitGroup // the forwarder, Forward calls and concurrent calls
 }
 
 func newConn(s *Server, nc *net.UnixConn, id uint64, pid int) *Conn {
@@ -182,88 +183,217 @@ var finalOutputKey = []byte(`"final_output":`)
 // batches: a huge event's should not be kept for the connection's life.
 const maxKeptNotifyBuffer = 1 << 20
 
-// maxIdleNotifyBatch bounds the item slice a forwarder keeps while it
+// maxIdleNotifyBatch bounds the item slice the forwarder keeps while it
 // waits for events: a trickle's batches reuse it, a burst's is dropped.
 const maxIdleNotifyBatch = 16
 
-// Forward sends replay at once, then the subscription's live events from a
-// goroutine, skipping every event whose seq is not above the last one sent
-// (docs/control-protocol.md#subscribe: replay and live are de-duplicated by seq, after_seq skips
-// older events). Sending the replay before returning keeps it ahead of the
-// answers to later requests. The subscription belongs to the connection
-// from here on: it is closed when the connection closes.
+// notifyFlushAt is the batch size at which the forwarder writes what it
+// has encoded before taking the next ready subscription's events: one
+// write carries many subscriptions' lines, and a round over many
+// subscriptions that all fell behind holds no more than this (plus one
+// subscription's queue) at once.
+const notifyFlushAt = 64 << 10
+
+// forwarded is one subscription a connection forwards: last is the seq of
+// the last event sent, so replay and live events are sent once each. The
+// forwarder alone touches it once it is attached.
+type forwarded struct {
+	sub  *event.Subscription
+	last int64
+}
+
+// add appends ev's notification unless its seq was already sent.
+func (f *forwarded) add(c *Conn, buf []byte, ev event.Event) []byte {
+	if seq, ok := SeqOf(ev); ok {
+		if seq <= f.last {
+			return buf
+		}
+		f.last = seq
+	}
+	return c.appendNotification(buf, ev)
+}
+
+// appendItems appends the notifications of items not sent yet. Each is
+// spliced around the event's line as the log has it, so no event is
+// encoded again; only one that may carry a final_output to bound
+// (docs/events.md#the-envelope) is.
+func (f *forwarded) appendItems(c *Conn, buf []byte, items []event.Item) []byte {
+	for _, it := range items {
+		line := it.Line()
+		if line == nil || bytes.Contains(line, finalOutputKey) {
+			buf = f.add(c, buf, it.Event())
+			continue
+		}
+		if seq, _ := it.Seq(); seq <= f.last {
+			continue
+		}
+		f.last, _ = it.Seq()
+		buf = appendEventLine(buf, line)
+	}
+	return buf
+}
+
+// Forward sends replay at once, then the subscription's live events,
+// skipping every event whose seq is not above the last one sent
+// (docs/control-protocol.md#subscribe: replay and live are de-duplicated
+// by seq, after_seq skips older events). Sending the replay before
+// returning keeps it ahead of the answers to later requests. The
+// subscription belongs to the connection from here on: it is closed when
+// the connection closes.
+//
+// The live events of all the connection's subscriptions are sent by one
+// goroutine, the first Forward's: a subscriber to every runtime of a
+// supervisor costs one goroutine, not one per runtime.
 func (c *Conn) Forward(replay []event.Event, sub *event.Subscription, afterSeq int64) {
+	f := &forwarded{sub: sub, last: afterSeq}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		sub.Close()
 		return
 	}
-	c.subs = append(c.subs, sub)
+	if c.subs == nil {
+		c.subs = map[*event.Subscription]*forwarded{}
+	}
+	c.subs[sub] = f
 	c.wg.Add(1)
 	c.mu.Unlock()
-	last := afterSeq
-	// add appends ev's line unless its seq was already sent.
-	add := func(buf []byte, ev event.Event) []byte {
-		if seq, ok := SeqOf(ev); ok {
-			if seq <= last {
-				return buf
-			}
-			last = seq
-		}
-		return c.appendNotification(buf, ev)
-	}
+	defer c.wg.Done()
 	for _, ev := range replay {
-		if line := add(nil, ev); len(line) > 0 && !c.write(line) {
-			c.wg.Done()
+		// A failed write closes the connection, and its teardown the
+		// subscription.
+		if line := f.add(c, nil, ev); len(line) > 0 && !c.write(line) {
 			return
 		}
 	}
-	go func() {
-		defer c.wg.Done()
-		// Everything queued is taken at once and sent in one write: under a
-		// flood one system call carries a whole batch of lines (whole lines
-		// only, so responses never interleave), which is what lets a
-		// subscriber keep up. A lone event goes out at once.
-		// The notification is spliced around each event's line as the
-		// log has it, so no event is encoded again; only one
-		// that may carry a final_output to bound (docs/events.md#the-envelope) is.
-		var batch []event.Item
-		for {
+	c.attach(sub)
+}
+
+// attach hands sub to the forwarder, starting it when none runs.
+func (c *Conn) attach(sub *event.Subscription) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return // teardown closes sub
+	}
+	if c.ready == nil {
+		c.ready = event.NewReady()
+	}
+	if !c.forwarding {
+		c.forwarding = true
+		c.wg.Add(1)
+		go c.forward(c.ready)
+	}
+	c.ready.Attach(sub)
+}
+
+// forward sends the live events of the connection's subscriptions until
+// the connection closes or none is left. Each round takes the queue of
+// every subscription that became ready once, in the order they did, so a
+// runtime flooding its subscription cannot starve the others. Everything
+// taken goes out in as few writes as notifyFlushAt allows (whole lines
+// only, so responses never interleave): under a flood one system call
+// carries a whole batch of lines, which is what lets a subscriber keep up;
+// a lone event goes out at once.
+func (c *Conn) forward(ready *event.Ready) {
+	defer c.wg.Done()
+	var (
+		marked []*event.Subscription
+		round  []*forwarded
+		ended  []*forwarded
+		items  []event.Item
+		buf    []byte // the connection's one batch buffer
+	)
+	for {
+		var ok bool
+		marked, ok = ready.Wait(marked[:0])
+		if !ok {
+			return
+		}
+		round = c.forwardedOf(marked, round[:0])
+		clear(marked)
+		ended = ended[:0]
+		for _, f := range round {
 			var more bool
-			batch, more = sub.ReceiveItems(batch[:0])
-			// Encoded into the connection's one buffer, under its write
-			// lock: a forwarder waiting for the socket holds no lines of
-			// its own, and one waiting for events holds none at all.
-			c.wmu.Lock()
-			buf := c.notifyBuf[:0]
-			for _, it := range batch {
-				line := it.Line()
-				if line == nil || bytes.Contains(line, finalOutputKey) {
-					buf = add(buf, it.Event())
-					continue
+			items, more = f.sub.TakeItems(items[:0])
+			buf = f.appendItems(c, buf, items)
+			clear(items) // the events belong to the writer's history
+			if cap(items) > maxIdleNotifyBatch {
+				items = nil
+			}
+			if !more {
+				ended = append(ended, f)
+			}
+			if len(buf) >= notifyFlushAt {
+				if !c.writeBatch(buf) {
+					c.stopForwarding()
+					return
 				}
-				if seq, _ := it.Seq(); seq <= last {
-					continue
-				}
-				last, _ = it.Seq()
-				buf = appendEventLine(buf, line)
-			}
-			clear(batch) // the events belong to the writer's history
-			if cap(batch) > maxIdleNotifyBatch {
-				batch = nil
-			}
-			ok := len(buf) == 0 || c.writeLocked(buf)
-			if cap(buf) > maxKeptNotifyBuffer {
-				buf = nil
-			}
-			c.notifyBuf = buf[:0]
-			c.wmu.Unlock()
-			if !ok || !more {
-				return
+				buf = buf[:0]
 			}
 		}
-	}()
+		clear(round)
+		if len(buf) > 0 && !c.writeBatch(buf) {
+			c.stopForwarding()
+			return
+		}
+		if cap(buf) > maxKeptNotifyBuffer {
+			buf = nil
+		}
+		buf = buf[:0]
+		if len(ended) > 0 && c.dropEnded(ended) {
+			return
+		}
+		clear(ended)
+	}
+}
+
+// forwardedOf appends the state of each subscription in marked that the
+// connection still forwards.
+func (c *Conn) forwardedOf(marked []*event.Subscription, dst []*forwarded) []*forwarded {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range marked {
+		if f := c.subs[s]; f != nil {
+			dst = append(dst, f)
+		}
+	}
+	return dst
+}
+
+// writeBatch writes the forwarder's encoded lines; false once the
+// connection is unusable.
+func (c *Conn) writeBatch(buf []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.writeLocked(buf)
+}
+
+// stopForwarding records that the forwarder has ended (its write failed:
+// the connection is closing); a later Forward would start another.
+func (c *Conn) stopForwarding() {
+	c.mu.Lock()
+	c.forwarding = false
+	c.mu.Unlock()
+}
+
+// dropEnded forgets and closes the subscriptions that ended (their runtime
+// is gone, or they were closed); it reports whether the forwarder is to
+// stop: no subscription is left, and the next Forward starts another.
+func (c *Conn) dropEnded(ended []*forwarded) (stop bool) {
+	c.mu.Lock()
+	for _, f := range ended {
+		delete(c.subs, f.sub)
+	}
+	stop = len(c.subs) == 0
+	if stop {
+		c.forwarding = false
+	}
+	c.mu.Unlock()
+	for _, f := range ended {
+		f.sub.Close()
+	}
+	return stop
 }
 
 // goOwned runs f on a goroutine the connection waits for at teardown.
@@ -292,8 +422,12 @@ func (c *Conn) teardown() {
 	c.closed = true
 	subs := c.subs
 	c.subs = nil
+	ready := c.ready
 	c.mu.Unlock()
-	for _, s := range subs {
+	if ready != nil {
+		ready.Close()
+	}
+	for s := range subs {
 		s.Close()
 	}
 	c.wg.Wait()

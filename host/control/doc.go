@@ -22,6 +22,10 @@
 // that is not registered answers -32601, which is how a one-shot server
 // refuses the stable-only methods.
 //
+// A connection's subscriptions are forwarded by one goroutine of its own,
+// however many runtimes it follows ([Conn.Forward]): a subscriber costs
+// the server two goroutines, not one per runtime.
+//
 // A connection from a peer whose uid differs from the server's is refused
 // (SO_PEERCRED) and the reason logged; the 0600 socket is the primary
 // isolation, this is a second line.

@@ -9,12 +9,12 @@ import (
 	"github.com/avenor-go/avenor/host/event"
 )
 
-// A forwarder holds no batch buffer of its own (the connection has one): after a burst that
-// reached each subscription in big batches (the subscriber read nothing
-// until the burst was written, so the socket filled and the queues grew),
-// the heap goes back to what it was before. A forwarder per runtime per
-// subscriber kept the largest batch it had sent, up to a queue's worth of
-// lines each.
+// A connection's subscriptions share one batch buffer (the connection's
+// forwarder's): after a burst that reached each subscription in big
+// batches (the subscriber read nothing until the burst was written, so the
+// socket filled and the queues grew), the heap goes back to what it was
+// before. A forwarder per runtime per subscriber kept the largest batch it
+// had sent, up to a queue's worth of lines each.
 func TestIdleForwardersHoldNoBatch(t *testing.T) {
 	const subs, events = 40, event.DefaultQueue
 	rt := newFakeRuntime()

@@ -31,7 +31,10 @@
 // MaxWriteStall, or fails, fails the log for good: Failed is closed and the
 // owner ends its run FAILED, while history and subscribers go on. A
 // subscriber that writes events out takes them in batches with
-// Subscription.Receive.
+// Subscription.Receive; one that follows many subscriptions (every
+// runtime of a supervisor) attaches them to a [Ready], waits on it, and
+// takes each ready one's queue with Subscription.TakeItems — one goroutine
+// for all of them.
 //
 // A supervisor keeps a Writer per runtime, so what one holds is kept
 // small and flat: the history's lines are stored compact in one arena

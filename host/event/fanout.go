@@ -2,6 +2,7 @@ package event
 
 import (
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/avenor-go/avenor/sdk/runtime"
 )
@@ -22,7 +23,8 @@ import (
 // sequence. A consumer reconciling by seq simply skips it.
 //
 // Events are taken either from C (a goroutine, the pump, feeds it one at a
-// time) or in batches with Receive (no goroutine), never both.
+// time) or in batches with Receive (no goroutine), never both; or, for a
+// reader of many subscriptions, with TakeItems once a Ready says so.
 type Subscription struct {
 	w      *Writer
 	out    chan Event
@@ -33,6 +35,11 @@ type Subscription struct {
 
 	modeMu sync.Mutex
 	mode   int // modeNone, modeChannel (C started the pump), modeBatch or modeClosed
+
+	// fan is the Ready this subscription reports to, if any; marked says
+	// it is in fan's ready list (guarded by fan.mu).
+	fan    atomic.Pointer[Ready]
+	marked bool
 
 	mu       sync.Mutex
 	after    int64    // live events with seq <= after are not wanted
@@ -201,19 +208,7 @@ func (s *Subscription) ReceiveItems(buf []Item) ([]Item, bool) {
 		default:
 		}
 		n := len(buf)
-		s.mu.Lock()
-		if s.dropped > 0 {
-			buf = append(buf, Item{lag: s.w.lagged(s.dropped)})
-			s.dropped = 0
-		}
-		for ; s.n > 0; s.n-- {
-			buf = append(buf, Item{q: s.queue[s.head]})
-			s.queue[s.head] = queued{}
-			s.head = (s.head + 1) % len(s.queue)
-		}
-		s.shrinkLocked()
-		finished := s.finished
-		s.mu.Unlock()
+		buf, finished := s.take(buf)
 		if len(buf) > n {
 			return buf, true
 		}
@@ -228,16 +223,70 @@ func (s *Subscription) ReceiveItems(buf []Item) ([]Item, bool) {
 	}
 }
 
+// TakeItems is ReceiveItems without the wait, for the reader of a Ready the
+// subscription is attached to: it appends what is queued now (a
+// subscriber.lagged notice first), possibly nothing. It returns false once
+// nothing more will come: the subscription is closed (nothing appended),
+// or the Writer closed and what it appended was the last — unlike
+// ReceiveItems, which says so one call later, since no further mark would
+// come to make the reader call again. The subscription then leaves its
+// Ready.
+func (s *Subscription) TakeItems(buf []Item) ([]Item, bool) {
+	s.setMode(modeBatch)
+	select {
+	case <-s.done:
+		s.leaveReady()
+		return buf, false
+	default:
+	}
+	buf, finished := s.take(buf)
+	if finished {
+		s.leaveReady()
+		return buf, false
+	}
+	return buf, true
+}
+
+// take appends everything queued, a lag notice first when events were
+// dropped since the last take; finished: the Writer closed, so nothing
+// will follow what it appended.
+func (s *Subscription) take(buf []Item) ([]Item, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dropped > 0 {
+		buf = append(buf, Item{lag: s.w.lagged(s.dropped)})
+		s.dropped = 0
+	}
+	for ; s.n > 0; s.n-- {
+		buf = append(buf, Item{q: s.queue[s.head]})
+		s.queue[s.head] = queued{}
+		s.head = (s.head + 1) % len(s.queue)
+	}
+	s.shrinkLocked()
+	return buf, s.finished
+}
+
+// leaveReady detaches s from its Ready, if any.
+func (s *Subscription) leaveReady() {
+	if r := s.fan.Load(); r != nil {
+		r.detach(s)
+	}
+}
+
 // Close ends the subscription and waits for its goroutine, if C started
 // one, to stop; queued events are discarded and C is closed. It is
-// idempotent and safe to call while another goroutine reads C or waits in
-// Receive.
+// idempotent and safe to call while another goroutine reads C, waits in
+// Receive or takes the subscription from a Ready.
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		s.w.mu.Lock()
 		delete(s.w.subs, s)
 		s.w.mu.Unlock()
 		close(s.done)
+		// A Ready's reader learns of the close from TakeItems.
+		if r := s.fan.Load(); r != nil {
+			r.mark(s)
+		}
 		s.modeMu.Lock()
 		if s.mode != modeChannel {
 			// No pump ran or will run: C, if ever called, gets a closed
@@ -325,10 +374,15 @@ func (s *Subscription) finish() {
 	s.signal()
 }
 
+// signal wakes the reader: the one waiting in Receive or the pump, or the
+// reader of the Ready the subscription is attached to.
 func (s *Subscription) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+	if r := s.fan.Load(); r != nil {
+		r.mark(s)
 	}
 }
 
