@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -95,9 +96,12 @@ type batcher struct {
 	writing    bool
 	writeStart time.Time
 	watchdog   *time.Timer
-	err        error         // the first failure
-	failed     chan struct{} // closed when err is set
-	told       bool          // err was returned by a Write (Writer.write)
+	err        error // the first failure
+	// failed is cancelled when err is set: its Done is Writer.Failed,
+	// and Writer.AfterFailed calls back on it without a goroutine.
+	failed     context.Context
+	failCancel context.CancelFunc
+	told       bool // err was returned by a Write (Writer.write)
 
 	// full mirrors overLocked or a failure, so a
 	// Write's wait for room costs one atomic load when there is room.
@@ -111,7 +115,8 @@ func newBatcher(out io.Writer, stall time.Duration) *batcher {
 	if stall <= 0 {
 		stall = MaxWriteStall
 	}
-	b := &batcher{out: out, stall: stall, failed: make(chan struct{})}
+	b := &batcher{out: out, stall: stall}
+	b.failed, b.failCancel = context.WithCancel(context.Background())
 	// A log opened by its owner may not start empty; a pipe cannot seek,
 	// and there the page alignment does no harm (writes up to a page are
 	// atomic on a pipe).
@@ -278,7 +283,7 @@ func (b *batcher) failLocked(err error) {
 	b.err = err
 	b.failedFlag.Store(true)
 	b.full.Store(true) // waitRoom takes the slow path and sees err
-	close(b.failed)
+	b.failCancel()
 	b.cond.Broadcast()
 }
 

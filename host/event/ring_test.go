@@ -78,7 +78,7 @@ func TestRingArena(t *testing.T) {
 				l := line(seq, tc.bytes(seq))
 				r.push(int64(seq), l, nil)
 				maxLive, maxLine = max(maxLive, r.live), max(maxLine, len(l))
-				if limit := (maxLive+maxLine)*3/2 + 1; cap(r.arena) > max(minArena, limit) {
+				if limit := (maxLive+maxLine)*5/4 + 1; cap(r.arena) > max(minArena, limit) {
 					t.Fatalf("after push %d the arena holds %d bytes for %d live", seq, cap(r.arena), r.live)
 				}
 				if cap(r.entries) > tc.size || len(r.pieces) > maxPieces {

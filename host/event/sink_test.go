@@ -2,6 +2,7 @@ package event
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,4 +207,41 @@ func TestWriterFailingLog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// AfterFailed calls back once the log fails, without a goroutine waiting
+// until then; one stopped before the failure never runs; a writer without
+// a log never calls back.
+func TestWriterAfterFailed(t *testing.T) {
+	out := &errWriter{ok: 1}
+	w := NewWriter(out, testStamp(), Options{})
+	called := make(chan struct{})
+	stopped := 0
+	w.AfterFailed(func() { close(called) })
+	stop := w.AfterFailed(func() { stopped++ })
+	if !stop() {
+		t.Fatal("stop before the failure reported that the callback will run")
+	}
+	before := runtime.NumGoroutine()
+	for i := range 3 {
+		_, _ = w.Write(Event{"event": "x", "i": i})
+	}
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterFailed's callback did not run after a write error")
+	}
+	if stopped != 0 {
+		t.Fatal("a stopped callback ran")
+	}
+	_ = w.Close()
+	if n := runtime.NumGoroutine(); n > before+1 {
+		t.Errorf("goroutines %d → %d", before, n)
+	}
+
+	quiet := NewWriter(nil, testStamp(), Options{})
+	if stop := quiet.AfterFailed(func() { t.Error("a writer without a log called back") }); !stop() {
+		t.Error("stop on a writer without a log reported that the callback will run")
+	}
+	_ = quiet.Close()
 }

@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -111,8 +112,8 @@ type Writer struct {
 
 	batch   *batcher // the log's queue and goroutine; nil without a log
 	batched bool     // Options.Batched
-	// failed is closed when the log fails; never without a log.
-	failed <-chan struct{}
+	// failed is done when the log fails; never without a log.
+	failed context.Context
 }
 
 // NewWriter returns a Writer appending to out; a nil out discards the lines
@@ -135,7 +136,7 @@ func NewWriter(out io.Writer, stamp Stamp, opts Options) *Writer {
 	if opts.StartSeq > 0 {
 		w.seq = opts.StartSeq
 	}
-	w.failed = make(chan struct{})
+	w.failed = context.Background() // never done: without a log nothing fails
 	if out != nil {
 		w.batch = newBatcher(out, opts.MaxWriteStall)
 		w.batched = opts.Batched
@@ -298,7 +299,14 @@ func (w *Writer) Err() error {
 // Failed is closed when the log fails (see Err); the owner of the run ends
 // it, since its log can no longer be complete. Without a log it is never
 // closed.
-func (w *Writer) Failed() <-chan struct{} { return w.failed }
+func (w *Writer) Failed() <-chan struct{} { return w.failed.Done() }
+
+// AfterFailed arranges for f to run, on a goroutine of its own, once the
+// log fails; stop cancels that (true when f will not run), as
+// context.AfterFunc. Until then it holds no goroutine: `avenor stable`
+// watches every runtime's log, and a goroutine waiting on Failed was one
+// more stack per runtime.
+func (w *Writer) AfterFailed(f func()) (stop func() bool) { return context.AfterFunc(w.failed, f) }
 
 // Flush waits until every line written before the call is in the log, and
 // returns the log's failure (see Err). It returns within the stall bound

@@ -199,21 +199,21 @@ func (r *Runner) Run(ctx context.Context) Result {
 // no more lines). The returned stop waits for the watcher to end.
 func (r *Runner) watchLog(ctx context.Context, cancelRun context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
-	quit := make(chan struct{})
-	go func() {
+	stopAfter := r.w.AfterFailed(func() {
 		defer close(done)
-		select {
-		case <-r.w.Failed():
-		case <-ctx.Done():
-			return
-		case <-quit:
+		if ctx.Err() != nil {
 			return
 		}
 		msg := r.reportLog(r.w.Err())
 		r.emit(event.Event{"event": string(event.TypeError), "source": SourceEventLog, "message": msg})
 		cancelRun(ErrEventLog)
-	}()
-	return func() { close(quit); <-done }
+	})
+	// Once stop returns, the report is written or will never be.
+	return func() {
+		if !stopAfter() {
+			<-done
+		}
+	}
 }
 
 // SourceEventLog is the avenor.error source of a failed event log.
