@@ -21,8 +21,8 @@ func TestSoftMemoryLimit(t *testing.T) {
 	}{
 		{"default runtimes", "", 0, SoftMemoryBaseBytes + DefaultMaxRuntimes*SoftMemoryBytesPerRuntime, true},
 		{"negative is the default", "", -3, SoftMemoryBaseBytes + DefaultMaxRuntimes*SoftMemoryBytesPerRuntime, true},
-		{"one runtime", "", 1, 48<<20 + 256<<10, true},
-		{"200 runtimes: 98 MiB", "", 200, 98 << 20, true},
+		{"one runtime", "", 1, 48<<20 + 208<<10, true},
+		{"200 runtimes: 88.6 MiB", "", 200, 48<<20 + 200*208<<10, true},
 		{"the user's limit stands", "1GiB", 200, 0, false},
 		{"the user's off stands", "off", 200, 0, false},
 	} {

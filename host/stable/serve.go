@@ -45,10 +45,13 @@ type ServeConfig struct {
 // docs/stable.md#limits): a share for itself and one per runtime
 // --max-runtimes admits (its event history, plugin client and connection,
 // their goroutines). Without it the collector let the resident memory grow
-// to twice the live heap at every size.
+// to twice the live heap at every size. The share per runtime follows what
+// a streaming runtime holds: 256 KiB until 2026-12-04, when its history,
+// its plugin's stderr reader, its subscribers' line arenas and two of its
+// goroutines shrank by ~50 KB.
 const (
 	SoftMemoryBaseBytes       = 48 << 20
-	SoftMemoryBytesPerRuntime = 256 << 10
+	SoftMemoryBytesPerRuntime = 208 << 10
 )
 
 // SoftMemoryLimit is the limit for maxRuntimes (DefaultMaxRuntimes when

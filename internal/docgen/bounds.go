@@ -148,7 +148,7 @@ var Bounds = []Bound{
 	{"host/stable", "StateSyncWait", "`avenor stable`", "a spawn, a run's first prompt and a follow-up wait this long at most for `state.json` to be written (then go on with a warning); a write that fails refuses the spawn or follow-up"},
 	{"host/stable", "DefaultMaxRuntimes", "`avenor stable`", "`--max-runtimes` default: live runtimes before spawn is refused"},
 	{"host/stable", "SoftMemoryBaseBytes", "`avenor stable`", "soft memory limit of the supervisor (Go's `runtime/debug.SetMemoryLimit`): this plus `stable.SoftMemoryBytesPerRuntime` for each runtime `--max-runtimes` admits; the collector works harder as memory nears it instead of letting the heap reach twice what is live; soft (a supervisor that needs more gets it); a `GOMEMLIMIT` in the environment replaces it"},
-	{"host/stable", "SoftMemoryBytesPerRuntime", "`avenor stable`", "the soft memory limit's share per runtime `--max-runtimes` admits (16 runtimes: 52 MiB; 200: 98 MiB)"},
+	{"host/stable", "SoftMemoryBytesPerRuntime", "`avenor stable`", "the soft memory limit's share per runtime `--max-runtimes` admits (16 runtimes: 51 MiB; 200: 89 MiB)"},
 	{"host/stable", "DefaultMaxTreeBudget", "`avenor stable`", "runtimes in one parent/child tree (`tree_budget` capacity)"},
 	{"host/stable", "DefaultParkedTimeout", "`avenor stable`", "how long an idle runtime keeps its session open for follow-ups"},
 	{"host/stable", "DefaultWarmIdle", "`avenor stable --warm-idle`", "how long a warm pool nobody takes from keeps its runtimes"},
