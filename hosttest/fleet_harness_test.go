@@ -90,11 +90,23 @@ func fleetClient(t *testing.T, sock string, nodes ...string) *client.Client {
 	return c
 }
 
+// nodesJoinWait bounds how long the nodes take to join: each sets up the
+// fleet's five streams and buckets, replicated three times, while a
+// cluster elects their leaders; in .ci/run's reliability suite, on two
+// busy cores, one node took more than 15 s.
+const nodesJoinWait = time.Minute
+
 // waitNodes waits until the fleet's status names every node.
 func waitNodes(t *testing.T, c *client.Client, want ...string) {
 	t.Helper()
 	var got []string
-	if !waitFor(15*time.Second, func() bool {
+	start := time.Now()
+	defer func() {
+		if took := time.Since(start); took > 10*time.Second {
+			t.Logf("the fleet's nodes took %v to join", took.Round(time.Millisecond))
+		}
+	}()
+	if !waitFor(nodesJoinWait, func() bool {
 		var st struct {
 			Nodes []string `json:"nodes"`
 		}
